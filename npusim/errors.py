@@ -1,0 +1,115 @@
+"""Errors raised by the simulated machine.
+
+Two families, as on real hardware:
+
+* :class:`KernelError` and its subclasses: kernel code broke a hardware or Ascend C rule
+  (UB overflow, misaligned copy, GM out of bounds, a bad eventID...). The message names
+  the core, the pipe, the instruction, the rule and the kernel source line, in the
+  spirit of Ascend C's CPU-debug checker. At the host API such an error surfaces as an
+  AI-core exception status (``ACL_ERROR_RT_AICORE_EXCEPTION``, 507015) at synchronize.
+* :class:`DeviceError` and its subclasses: a runtime-level failure outside a kernel
+  (out of device memory, an unknown pointer). The host API maps them to ``ACL_ERROR_RT_*``
+  status codes (``reference/api.md`` §6); it never lets them escape to the user.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class NpuSimError(Exception):
+    """Base class of every simulator error."""
+
+
+class DeviceError(NpuSimError):
+    """A runtime failure outside kernel code."""
+
+
+class OutOfDeviceMemory(DeviceError):
+    """Global memory cannot hold the requested allocation (maps to 207001)."""
+
+
+class InvalidDevicePointer(DeviceError):
+    """A pointer that is not the start of a live allocation was freed (maps to 207002)."""
+
+
+def kernel_source_line() -> str:
+    """Return ``file:line`` of the innermost frame outside the ``npusim`` package.
+
+    That frame is the kernel statement that issued the current instruction.
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(_PKG_DIR + os.sep):
+            return f"{os.path.basename(path)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "?"
+
+
+class KernelError(NpuSimError):
+    """Kernel code broke a rule of the machine or of Ascend C.
+
+    Attributes:
+        category: short rule family ("UB", "Alignment", "GM", "Sync", "Dtype", "Limit").
+        core: block index of the offending core, or None outside a kernel.
+        pipe: pipe name ("PIPE_V", "PIPE_MTE2", ...), or None.
+        instruction: the Ascend C call ("DataCopy", "Add", "InitBuffer", ...).
+        rule: what was violated, with the source document section.
+        line: ``file:line`` of the kernel statement.
+    """
+
+    category = "Kernel"
+
+    def __init__(self, instruction: str, rule: str, *, pipe: str | None = None,
+                 core: int | None = None, line: str | None = None):
+        if core is None:
+            from npusim.ascendc import core as _core  # local: avoid an import cycle
+            cur = _core.current_core_or_none()
+            core = cur.block_idx if cur is not None else None
+        self.instruction = instruction
+        self.rule = rule
+        self.pipe = pipe
+        self.core = core
+        self.line = line if line is not None else kernel_source_line()
+        where = f"core {core}" if core is not None else "host"
+        pipe_s = f", {pipe}" if pipe else ""
+        super().__init__(f"[{self.category}] {where}{pipe_s}, {instruction} at {self.line}: {rule}")
+
+
+class UbError(KernelError):
+    """Unified-buffer capacity or bounds violated."""
+
+    category = "UB"
+
+
+class AlignmentError(KernelError):
+    """An address or length breaks an alignment rule."""
+
+    category = "Alignment"
+
+
+class GmAccessError(KernelError):
+    """A global-memory access falls outside the allocation it was built on."""
+
+    category = "GM"
+
+
+class SyncError(KernelError):
+    """Pipe synchronisation misuse (eventID range, unpaired flags)."""
+
+    category = "Sync"
+
+
+class DtypeError(KernelError):
+    """An instruction used a data type the SoC's vector unit does not support."""
+
+    category = "Dtype"
+
+
+class LimitError(KernelError):
+    """A documented count limit was exceeded (buffers, repeat count, blockDim...)."""
+
+    category = "Limit"

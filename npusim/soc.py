@@ -1,0 +1,506 @@
+"""SoC presets for the simulated Ascend NPU.
+
+Each preset is a frozen :class:`SocSpec` record. Its fields fall into two
+groups:
+
+* **Platform-config values** copied exactly from the CANN 8.1.RC1
+  ``platform_config/<SoC>.ini`` files, as quoted in
+  ``reference/hardware.md §1`` (the only source used here). Field names follow
+  the ini keys. Units:
+
+  - core counts, ``arch_type``: plain integers
+    (``[version]`` / ``[SoCInfo]``, §1.1, §1.3, §1.4);
+  - ``memory_size``, ``l2_size``: bytes (``[SoCInfo]``);
+  - ``cube_freq``, ``vec_freq``: MHz
+    (``[AICoreSpec]`` / ``[VectorCoreSpec]``);
+  - ``l0_*_size``, ``l1_size``, ``ub*_size``: bytes (``[AICoreSpec]``);
+  - ``*_rate``: bytes per cycle (``[AICoreMemoryRates]``; the unit is
+    documented for ``GetCoreMemBw``, §1.6);
+  - ``vc_ddr_rate`` (B/cycle) and ``vc_ub_size`` (bytes): the separate
+    Vector Core of the 310P (``[VectorCoreMemoryRates]`` /
+    ``[VectorCoreSpec]``, §1.4); ``None`` where the ini has no such section.
+
+  Per-SoC differences follow the §1.2 diff table (A2/A3), the §1.3 variant
+  list (first-generation 910) and the §1.4 note (310P1).
+
+* **Timing parameters of our own** (not in any ini): ``hbm_bandwidth`` (B/s),
+  ``dma_latency_cycles``, ``vec_head_cycles`` and ``scalar_cycles``
+  (cycles), ``host_link_bandwidth`` (B/s), ``host_link_latency_us`` and
+  ``launch_overhead_us`` (µs). Their basis is given next to the base records
+  below; values marked [R] are unverified guesses.
+
+Use :func:`get_soc` to look a preset up by name.
+"""
+
+from dataclasses import dataclass, replace
+
+GIB = 1024 ** 3
+MIB = 1024 ** 2
+
+
+class UnknownSocError(ValueError):
+    """Raised by :func:`get_soc` for a SoC name that has no preset."""
+
+
+@dataclass(frozen=True)
+class SocSpec:
+    """One SoC preset (platform-config values plus our timing parameters).
+
+    ``[version]`` (reference/hardware.md §1.1, §1.3, §1.4):
+        soc_version, short_soc_version, aic_version (str); arch_type (int).
+        npu_arch (str) is not in the 8.1.RC1 inis (later toolkits add
+        ``NpuArch=2201``, §5): "2201" for A2/A3, "1001" [R] for the
+        first-generation 910, "2002" [R] for the 310P.
+
+    ``[SoCInfo]``:
+        ai_core_cnt, cube_core_cnt, vector_core_cnt, ai_cpu_cnt (counts; 0 when
+        the ini has no such key, e.g. cube_core_cnt on 910A/310P);
+        memory_size, l2_size (bytes); cube_vector_combine (str or None);
+        core_type_list (tuple of str).
+        memory_size_from_ini is False where the ini leaves memory_size empty
+        and a substitute value is used.
+
+    ``[AICoreSpec]``:
+        cube_freq (MHz); l0_a_size, l0_b_size, l0_c_size, l1_size, ub_size,
+        ubblock_size, ubbank_size (bytes); ubbank_num, ubbank_group_num
+        (counts).
+
+    ``[AICoreMemoryRates]`` (all bytes per cycle):
+        ddr_rate, ddr_read_rate, ddr_write_rate, l2_rate, l2_read_rate,
+        l2_write_rate, ub_to_l2_rate, ub_to_ddr_rate, l1_to_ub_rate,
+        ub_to_l1_rate.
+
+    ``[VectorCoreSpec]`` / ``[VectorCoreMemoryRates]`` (None where absent):
+        vec_freq (MHz), vc_ub_size (bytes), vc_ddr_rate (B/cycle).
+
+    Timing parameters (ours; see the base records for their basis):
+        hbm_bandwidth (B/s, device-wide GM bandwidth shared by all cores),
+        dma_latency_cycles (fixed cost per MTE2/MTE3 transfer, cycles),
+        vec_head_cycles (fixed cost per vector instruction, cycles),
+        scalar_cycles (cost of one PIPE_S instruction, cycles),
+        host_link_bandwidth (B/s), host_link_latency_us (µs),
+        launch_overhead_us (µs).
+    """
+
+    # [version]
+    soc_version: str
+    short_soc_version: str
+    aic_version: str
+    arch_type: int
+    npu_arch: str
+    # [SoCInfo]
+    ai_core_cnt: int
+    cube_core_cnt: int
+    vector_core_cnt: int
+    ai_cpu_cnt: int
+    memory_size: int
+    l2_size: int
+    # [AICoreSpec] / [VectorCoreSpec] clocks
+    cube_freq: int
+    vec_freq: int | None
+    # [SoCInfo]
+    cube_vector_combine: str | None
+    core_type_list: tuple[str, ...]
+    # [AICoreSpec] sizes
+    l0_a_size: int
+    l0_b_size: int
+    l0_c_size: int
+    l1_size: int
+    ub_size: int
+    ubblock_size: int
+    ubbank_size: int
+    ubbank_num: int
+    ubbank_group_num: int
+    # [AICoreMemoryRates], B/cycle
+    ddr_rate: int
+    ddr_read_rate: int
+    ddr_write_rate: int
+    l2_rate: int
+    l2_read_rate: int
+    l2_write_rate: int
+    ub_to_l2_rate: int
+    ub_to_ddr_rate: int
+    l1_to_ub_rate: int
+    ub_to_l1_rate: int
+    # [VectorCoreMemoryRates] ddr_rate (B/cycle), [VectorCoreSpec] ub_size
+    vc_ddr_rate: int | None
+    vc_ub_size: int | None
+    memory_size_from_ini: bool
+    # Our timing parameters
+    hbm_bandwidth: float
+    dma_latency_cycles: int
+    vec_head_cycles: int
+    scalar_cycles: int
+    host_link_bandwidth: float
+    host_link_latency_us: float
+    launch_overhead_us: float
+
+    @property
+    def freq_hz(self) -> float:
+        """Core clock in Hz (cube_freq * 1e6); the AIV shares it on A2."""
+        return self.cube_freq * 1e6
+
+    @property
+    def is_split(self) -> bool:
+        """True on the split (separate AIC/AIV) architecture, A2/A3."""
+        return self.cube_vector_combine == "split"
+
+    @property
+    def vector_block_num(self) -> int:
+        """Cores a vector-only kernel's blockDim counts.
+
+        vector_core_cnt (AIVs) on split A2/A3 (reference/hardware.md §3,
+        launch limits); ai_core_cnt on the coupled 910A/310P.
+        """
+        return self.vector_core_cnt if self.is_split else self.ai_core_cnt
+
+    @property
+    def ub_usable(self) -> int:
+        """UB bytes reported by the tiling API's GetCoreMemSize(UB).
+
+        910B and A3 reserve 256 B for kfc (reference/hardware.md §1.7); the
+        8 KiB Ascend C reservation (ascendc_reserved_ub) is not included.
+        """
+        if self.short_soc_version in ("Ascend910B", "Ascend910_93"):
+            return self.ub_size - 256
+        return self.ub_size
+
+    @property
+    def ascendc_reserved_ub(self) -> int:
+        """UB bytes reserved for some Ascend C APIs (reference/hardware.md
+        §1.7, documented for 2201), unless --cce-disable-asc-reserved-ubuf."""
+        return 8192
+
+    @property
+    def max_event_id(self) -> int:
+        """Number of SetFlag/WaitFlag event IDs (IDs 0..max_event_id-1).
+
+        8 on 2201 and 4 on the first-generation 910 (reference/hardware.md
+        §3); 8 on 310P is [R].
+        """
+        return 4 if self.npu_arch == "1001" else 8
+
+    @property
+    def max_tque_buffers_per_position(self) -> int:
+        """Buffers allocatable at once per TPosition (§3 TPipe/TQue).
+
+        8 on 2201, 4 on 1001; 8 on 310P is [R].
+        """
+        return 4 if self.npu_arch == "1001" else 8
+
+    @property
+    def max_total_buffers(self) -> int:
+        """Total TPipe buffers in one kernel (reference/hardware.md §3)."""
+        return 64
+
+    @property
+    def supports_bf16_vector(self) -> bool:
+        """bf16 vector arithmetic: none on A2 (reference/hardware.md §1.1),
+        none on 910A/310P either."""
+        return False
+
+    @property
+    def lib_api_workspace_size(self) -> int:
+        """GetLibApiWorkSpaceSize in bytes: 16 MiB on 2201, else 2 MiB
+        (reference/hardware.md §3 Workspace, §1.7)."""
+        return 16 * MIB if self.npu_arch == "2201" else 2 * MIB
+
+    @property
+    def max_block_dim(self) -> int:
+        """Largest numBlocks a launch accepts (reference/hardware.md §3)."""
+        return 65535
+
+
+# --- A2 base record: Ascend910B1 -------------------------------------------
+# reference/hardware.md §1.1 (verbatim ini, identical in INI-X).
+_ASCEND910B1 = SocSpec(
+    soc_version="Ascend910B1",
+    short_soc_version="Ascend910B",
+    aic_version="AIC-C-220",
+    arch_type=4,
+    npu_arch="2201",  # NpuArch=2201 in later toolkits (§5, §3)
+    ai_core_cnt=24,
+    cube_core_cnt=24,
+    vector_core_cnt=48,
+    ai_cpu_cnt=4,  # 8.1.RC1 value; one CANN 8.5 capture shows 6 (§5)
+    memory_size=68719476736,  # 64 GiB
+    l2_size=201326592,  # 192 MiB
+    cube_freq=1850,
+    vec_freq=None,  # no [VectorCoreSpec] in the 910B ini (§1.1)
+    cube_vector_combine="split",
+    core_type_list=("CubeCore", "VectorCore"),
+    l0_a_size=65536,
+    l0_b_size=65536,
+    l0_c_size=131072,
+    l1_size=524288,
+    ub_size=196608,
+    ubblock_size=32,
+    ubbank_size=4096,
+    ubbank_num=64,  # ini value; the 2201 doc describes 48 banks (§2, §5)
+    ubbank_group_num=16,
+    ddr_rate=32,
+    ddr_read_rate=32,
+    ddr_write_rate=32,
+    l2_rate=110,
+    l2_read_rate=110,
+    l2_write_rate=86,
+    ub_to_l2_rate=64,
+    ub_to_ddr_rate=64,
+    l1_to_ub_rate=128,
+    ub_to_l1_rate=128,
+    vc_ddr_rate=None,  # no [VectorCoreMemoryRates] (§1.1)
+    vc_ub_size=None,
+    memory_size_from_ini=True,
+    # Official prose: "GM的带宽约为1.6TB/s" (§2).
+    hbm_bandwidth=1.6e12,
+    # §4.1 case 1: one AIV moving 8 KB per DataCopy reads 256 MiB in
+    # 6208.8 µs of MTE2 time, ~43 GB/s = ~23 B/cycle at 1.85 GHz, i.e.
+    # 8192 / 23 = ~356 cycles per transfer. At ddr_rate (32 B/cycle) the
+    # same transfer needs 8192 / 32 = 256 cycles, leaving ~100 cycles of
+    # fixed per-transfer cost.
+    dma_latency_cycles=100,
+    # §4.1 vector times: case 1 runs 16384 Adds of 4096 halves (32 repeats)
+    # on one core in 761.65 µs = ~86 cycles each; case 3 runs ~85.3 Adds of
+    # 16384 halves (128 repeats) per core in 12.845 µs = ~278 cycles each.
+    # 86 = h + 32 r and 278 = h + 128 r give r = 2 cycles/repeat and
+    # h = 22 cycles of head cost per instruction.
+    vec_head_cycles=22,
+    scalar_cycles=1,  # [R]
+    host_link_bandwidth=25e9,  # [R] PCIe-class host<->device link
+    host_link_latency_us=10.0,  # [R]
+    launch_overhead_us=3.0,  # [R] kernel launch fixed cost on the device
+)
+
+# --- Other A2 parts: the §1.2 diff table against Ascend910B1 --------------
+_ASCEND910B2 = replace(
+    _ASCEND910B1,
+    soc_version="Ascend910B2",
+    cube_freq=1800,
+)
+_ASCEND910B3 = replace(
+    _ASCEND910B1,
+    soc_version="Ascend910B3",
+    ai_core_cnt=20, cube_core_cnt=20, vector_core_cnt=40,
+    cube_freq=1800,
+)
+_ASCEND910B4 = replace(
+    _ASCEND910B1,
+    soc_version="Ascend910B4",
+    ai_core_cnt=20, cube_core_cnt=20, vector_core_cnt=40,
+    cube_freq=1500,
+    memory_size=34359738368,  # 32 GiB
+    l2_size=100663296,  # 96 MiB (ini; real L2 is 168 MiB per ops-nn, §1.2)
+    hbm_bandwidth=0.8e12,  # [S] vendor-spec table (§2)
+)
+
+# --- A3 dies (Short_SoC_version Ascend910_93): §1.2 diff table -------------
+# Values are per die; every field not changed here equals 910B1.
+_A3_BASE = replace(_ASCEND910B1, short_soc_version="Ascend910_93")
+_ASCEND910_9391 = replace(_A3_BASE, soc_version="Ascend910_9391")
+_ASCEND910_9392 = replace(_A3_BASE, soc_version="Ascend910_9392")
+_ASCEND910_9381 = replace(
+    _A3_BASE,
+    soc_version="Ascend910_9381",
+    cube_freq=1800,
+)
+_ASCEND910_9382 = replace(
+    _A3_BASE,
+    soc_version="Ascend910_9382",
+    cube_freq=1800,
+)
+_ASCEND910_9372 = replace(
+    _A3_BASE,
+    soc_version="Ascend910_9372",
+    ai_core_cnt=20, cube_core_cnt=20, vector_core_cnt=40,
+    cube_freq=1800,
+)
+_ASCEND910_9362 = replace(
+    _A3_BASE,
+    soc_version="Ascend910_9362",
+    ai_core_cnt=20, cube_core_cnt=20, vector_core_cnt=40,
+    cube_freq=1500,
+    memory_size=34359738368,  # 32 GiB
+    l2_size=176160768,  # 168 MiB
+    # [R] The §2 vendor table gives 0.8 TB/s only for 910B4 and 1.6 TB/s for
+    # "A3 die"; this die has the 910B4-class configuration (20 cores,
+    # 1500 MHz, 32 GiB), so we use the 910B4 figure.
+    hbm_bandwidth=0.8e12,
+)
+
+# --- First-generation 910 base record: Ascend910A --------------------------
+# reference/hardware.md §1.3 (verbatim ini). Coupled architecture: cube and
+# vector share one AI Core, so the ini has no cube_core_cnt key (0 here) and
+# vector_core_cnt=0.
+_ASCEND910A = SocSpec(
+    soc_version="Ascend910A",
+    short_soc_version="Ascend910",
+    aic_version="AIC-C-100",
+    arch_type=3,
+    npu_arch="1001",  # [R]
+    ai_core_cnt=32,
+    cube_core_cnt=0,  # key absent from the ini
+    vector_core_cnt=0,
+    ai_cpu_cnt=4,
+    # memory_size is empty in the ini; 32 GiB is our substitute (HBM size of
+    # the first-generation 910, [R]).
+    memory_size=34359738368,
+    l2_size=33554432,  # 32 MiB
+    cube_freq=1000,
+    vec_freq=None,  # no [VectorCoreSpec]
+    cube_vector_combine=None,  # key absent from the ini
+    core_type_list=("AICore",),
+    l0_a_size=65536,
+    l0_b_size=65536,
+    l0_c_size=262144,
+    l1_size=1048576,
+    ub_size=262144,
+    ubblock_size=32,
+    ubbank_size=4096,
+    ubbank_num=64,
+    ubbank_group_num=16,
+    ddr_rate=32,
+    ddr_read_rate=32,
+    ddr_write_rate=32,
+    l2_rate=110,
+    l2_read_rate=110,
+    l2_write_rate=86,
+    ub_to_l2_rate=64,
+    ub_to_ddr_rate=64,
+    l1_to_ub_rate=128,
+    ub_to_l1_rate=128,
+    vc_ddr_rate=None,
+    vc_ub_size=None,
+    memory_size_from_ini=False,
+    hbm_bandwidth=1.2e12,  # [R]
+    dma_latency_cycles=100,  # as 910B1 (derivation there)
+    vec_head_cycles=22,  # as 910B1 (derivation there)
+    scalar_cycles=1,  # [R]
+    host_link_bandwidth=25e9,  # [R]
+    host_link_latency_us=10.0,  # [R]
+    launch_overhead_us=3.0,  # [R]
+)
+
+# §1.3: the other first-generation variants differ only in cores and clock.
+_ASCEND910PROA = replace(
+    _ASCEND910A,
+    soc_version="Ascend910ProA",
+    cube_freq=1100,
+)
+_ASCEND910PROB = replace(
+    _ASCEND910A,
+    soc_version="Ascend910ProB",
+    ai_core_cnt=30,
+    cube_freq=1150,
+)
+_ASCEND910PREMIUMA = replace(
+    _ASCEND910A,
+    soc_version="Ascend910PremiumA",
+    cube_freq=1220,
+)
+
+# --- 310P base record: Ascend310P3 -----------------------------------------
+# reference/hardware.md §1.4 (verbatim ini). Coupled AI Cores plus separate
+# Vector Cores with their own [VectorCoreSpec]/[VectorCoreMemoryRates].
+_ASCEND310P3 = SocSpec(
+    soc_version="Ascend310P3",
+    short_soc_version="Ascend310P",
+    aic_version="AIC-M-200",
+    arch_type=1,
+    npu_arch="2002",  # [R]
+    ai_core_cnt=8,
+    cube_core_cnt=0,  # key absent from the ini
+    vector_core_cnt=7,
+    ai_cpu_cnt=16,
+    memory_size=24000000000,
+    l2_size=16777216,  # 16 MiB
+    cube_freq=1060,
+    vec_freq=1000,
+    cube_vector_combine=None,  # key absent from the ini
+    core_type_list=("AICore", "VectorCore"),
+    l0_a_size=65536,
+    l0_b_size=65536,
+    l0_c_size=262144,
+    l1_size=1048576,
+    ub_size=262144,
+    ubblock_size=32,
+    ubbank_size=4096,
+    ubbank_num=64,
+    ubbank_group_num=16,
+    ddr_rate=17,
+    ddr_read_rate=17,
+    ddr_write_rate=17,
+    l2_rate=114,
+    l2_read_rate=114,
+    l2_write_rate=114,
+    ub_to_l2_rate=114,
+    ub_to_ddr_rate=17,
+    l1_to_ub_rate=128,
+    ub_to_l1_rate=256,
+    vc_ddr_rate=9,
+    vc_ub_size=262144,
+    memory_size_from_ini=True,
+    hbm_bandwidth=204.8e9,  # [R]
+    dma_latency_cycles=100,  # as 910B1 (derivation there)
+    vec_head_cycles=22,  # as 910B1 (derivation there)
+    scalar_cycles=1,  # [R]
+    host_link_bandwidth=25e9,  # [R]
+    host_link_latency_us=10.0,  # [R]
+    launch_overhead_us=3.0,  # [R]
+)
+
+# §1.4: "Ascend310P1 differs as follows: 10 AI cores, 8 vector cores,
+# 8 AI CPUs" (vir_type_list also differs; it is not modelled).
+_ASCEND310P1 = replace(
+    _ASCEND310P3,
+    soc_version="Ascend310P1",
+    ai_core_cnt=10,
+    vector_core_cnt=8,
+    ai_cpu_cnt=8,
+)
+
+SOC_PRESETS: dict[str, SocSpec] = {
+    spec.soc_version: spec
+    for spec in (
+        _ASCEND910B1,
+        _ASCEND910B2,
+        _ASCEND910B3,
+        _ASCEND910B4,
+        _ASCEND910_9391,
+        _ASCEND910_9392,
+        _ASCEND910_9381,
+        _ASCEND910_9382,
+        _ASCEND910_9372,
+        _ASCEND910_9362,
+        _ASCEND910A,
+        _ASCEND910PROA,
+        _ASCEND910PROB,
+        _ASCEND910PREMIUMA,
+        _ASCEND310P1,
+        _ASCEND310P3,
+    )
+}
+
+DEFAULT_SOC = "Ascend910B1"
+
+
+def list_socs() -> list[str]:
+    """Return the names of all presets, sorted."""
+    return sorted(SOC_PRESETS)
+
+
+def get_soc(name: str | SocSpec | None = None) -> SocSpec:
+    """Return the preset called ``name``.
+
+    ``None`` selects :data:`DEFAULT_SOC`; a :class:`SocSpec` is returned
+    unchanged. An unknown name raises :class:`UnknownSocError`.
+    """
+    if name is None:
+        name = DEFAULT_SOC
+    if isinstance(name, SocSpec):
+        return name
+    try:
+        return SOC_PRESETS[name]
+    except KeyError:
+        raise UnknownSocError(
+            f"unknown SoC {name!r}; known SoCs: {', '.join(list_socs())}"
+        ) from None
