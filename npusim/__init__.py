@@ -1,0 +1,29 @@
+"""npusim: a simulated Huawei Ascend NPU.
+
+Layers (see the project README):
+
+* :mod:`npusim.soc` — SoC presets from the CANN platform configs (``get_soc``).
+* :mod:`npusim.gm` — global memory with aclrtMalloc's allocation rules.
+* :mod:`npusim.ascendc` — the Ascend C programming surface kernels are written in.
+* :mod:`npusim.launch` / :mod:`npusim.timing` — running a kernel on its blocks and timing
+  it with a simpy model of the pipes, the DMA and the shared HBM.
+* :mod:`npusim.device` — a device with streams and events on a simulated clock.
+
+This package imports neither ``kernels`` nor ``aclnn``: a user who writes a kernel of
+their own needs only ``npusim``.
+"""
+from npusim.device import Device, Event, Stream
+from npusim.errors import (AlignmentError, DeviceError, DtypeError, GmAccessError, KernelError,
+                           LimitError, NpuSimError, SyncError, UbError)
+from npusim.gm import GlobalMemory
+from npusim.launch import KernelProfile, run_kernel
+from npusim.soc import DEFAULT_SOC, SOC_PRESETS, SocSpec, UnknownSocError, get_soc, list_socs
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Device", "Event", "Stream", "AlignmentError", "DeviceError", "DtypeError",
+    "GmAccessError", "KernelError", "LimitError", "NpuSimError", "SyncError", "UbError",
+    "GlobalMemory", "KernelProfile", "run_kernel", "DEFAULT_SOC", "SOC_PRESETS", "SocSpec",
+    "UnknownSocError", "get_soc", "list_socs",
+]

@@ -1,0 +1,39 @@
+"""The Ascend C programming surface of an AI core, in Python.
+
+Names are Ascend C's so that a kernel reads line by line like its C++ counterpart::
+
+    from npusim.ascendc import *
+
+    class KernelAdd:
+        def Init(self, x, y, z, tiling):
+            self.pipe = TPipe()
+            off = GetBlockIdx() * tiling.blockLen
+            self.xGm = GlobalTensor(half)
+            self.xGm.SetGlobalBuffer(x + off * 2, tiling.blockLen)
+            ...
+"""
+from npusim.ascendc.core import GetBlockIdx, GetBlockNum
+from npusim.ascendc.datacopy import DataCopy, DataCopyPad
+from npusim.ascendc.pipe import GetTPipePtr, TBuf, TPipe, TQue
+from npusim.ascendc.sync import PipeBarrier, SetFlag, WaitFlag
+from npusim.ascendc.tensor import GlobalTensor, LocalTensor
+from npusim.ascendc.types import (MAX_REPEAT_TIMES, ONE_BLK_SIZE, ONE_REPEAT_BYTE_SIZE, PIPE_ALL,
+                                  PIPE_FIX, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_S,
+                                  PIPE_V, DataCopyExtParams, DataCopyPadExtParams,
+                                  DataCopyParams, HardEvent, Pipe, QuePosition, RoundMode,
+                                  TPosition, bfloat16_t, float32, half, int8_t, int16_t,
+                                  int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t)
+from npusim.ascendc.vector import (Abs, Add, Adds, Cast, Div, Duplicate, Exp, Ln, Max, Maxs,
+                                   Min, Mins, Mul, Muls, Power, Reciprocal, Relu, Sqrt, Sub)
+
+__all__ = [
+    "GetBlockIdx", "GetBlockNum", "DataCopy", "DataCopyPad", "GetTPipePtr", "TBuf", "TPipe",
+    "TQue", "PipeBarrier", "SetFlag", "WaitFlag", "GlobalTensor", "LocalTensor",
+    "MAX_REPEAT_TIMES", "ONE_BLK_SIZE", "ONE_REPEAT_BYTE_SIZE", "PIPE_ALL", "PIPE_FIX",
+    "PIPE_M", "PIPE_MTE1", "PIPE_MTE2", "PIPE_MTE3", "PIPE_S", "PIPE_V", "DataCopyExtParams",
+    "DataCopyPadExtParams", "DataCopyParams", "HardEvent", "Pipe", "QuePosition", "RoundMode",
+    "TPosition", "bfloat16_t", "float32", "half", "int8_t", "int16_t", "int32_t", "int64_t",
+    "uint8_t", "uint16_t", "uint32_t", "uint64_t", "Abs", "Add", "Adds", "Cast", "Div",
+    "Duplicate", "Exp", "Ln", "Max", "Maxs", "Min", "Mins", "Mul", "Muls", "Power",
+    "Reciprocal", "Relu", "Sqrt", "Sub",
+]

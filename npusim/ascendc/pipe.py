@@ -1,0 +1,226 @@
+"""TPipe, TQue and TBuf: Ascend C's UB memory management and its implicit pipe sync.
+
+Rules (reference/hardware.md §3 "TPipe/TQue/TBuf"):
+
+* ``InitBuffer(que, num, len)`` rounds ``len`` up to 32 B; ``num = 2`` is double
+  buffering. Buffers are laid out one after another from UB offset 0 and must fit in
+  the usable UB (§1.7), otherwise :class:`UbError`.
+* At most 64 buffers in one kernel; at most 8 TQue buffers per position on A2/A3 (4 on
+  the first-generation 910), because each carries an eventID.
+* AllocTensor returns uninitialised memory; EnQue returns False when the queue already
+  holds ``depth`` tensors; TBuf buffers cannot be enqueued.
+
+Queue hand-offs are the sync edges the timing model sees, as TPipe's auto-sync inserts
+them on hardware: for VECIN, EnQue sets MTE2->V and DeQue waits for it, FreeTensor sets
+V->MTE2 and the next AllocTensor of that buffer waits for it; for VECOUT the same with
+V->MTE3 and MTE3->V.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from npusim.ascendc import core as _core
+from npusim.ascendc.tensor import LocalTensor
+from npusim.ascendc.types import PIPE_MTE2, PIPE_MTE3, PIPE_V, HardEvent, TPosition
+from npusim.errors import KernelError, LimitError, SyncError, UbError
+
+# position -> (producer pipe, consumer pipe) of the data a queue hands over
+_QUEUE_PIPES = {
+    TPosition.VECIN: (PIPE_MTE2, PIPE_V),
+    TPosition.VECOUT: (PIPE_V, PIPE_MTE3),
+}
+
+
+def _align32(n: int) -> int:
+    return (int(n) + 31) // 32 * 32
+
+
+class TPipe:
+    """Owner of a kernel's UB buffers. One per block, constructed inside the kernel."""
+
+    def __init__(self):
+        self.ctx = _core.current_core()
+        self.ctx.pipe = self
+        self.used = 0                       # UB bytes handed out
+        self.buffer_count = 0
+        self.que_buffers_by_position: dict[TPosition, int] = {}
+        self._next_event: dict[HardEvent, int] = {}
+
+    def InitBuffer(self, que, num: int, length: int | None = None) -> None:
+        """Reserve UB for ``que``: ``num`` buffers of ``length`` bytes (rounded up to 32 B).
+
+        For a TBuf call ``InitBuffer(buf, length)``.
+
+        Raises:
+            UbError: the buffers do not fit in the usable UB.
+            LimitError: more than 64 buffers, or too many TQue buffers in one position.
+        """
+        if isinstance(que, TBuf):
+            num, length = 1, num
+        num, length = int(num), _align32(length)
+        if num <= 0 or length <= 0:
+            raise KernelError("InitBuffer", f"num ({num}) and len ({length}) must be positive",
+                              pipe=None)
+        if self.buffer_count + num > self.ctx.soc.max_total_buffers:
+            raise LimitError("InitBuffer", f"{self.buffer_count + num} buffers exceed the limit of "
+                             f"{self.ctx.soc.max_total_buffers} per kernel "
+                             "(reference/hardware.md §3 TPipe)")
+        if isinstance(que, TQue):
+            n_pos = self.que_buffers_by_position.get(que.position, 0) + num
+            limit = self.ctx.soc.max_tque_buffers_per_position
+            if n_pos > limit:
+                raise LimitError("InitBuffer", f"{n_pos} TQue buffers in {que.position.name} exceed "
+                                 f"{limit} per position on {self.ctx.soc.soc_version} (each buffer "
+                                 "holds an eventID; reference/hardware.md §3 TPipe)")
+            self.que_buffers_by_position[que.position] = n_pos
+        need = num * length
+        if self.used + need > self.ctx.ub_capacity:
+            raise UbError("InitBuffer", f"{num} x {length} B = {need} B requested with {self.used} B "
+                          f"already in use: {self.used + need} B exceed the usable UB of "
+                          f"{self.ctx.ub_capacity} B on {self.ctx.soc.soc_version} "
+                          "(reference/hardware.md §1.7)")
+        que._init(self, self.used, num, length)
+        self.used += need
+        self.buffer_count += num
+
+    def FetchEventID(self, event: HardEvent) -> int:
+        """An eventID for a user SetFlag/WaitFlag pair of ``event`` (rotates 0..5)."""
+        n = self._next_event.get(event, 0)
+        self._next_event[event] = (n + 1) % 6   # IDs 6 and 7 are reserved (hardware.md §3)
+        return n
+
+    AllocEventID = FetchEventID
+
+    def ReleaseEventID(self, event: HardEvent, event_id: int) -> None:
+        """Nothing to release in the simulator; present for source compatibility."""
+
+    def Destroy(self) -> None:
+        self.used = 0
+
+
+def GetTPipePtr() -> TPipe:
+    """The TPipe of the running block."""
+    pipe = _core.current_core().pipe
+    if pipe is None:
+        raise KernelError("GetTPipePtr", "no TPipe has been constructed in this kernel")
+    return pipe
+
+
+class TQue:
+    """``TQue<pos, depth>``: buffers handed between pipes in FIFO order.
+
+    Args:
+        position: TPosition.VECIN, VECOUT or VECCALC.
+        depth: how many tensors the queue holds at once (normally 1).
+    """
+
+    def __init__(self, position: TPosition, depth: int = 1):
+        self.position = TPosition(position)
+        self.depth = int(depth)
+        self.ctx = None
+        self._buffers: list[tuple[int, int]] = []
+        self._free: deque[int] = deque()
+        self._pending_free: set[int] = set()
+        self._queue: deque[LocalTensor] = deque()
+
+    def _init(self, pipe: TPipe, offset: int, num: int, length: int) -> None:
+        self.ctx = pipe.ctx
+        self._buffers = [(offset + i * length, length) for i in range(num)]
+        self._free = deque(range(num))
+
+    def _key(self, index: int, what: str):
+        return ("que", id(self), index, what)
+
+    def AllocTensor(self, dtype) -> LocalTensor:
+        """Take the next free buffer as a ``LocalTensor<dtype>`` (contents undefined)."""
+        if self.ctx is None:
+            raise KernelError("AllocTensor", "the queue has no buffers: call pipe.InitBuffer first")
+        if not self._free:
+            raise KernelError("AllocTensor", f"all {len(self._buffers)} buffers of this "
+                              f"{self.position.name} queue are in use (FreeTensor missing?)")
+        index = self._free.popleft()
+        if index in self._pending_free:
+            self._pending_free.discard(index)
+            pipes = _QUEUE_PIPES.get(self.position)
+            if pipes is not None:   # wait until the consumer released this buffer
+                self.ctx.record(_core.WAIT, pipes[0], 0.0, 0, self._key(index, "free"), "AllocTensor")
+        offset, length = self._buffers[index]
+        dtype = np.dtype(dtype)
+        return LocalTensor(self.ctx, dtype, offset, length // dtype.itemsize, offset + length,
+                           self.position, (self, index))
+
+    def EnQue(self, tensor: LocalTensor) -> bool:
+        """Hand ``tensor`` to the consumer pipe; False when ``depth`` tensors are queued."""
+        if len(self._queue) >= self.depth:
+            return False
+        owner = tensor.owner
+        if owner is None or owner[0] is not self:
+            raise KernelError("EnQue", "the tensor was not allocated from this queue "
+                              "(TBuf buffers cannot be enqueued)")
+        pipes = _QUEUE_PIPES.get(self.position)
+        if pipes is not None:
+            self.ctx.record(_core.SET, pipes[0], 0.0, 0, self._key(owner[1], "data"), "EnQue")
+        self._queue.append(tensor)
+        return True
+
+    def DeQue(self, dtype=None) -> LocalTensor:
+        """Take the oldest queued tensor, waiting for its producer pipe."""
+        if not self._queue:
+            raise SyncError("DeQue", "the queue is empty: DeQue without a matching EnQue "
+                            "hangs on hardware")
+        tensor = self._queue.popleft()
+        pipes = _QUEUE_PIPES.get(self.position)
+        if pipes is not None:
+            self.ctx.record(_core.WAIT, pipes[1], 0.0, 0, self._key(tensor.owner[1], "data"), "DeQue")
+        if dtype is not None and np.dtype(dtype) != tensor.dtype:
+            tensor = tensor.ReinterpretCast(dtype)
+        return tensor
+
+    def FreeTensor(self, tensor: LocalTensor) -> None:
+        """Return the tensor's buffer; the next AllocTensor of it waits for this."""
+        owner = tensor.owner
+        if owner is None or owner[0] is not self:
+            raise KernelError("FreeTensor", "the tensor was not allocated from this queue")
+        index = owner[1]
+        if index in self._free:
+            raise KernelError("FreeTensor", "the buffer was already freed")
+        pipes = _QUEUE_PIPES.get(self.position)
+        if pipes is not None:
+            self.ctx.record(_core.SET, pipes[1], 0.0, 0, self._key(index, "free"), "FreeTensor")
+            self._pending_free.add(index)
+        self._free.append(index)
+
+    def HasTensorInQue(self) -> bool:
+        return bool(self._queue)
+
+
+class TBuf:
+    """``TBuf<pos>``: one scratch buffer with no queue and no implicit sync."""
+
+    def __init__(self, position: TPosition = TPosition.VECCALC):
+        self.position = TPosition(position)
+        self.ctx = None
+        self._offset = 0
+        self._length = 0
+
+    def _init(self, pipe: TPipe, offset: int, num: int, length: int) -> None:
+        self.ctx = pipe.ctx
+        self._offset, self._length = offset, length
+
+    def Get(self, dtype, length: int | None = None) -> LocalTensor:
+        """The buffer as ``LocalTensor<dtype>`` of ``length`` elements (default: all of it)."""
+        if self.ctx is None:
+            raise KernelError("TBuf.Get", "the buffer has no memory: call pipe.InitBuffer first")
+        dtype = np.dtype(dtype)
+        n = self._length // dtype.itemsize if length is None else int(length)
+        if n * dtype.itemsize > self._length:
+            raise UbError("TBuf.Get", f"{n} x {dtype.name} exceeds the buffer's {self._length} B")
+        return LocalTensor(self.ctx, dtype, self._offset, n, self._offset + self._length,
+                           self.position, None)
+
+    def GetWithOffset(self, length: int, offset: int, dtype) -> LocalTensor:
+        """``length`` elements of ``dtype`` starting ``offset`` bytes into the buffer."""
+        t = self.Get(np.uint8)[int(offset)].ReinterpretCast(dtype)
+        return LocalTensor(self.ctx, dtype, t.offset, int(length), t.limit, self.position, None)

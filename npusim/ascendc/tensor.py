@@ -1,0 +1,161 @@
+"""GlobalTensor (a typed window on device memory) and LocalTensor (a typed view on the
+unified buffer), with Ascend C's ``operator[]``, GetValue and SetValue.
+
+A LocalTensor is a view on the UB bytes of its core, so aliasing, reinterpretation and
+overflow behave as on hardware. Scalar GetValue/SetValue run on PIPE_S.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from npusim.ascendc import core as _core
+from npusim.ascendc.types import PIPE_S, TPosition
+from npusim.errors import GmAccessError, UbError
+
+
+class GlobalTensor:
+    """``GlobalTensor<T>``: ``length`` elements of ``dtype`` at device address ``address``.
+
+    Usage as in Ascend C::
+
+        xGm = GlobalTensor(half)
+        xGm.SetGlobalBuffer(x + offset * 2, blockLen)
+        DataCopy(xLocal, xGm[i * tileLen], tileLen)
+
+    Accesses are checked against the GM allocation that holds the tensor's first byte
+    (reference/api.md §6: every pointer comes from aclrtMalloc).
+    """
+
+    __slots__ = ("dtype", "address", "length", "_alloc")
+
+    def __init__(self, dtype=None):
+        self.dtype = np.dtype(dtype) if dtype is not None else None
+        self.address = 0
+        self.length = 0
+        self._alloc = None
+
+    def SetGlobalBuffer(self, address: int, length: int = 0) -> None:
+        """Point the tensor at ``address`` (bytes) holding ``length`` elements."""
+        self.address = int(address)
+        self.length = int(length)
+        cur = _core.current_core_or_none()
+        self._alloc = cur.gm.find(self.address) if cur is not None else None
+
+    def __getitem__(self, offset: int) -> "GlobalTensor":
+        """The sub-tensor starting ``offset`` elements in (Ascend C ``operator[]``)."""
+        sub = GlobalTensor(self.dtype)
+        sub.address = self.address + int(offset) * self.dtype.itemsize
+        sub.length = max(self.length - int(offset), 0)
+        sub._alloc = self._alloc
+        return sub
+
+    def GetSize(self) -> int:
+        return self.length
+
+    def GetPhyAddr(self) -> int:
+        return self.address
+
+    def bytes_view(self, nbytes: int, instruction: str, pipe: str | None) -> np.ndarray:
+        """uint8 view of ``nbytes`` from the tensor's start, checked against its allocation."""
+        alloc = self._alloc
+        if alloc is None or self.address < alloc.base or self.address + nbytes > alloc.end:
+            gm = _core.current_core().gm
+            if alloc is None:
+                return gm.view(self.address, nbytes, instruction=instruction, pipe=pipe)
+            raise GmAccessError(
+                instruction,
+                f"range 0x{self.address:x}+{nbytes} B leaves the allocation "
+                f"[0x{alloc.base:x}, 0x{alloc.end:x}) this GlobalTensor was built on",
+                pipe=pipe)
+        off = self.address - alloc.base
+        return alloc.buf[off:off + nbytes]
+
+    def GetValue(self, index: int):
+        """Read one element through the scalar unit (PIPE_S)."""
+        isz = self.dtype.itemsize
+        cur = _core.current_core()
+        cur.record(_core.OP, PIPE_S, cur.soc.scalar_cycles * 100, 0, None, "GlobalTensor.GetValue")
+        return self[index].bytes_view(isz, "GetValue", "PIPE_S").view(self.dtype)[0]
+
+    def SetValue(self, index: int, value) -> None:
+        """Write one element through the scalar unit (PIPE_S)."""
+        isz = self.dtype.itemsize
+        cur = _core.current_core()
+        cur.record(_core.OP, PIPE_S, cur.soc.scalar_cycles * 100, 0, None, "GlobalTensor.SetValue")
+        self[index].bytes_view(isz, "SetValue", "PIPE_S").view(self.dtype)[0] = value
+
+
+class LocalTensor:
+    """``LocalTensor<T>``: ``length`` elements of ``dtype`` at UB byte offset ``offset``.
+
+    ``limit`` is the UB byte offset where the buffer this tensor came from ends; accesses
+    beyond it are UB errors even when they stay inside the physical UB.
+    """
+
+    __slots__ = ("ctx", "dtype", "offset", "length", "limit", "position", "owner")
+
+    def __init__(self, ctx, dtype, offset: int, length: int, limit: int,
+                 position: TPosition = TPosition.VECCALC, owner=None):
+        self.ctx = ctx
+        self.dtype = np.dtype(dtype)
+        self.offset = int(offset)
+        self.length = int(length)
+        self.limit = int(limit)
+        self.position = position
+        self.owner = owner
+
+    # -- Ascend C surface ---------------------------------------------------------------
+    def __getitem__(self, index: int) -> "LocalTensor":
+        """The sub-tensor starting ``index`` elements in (Ascend C ``operator[]``)."""
+        index = int(index)
+        return LocalTensor(self.ctx, self.dtype, self.offset + index * self.dtype.itemsize,
+                           self.length - index, self.limit, self.position, self.owner)
+
+    def GetSize(self) -> int:
+        return self.length
+
+    def GetPhyAddr(self) -> int:
+        """UB byte offset of the first element."""
+        return self.offset
+
+    def ReinterpretCast(self, dtype) -> "LocalTensor":
+        """The same bytes seen as ``dtype``."""
+        dtype = np.dtype(dtype)
+        return LocalTensor(self.ctx, dtype, self.offset,
+                           self.length * self.dtype.itemsize // dtype.itemsize,
+                           self.limit, self.position, self.owner)
+
+    def GetValue(self, index: int):
+        """Read one element through the scalar unit (PIPE_S)."""
+        self.ctx.record(_core.OP, PIPE_S, self.ctx.soc.scalar_cycles, 0, None, "GetValue")
+        return self.elements(int(index) + 1, "GetValue", "PIPE_S")[int(index)]
+
+    def SetValue(self, index: int, value) -> None:
+        """Write one element through the scalar unit (PIPE_S)."""
+        self.ctx.record(_core.OP, PIPE_S, self.ctx.soc.scalar_cycles, 0, None, "SetValue")
+        self.elements(int(index) + 1, "SetValue", "PIPE_S")[int(index)] = value
+
+    # -- simulator helpers ----------------------------------------------------------------
+    def elements(self, count: int, instruction: str, pipe: str = "PIPE_V") -> np.ndarray:
+        """Numpy view of the first ``count`` elements, bounds-checked against the buffer."""
+        end = self.offset + count * self.dtype.itemsize
+        if count < 0 or end > self.limit or self.offset < 0:
+            raise UbError(instruction,
+                          f"{count} x {self.dtype.name} from UB offset {self.offset} ends at "
+                          f"{end}, past the end of its buffer at {self.limit}", pipe=pipe)
+        return self.ctx.ub[self.offset:end].view(self.dtype)
+
+    def bytes_view(self, nbytes: int, instruction: str, pipe: str) -> np.ndarray:
+        end = self.offset + nbytes
+        if end > self.limit:
+            raise UbError(instruction, f"{nbytes} B from UB offset {self.offset} end at {end}, "
+                          f"past the end of its buffer at {self.limit}", pipe=pipe)
+        return self.ctx.ub[self.offset:end]
+
+    def numpy(self) -> np.ndarray:
+        """A copy of the whole tensor (for debugging and tests; costs no cycles)."""
+        return self.elements(self.length, "numpy").copy()
+
+    def __repr__(self) -> str:
+        return (f"LocalTensor<{self.dtype.name}>(ub=0x{self.offset:x}, len={self.length}, "
+                f"{self.position.name})")

@@ -1,0 +1,324 @@
+"""Vector instructions on PIPE_V (the "first n elements" form of each Ascend C API).
+
+Numerics: every instruction rounds its result to the destination dtype, as the vector
+unit does; fp16 arithmetic is done by numpy's float16 loops, which round each result
+once (float32 carries enough bits that the intermediate is exact for + - * / sqrt).
+bfloat16 has no vector arithmetic on A2/A3, the first-generation 910 or the 310P
+(reference/hardware.md §1.1): such a call raises :class:`DtypeError`; Cast it to float
+first, as real kernels do.
+
+Cost: ``vec_head_cycles + ceil(count / rate)`` cycles, where ``rate`` is the published
+elements per cycle per AIV (reference/hardware.md §2.1 "Vector instructions").
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from npusim.ascendc import core as _core
+from npusim.ascendc.tensor import LocalTensor
+from npusim.ascendc.types import PIPE_V, RoundMode
+from npusim.errors import DtypeError
+
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+_I16, _I32 = np.dtype(np.int16), np.dtype(np.int32)
+
+_FLOATS = (_F16, _F32)
+_ARITH = (_F16, _F32, _I16, _I32)
+
+# elements per cycle for 16-bit and 32-bit operands (reference/hardware.md §2.1)
+_RATE_SIMPLE = {2: 128, 4: 64}      # Add/Sub/Mul/Max/Min/Adds/Muls/Abs/Duplicate...
+_RATE_SLOW = {2: 32, 4: 32}         # Exp, Ln, Sqrt, Div
+_RATE_CAST = 64                     # half<->float, float<->bf16/int32
+
+
+def _issue(ctx, name: str, count: int, rate: int) -> None:
+    ctx.record(_core.OP, PIPE_V, ctx.soc.vec_head_cycles + -(-count // rate), 0, None, name)
+
+
+def _check(ctx, name: str, dtype: np.dtype, allowed) -> None:
+    if dtype == _BF16 and not ctx.soc.supports_bf16_vector:
+        raise DtypeError(name, f"bfloat16 arithmetic is not supported by the vector unit of "
+                         f"{ctx.soc.soc_version} (reference/hardware.md §1.1); Cast to float first",
+                         pipe="PIPE_V")
+    if dtype not in allowed:
+        raise DtypeError(name, f"{dtype.name} is not a supported type of {name} "
+                         f"(supported: {', '.join(d.name for d in allowed)})", pipe="PIPE_V")
+
+
+def _same_dtype(name: str, *tensors: LocalTensor) -> np.dtype:
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        if t.dtype != dt:
+            raise DtypeError(name, f"operands mix {dt.name} and {t.dtype.name}", pipe="PIPE_V")
+    return dt
+
+
+def _binary(name, ufunc, allowed, rate_table, dst, src0, src1, count):
+    ctx = _core.current_core()
+    dt = _same_dtype(name, dst, src0, src1)
+    _check(ctx, name, dt, allowed)
+    count = int(count)
+    out = dst.elements(count, name)
+    with np.errstate(all="ignore"):
+        ufunc(src0.elements(count, name), src1.elements(count, name), out=out)
+    _issue(ctx, name, count, rate_table[dt.itemsize])
+
+
+def _scalar_op(name, ufunc, allowed, dst, src, scalar, count):
+    ctx = _core.current_core()
+    dt = _same_dtype(name, dst, src)
+    _check(ctx, name, dt, allowed)
+    count = int(count)
+    out = dst.elements(count, name)
+    with np.errstate(all="ignore"):
+        # the instruction takes a scalar of the tensor's type: it is rounded to T first
+        ufunc(src.elements(count, name), dt.type(scalar), out=out)
+    _issue(ctx, name, count, _RATE_SIMPLE[dt.itemsize])
+
+
+def _unary(name, fn, allowed, rate_table, dst, src, count):
+    ctx = _core.current_core()
+    dt = _same_dtype(name, dst, src)
+    _check(ctx, name, dt, allowed)
+    count = int(count)
+    out = dst.elements(count, name)
+    with np.errstate(all="ignore"):
+        fn(src.elements(count, name), out=out)
+    _issue(ctx, name, count, rate_table[dt.itemsize])
+
+
+def Add(dst, src0, src1, count):
+    """dst[i] = src0[i] + src1[i] for i < count. half/float/int16/int32."""
+    _binary("Add", np.add, _ARITH, _RATE_SIMPLE, dst, src0, src1, count)
+
+
+def Sub(dst, src0, src1, count):
+    """dst[i] = src0[i] - src1[i]. half/float/int16/int32."""
+    _binary("Sub", np.subtract, _ARITH, _RATE_SIMPLE, dst, src0, src1, count)
+
+
+def Mul(dst, src0, src1, count):
+    """dst[i] = src0[i] * src1[i]. half/float/int16/int32."""
+    _binary("Mul", np.multiply, _ARITH, _RATE_SIMPLE, dst, src0, src1, count)
+
+
+def Div(dst, src0, src1, count):
+    """dst[i] = src0[i] / src1[i]. half/float; 32 elements/cycle."""
+    _binary("Div", np.divide, _FLOATS, _RATE_SLOW, dst, src0, src1, count)
+
+
+def Max(dst, src0, src1, count):
+    """dst[i] = max(src0[i], src1[i]). half/float/int16/int32."""
+    _binary("Max", np.maximum, _ARITH, _RATE_SIMPLE, dst, src0, src1, count)
+
+
+def Min(dst, src0, src1, count):
+    """dst[i] = min(src0[i], src1[i]). half/float/int16/int32."""
+    _binary("Min", np.minimum, _ARITH, _RATE_SIMPLE, dst, src0, src1, count)
+
+
+def Adds(dst, src, scalar, count):
+    """dst[i] = src[i] + scalar (scalar rounded to the tensor's type)."""
+    _scalar_op("Adds", np.add, _ARITH, dst, src, scalar, count)
+
+
+def Muls(dst, src, scalar, count):
+    """dst[i] = src[i] * scalar (scalar rounded to the tensor's type)."""
+    _scalar_op("Muls", np.multiply, _ARITH, dst, src, scalar, count)
+
+
+def Maxs(dst, src, scalar, count):
+    """dst[i] = max(src[i], scalar)."""
+    _scalar_op("Maxs", np.maximum, _ARITH, dst, src, scalar, count)
+
+
+def Mins(dst, src, scalar, count):
+    """dst[i] = min(src[i], scalar)."""
+    _scalar_op("Mins", np.minimum, _ARITH, dst, src, scalar, count)
+
+
+def Sqrt(dst, src, count):
+    """dst[i] = sqrt(src[i]). half/float; 32 elements/cycle."""
+    _unary("Sqrt", np.sqrt, _FLOATS, _RATE_SLOW, dst, src, count)
+
+
+def Exp(dst, src, count):
+    """dst[i] = exp(src[i]). half/float; 32 elements/cycle."""
+    _unary("Exp", np.exp, _FLOATS, _RATE_SLOW, dst, src, count)
+
+
+def Ln(dst, src, count):
+    """dst[i] = ln(src[i]). half/float; 32 elements/cycle."""
+    _unary("Ln", np.log, _FLOATS, _RATE_SLOW, dst, src, count)
+
+
+def Abs(dst, src, count):
+    """dst[i] = |src[i]|. half/float."""
+    _unary("Abs", np.abs, _FLOATS, _RATE_SIMPLE, dst, src, count)
+
+
+def Reciprocal(dst, src, count):
+    """dst[i] = 1 / src[i]. half/float."""
+    _unary("Reciprocal", np.reciprocal, _FLOATS, _RATE_SIMPLE, dst, src, count)
+
+
+def Relu(dst, src, count):
+    """dst[i] = max(src[i], 0). half/float/int32."""
+    _unary("Relu", lambda x, out: np.maximum(x, x.dtype.type(0), out=out),
+           (_F16, _F32, _I32), _RATE_SIMPLE, dst, src, count)
+
+
+def Duplicate(dst, scalar, count):
+    """dst[i] = scalar for i < count (16- and 32-bit types, bfloat16 included)."""
+    ctx = _core.current_core()
+    if dst.dtype.itemsize not in (2, 4):
+        raise DtypeError("Duplicate", f"{dst.dtype.name} is not a 16- or 32-bit type", pipe="PIPE_V")
+    count = int(count)
+    dst.elements(count, "Duplicate")[...] = dst.dtype.type(scalar)
+    _issue(ctx, "Duplicate", count, _RATE_SIMPLE[dst.dtype.itemsize])
+
+
+def Power(dst, src, exponent, count=None):
+    """dst[i] = src[i] ** exponent (float, scalar exponent).
+
+    Ascend C's ``Power<float, false>`` is a library routine over Ln/Mul/Exp; it is costed
+    as those three instructions. Its result is numpy's float32 ``power`` [R: the library's
+    exact rounding is not published].
+    """
+    ctx = _core.current_core()
+    dt = _same_dtype("Power", dst, src)
+    _check(ctx, "Power", dt, _FLOATS)
+    count = src.length if count is None else int(count)
+    with np.errstate(all="ignore"):
+        np.power(src.elements(count, "Power"), dt.type(exponent), out=dst.elements(count, "Power"))
+    _issue(ctx, "Power.Ln", count, _RATE_SLOW[dt.itemsize])
+    _issue(ctx, "Power.Muls", count, _RATE_SIMPLE[dt.itemsize])
+    _issue(ctx, "Power.Exp", count, _RATE_SLOW[dt.itemsize])
+
+
+# -- Cast ------------------------------------------------------------------------------
+_CASTS = {  # (src, dst) -> round modes accepted (reference/hardware.md §2.1 Cast rows)
+    (_F16, _F32): {RoundMode.CAST_NONE},
+    (_BF16, _F32): {RoundMode.CAST_NONE},
+    (_F32, _F16): {RoundMode.CAST_NONE, RoundMode.CAST_RINT, RoundMode.CAST_FLOOR,
+                   RoundMode.CAST_CEIL, RoundMode.CAST_ROUND, RoundMode.CAST_TRUNC,
+                   RoundMode.CAST_ODD},
+    (_F32, _BF16): {RoundMode.CAST_RINT, RoundMode.CAST_FLOOR, RoundMode.CAST_CEIL,
+                    RoundMode.CAST_ROUND, RoundMode.CAST_TRUNC},
+    (_F32, _I32): {RoundMode.CAST_RINT, RoundMode.CAST_FLOOR, RoundMode.CAST_CEIL,
+                   RoundMode.CAST_ROUND, RoundMode.CAST_TRUNC},
+    (_I32, _F32): {RoundMode.CAST_NONE, RoundMode.CAST_RINT},
+    (_F16, _I32): {RoundMode.CAST_RINT, RoundMode.CAST_FLOOR, RoundMode.CAST_CEIL,
+                   RoundMode.CAST_ROUND, RoundMode.CAST_TRUNC},
+    (_I32, _F16): {RoundMode.CAST_NONE},
+    (_F32, _F32): {RoundMode.CAST_RINT, RoundMode.CAST_FLOOR, RoundMode.CAST_CEIL,
+                   RoundMode.CAST_ROUND, RoundMode.CAST_TRUNC},
+}
+
+
+def _bits_step(r: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """The neighbour of each 16-bit float ``r`` toward +inf (``up``) or -inf."""
+    bits = r.view(np.uint16).astype(np.int32)
+    neg = (bits & 0x8000) != 0
+    zero = (bits & 0x7FFF) == 0
+    away = up != neg                       # moving away from zero in magnitude
+    out = np.where(away, bits + 1, bits - 1)
+    out = np.where(zero, np.where(up, 0x0001, 0x8001), out)
+    return out.astype(np.uint16).view(r.dtype)
+
+
+def _round_float(x: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
+    r = x.astype(dt)                        # round to nearest, ties to even
+    if mode in (RoundMode.CAST_NONE, RoundMode.CAST_RINT):
+        return r
+    back = r.astype(np.float64)
+    xd = x.astype(np.float64)
+    finite = np.isfinite(xd) & np.isfinite(back)
+    if mode == RoundMode.CAST_FLOOR:
+        fix = finite & (back > xd)
+        return np.where(fix, _bits_step(r, np.zeros_like(fix)), r)
+    if mode == RoundMode.CAST_CEIL:
+        fix = finite & (back < xd)
+        return np.where(fix, _bits_step(r, np.ones_like(fix)), r)
+    if mode == RoundMode.CAST_TRUNC:
+        fix = finite & (np.abs(back) > np.abs(xd))
+        return np.where(fix, _bits_step(r, back < 0), r)
+    if mode == RoundMode.CAST_ROUND:       # ties away from zero
+        other = _bits_step(r, xd > back)
+        od = other.astype(np.float64)
+        tie = finite & (np.abs(od - xd) == np.abs(back - xd)) & (np.abs(od) > np.abs(back))
+        return np.where(tie, other, r)
+    if mode == RoundMode.CAST_ODD:         # truncate, then force the last bit to 1 if inexact
+        t = _round_float(x, dt, RoundMode.CAST_TRUNC)
+        inexact = finite & (t.astype(np.float64) != xd)
+        even = (t.view(np.uint16) & 1) == 0
+        return np.where(inexact & even, _bits_step(t, xd > 0), t)
+    raise ValueError(mode)
+
+
+def _round_int(x: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
+    xd = x.astype(np.float64)
+    if mode == RoundMode.CAST_RINT:
+        y = np.rint(xd)
+    elif mode == RoundMode.CAST_FLOOR:
+        y = np.floor(xd)
+    elif mode == RoundMode.CAST_CEIL:
+        y = np.ceil(xd)
+    elif mode == RoundMode.CAST_TRUNC:
+        y = np.trunc(xd)
+    else:                                   # CAST_ROUND: ties away from zero
+        y = np.sign(xd) * np.floor(np.abs(xd) + 0.5)
+    info = np.iinfo(dt)
+    y = np.clip(np.nan_to_num(y, nan=0.0), info.min, info.max)   # saturating conversion
+    return y.astype(dt)
+
+
+def Cast(dst, src, round_mode: RoundMode, count):
+    """dst[i] = convert(src[i]) with ``round_mode`` (Ascend C ``RoundMode``).
+
+    Supported pairs and modes: half/bf16 -> float (exact, CAST_NONE); float -> half
+    (CAST_NONE = CAST_RINT, FLOOR, CEIL, ROUND, TRUNC, ODD); float -> bf16 (RINT, FLOOR,
+    CEIL, ROUND, TRUNC); float/half <-> int32; float -> float (rounding to an integral
+    value). 64 elements/cycle.
+
+    Raises:
+        DtypeError: the pair or the round mode is not supported.
+    """
+    ctx = _core.current_core()
+    key = (src.dtype, dst.dtype)
+    modes = _CASTS.get(key)
+    if modes is None:
+        raise DtypeError("Cast", f"no Cast from {src.dtype.name} to {dst.dtype.name}", pipe="PIPE_V")
+    if round_mode not in modes:
+        raise DtypeError("Cast", f"{round_mode.name} is not a mode of Cast {src.dtype.name} -> "
+                         f"{dst.dtype.name} (accepted: {', '.join(sorted(m.name for m in modes))})",
+                         pipe="PIPE_V")
+    count = int(count)
+    x = src.elements(count, "Cast")
+    with np.errstate(all="ignore"):
+        if key == (_F32, _F32):
+            y = _round_int(x, np.dtype(np.int64), round_mode).astype(np.float32)
+            y = np.where(np.isfinite(x), y, x)
+        elif dst.dtype.kind == "f" or dst.dtype == _BF16:
+            y = _round_float(x, dst.dtype, round_mode) if src.dtype.itemsize > dst.dtype.itemsize \
+                else x.astype(dst.dtype)
+        else:
+            y = _round_int(x, dst.dtype, round_mode)
+    dst.elements(count, "Cast")[...] = y
+    _issue(ctx, "Cast", count, _RATE_CAST)
+
+
+def cast_to(x: np.ndarray, dtype, round_mode: RoundMode = RoundMode.CAST_RINT) -> np.ndarray:
+    """Host-side helper: round a float array to ``dtype`` with an Ascend C round mode."""
+    x = np.asarray(x)
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return _round_int(x, dtype, round_mode)
+    if x.dtype.itemsize > dtype.itemsize:
+        return _round_float(x, dtype, round_mode)
+    return x.astype(dtype)
+
+
