@@ -143,5 +143,8 @@ class GlobalMemory:
 
     def write(self, addr: int, data) -> None:
         """Copy a bytes-like object or numpy array into device memory at ``addr``."""
-        src = np.frombuffer(memoryview(np.ascontiguousarray(data)).cast("B"), dtype=np.uint8)
+        if isinstance(data, np.ndarray):
+            src = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        else:
+            src = np.frombuffer(data, dtype=np.uint8)
         self.view(addr, src.size)[:] = src
