@@ -12,6 +12,10 @@ from npusim.ascendc import core as _core
 from npusim.ascendc.types import PIPE_S, TPosition
 from npusim.errors import GmAccessError, UbError
 
+#: Cycles of one scalar GM access (a load through the scalar unit's data cache path).
+#: Not published (reference/hardware.md §5); 100 cycles, like one DMA latency [R].
+GM_SCALAR_ACCESS_CYCLES = 100
+
 
 class GlobalTensor:
     """``GlobalTensor<T>``: ``length`` elements of ``dtype`` at device address ``address``.
@@ -74,14 +78,16 @@ class GlobalTensor:
         """Read one element through the scalar unit (PIPE_S)."""
         isz = self.dtype.itemsize
         cur = _core.current_core()
-        cur.record(_core.OP, PIPE_S, cur.soc.scalar_cycles * 100, 0, None, "GlobalTensor.GetValue")
+        cur.record(_core.OP, PIPE_S, GM_SCALAR_ACCESS_CYCLES, 0, None, "GlobalTensor.GetValue")
+        cur.bytes_read += isz
         return self[index].bytes_view(isz, "GetValue", "PIPE_S").view(self.dtype)[0]
 
     def SetValue(self, index: int, value) -> None:
         """Write one element through the scalar unit (PIPE_S)."""
         isz = self.dtype.itemsize
         cur = _core.current_core()
-        cur.record(_core.OP, PIPE_S, cur.soc.scalar_cycles * 100, 0, None, "GlobalTensor.SetValue")
+        cur.record(_core.OP, PIPE_S, GM_SCALAR_ACCESS_CYCLES, 0, None, "GlobalTensor.SetValue")
+        cur.bytes_written += isz
         self[index].bytes_view(isz, "SetValue", "PIPE_S").view(self.dtype)[0] = value
 
 

@@ -1,0 +1,1 @@
+"""aclnn operators: one module per operator, each with its two phases."""
