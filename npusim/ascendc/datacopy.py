@@ -173,7 +173,7 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
     if src_is_gm:
         ub_data[...] = gm_view
         if pad_params is not None and pad_params.isPad and (left or right):
-            fill = np.array(pad_params.paddingValue, dtype=ub.dtype).view(np.uint8)
+            fill = np.array([pad_params.paddingValue], dtype=ub.dtype).view(np.uint8)
             if left:
                 ub_all[:, :left * isz] = np.tile(fill, left)
             if right:

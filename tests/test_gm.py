@@ -1,0 +1,56 @@
+"""Global memory: aclrtMalloc rules (reference/api.md §6) and bounds checks."""
+import numpy as np
+import pytest
+
+from npusim import GlobalMemory, GmAccessError, get_soc
+from npusim.errors import InvalidDevicePointer, OutOfDeviceMemory
+from npusim.gm import malloc_size
+
+
+def test_size_rounding_and_alignment():
+    gm = GlobalMemory(1 << 20)
+    assert malloc_size(1) == 64 and malloc_size(32) == 64 and malloc_size(33) == 96
+    a = gm.malloc(100)
+    b = gm.malloc(1)
+    assert a % 64 == 0 and b % 64 == 0
+    assert gm.used == malloc_size(100) + malloc_size(1) == 160 + 64
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_size_must_be_positive_int(bad):
+    with pytest.raises(ValueError):
+        GlobalMemory(1024).malloc(bad)
+
+
+def test_capacity_and_free():
+    gm = GlobalMemory(1024)
+    a = gm.malloc(900)                 # 928 reserved
+    with pytest.raises(OutOfDeviceMemory):
+        gm.malloc(100)                 # 160 more would exceed 1024
+    gm.free(a)
+    assert gm.used == 0
+    gm.malloc(900)
+    with pytest.raises(InvalidDevicePointer):
+        gm.free(a + 64)
+
+
+def test_64_gib_device_is_lazily_backed():
+    soc = get_soc("Ascend910B1")
+    gm = GlobalMemory(soc.memory_size)
+    assert gm.capacity == 64 * 2**30
+    big = gm.malloc(8 * 2**30)         # 8 GiB: only pages touched become resident
+    gm.view(big + 5 * 2**30, 8)[:] = 7
+    assert gm.read(big + 5 * 2**30, 8) == bytes([7] * 8)
+
+
+def test_accesses_are_bounds_checked_per_allocation():
+    gm = GlobalMemory(1 << 20)
+    a = gm.malloc(100)                 # [a, a + 160) reserved
+    b = gm.malloc(100)
+    gm.write(a, np.arange(40, dtype=np.int32))
+    assert np.array_equal(np.frombuffer(gm.read(a, 160), np.int32)[:40], np.arange(40))
+    with pytest.raises(GmAccessError, match="past the end"):
+        gm.view(a + 100, 64)           # leaves a's allocation even though b may follow
+    with pytest.raises(GmAccessError, match="not inside any live allocation"):
+        gm.view(b + 10_000, 4)
+    assert gm.contains(a, 160) and not gm.contains(a, 161)

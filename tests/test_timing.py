@@ -1,0 +1,111 @@
+"""The timing model: hand-computed single-core costs, sync edges, overlap, and the
+shared HBM ceiling."""
+import numpy as np
+import pytest
+
+from npusim import GlobalMemory, get_soc, run_kernel
+from npusim.ascendc import *  # noqa: F403
+
+SOC = get_soc("Ascend910B1")
+US_PER_CYCLE = 1e6 / SOC.freq_hz
+
+
+def test_one_dma_costs_latency_plus_bytes_over_rate():
+    def k(src):
+        pipe = TPipe()
+        buf = TBuf()
+        pipe.InitBuffer(buf, 8192)
+        g = GlobalTensor(half)
+        g.SetGlobalBuffer(src, 4096)
+        DataCopy(buf.Get(half), g, 4096)
+
+    gm = GlobalMemory(1 << 20)
+    prof = run_kernel(k, 1, (gm.malloc(8192),), soc=SOC, gm=gm)
+    cycles = SOC.dma_latency_cycles + 8192 / SOC.ddr_read_rate      # 100 + 256
+    assert prof.duration_us == pytest.approx(SOC.launch_overhead_us + cycles * US_PER_CYCLE)
+    assert prof.pipe_time_us["aiv_mte2_time"] == pytest.approx(cycles * US_PER_CYCLE)
+
+
+def test_vector_cost_is_head_plus_count_over_rate():
+    def k():
+        pipe = TPipe()
+        buf = TBuf()
+        pipe.InitBuffer(buf, 32768)
+        a = buf.Get(float32)
+        Duplicate(a, 1.0, 1000)          # 64 fp32 / cycle: ceil(1000/64) = 16
+        Sqrt(a, a, 1000)                 # 32 / cycle: ceil(1000/32) = 32
+
+    prof = run_kernel(k, 1, (), soc=SOC, gm=GlobalMemory(1024))
+    cycles = 2 * SOC.vec_head_cycles + 16 + 32
+    assert prof.pipe_time_us["aiv_vec_time"] == pytest.approx(cycles * US_PER_CYCLE)
+
+
+def _streaming_kernel(buffer_num, tile, n_tiles):
+    def k(x, z):
+        pipe = TPipe()
+        qi, qo = TQue(TPosition.VECIN), TQue(TPosition.VECOUT)
+        pipe.InitBuffer(qi, buffer_num, tile * 2)
+        pipe.InitBuffer(qo, buffer_num, tile * 2)
+        per = tile * n_tiles
+        xg, zg = GlobalTensor(half), GlobalTensor(half)
+        xg.SetGlobalBuffer(x + GetBlockIdx() * per * 2, per)
+        zg.SetGlobalBuffer(z + GetBlockIdx() * per * 2, per)
+        for i in range(n_tiles):
+            a = qi.AllocTensor(half)
+            DataCopy(a, xg[i * tile], tile)
+            qi.EnQue(a)
+            a = qi.DeQue(half)
+            b = qo.AllocTensor(half)
+            Muls(b, a, 2.0, tile)
+            Exp(b, b, tile)
+            qo.EnQue(b)
+            qi.FreeTensor(a)
+            b = qo.DeQue(half)
+            DataCopy(zg[i * tile], b, tile)
+            qo.FreeTensor(b)
+    return k
+
+
+def _run_stream(buffer_num, block_dim, tile=4096, n_tiles=16, keep_spans=False):
+    gm = GlobalMemory(1 << 30)
+    n = tile * n_tiles * block_dim
+    x, z = gm.malloc(n * 2), gm.malloc(n * 2)
+    gm.write(x, np.linspace(-1, 1, n).astype(np.float16))
+    prof = run_kernel(_streaming_kernel(buffer_num, tile, n_tiles), block_dim, (x, z),
+                      soc=SOC, gm=gm, keep_spans=keep_spans)
+    out = np.frombuffer(gm.read(z, n * 2), np.float16)
+    expect = np.exp(np.linspace(-1, 1, n).astype(np.float16) * np.float16(2))
+    assert np.allclose(out, expect, rtol=2e-3)
+    return prof
+
+
+def test_queue_handoffs_order_the_pipes():
+    prof = _run_stream(1, 1, n_tiles=2, keep_spans=True)
+    spans = prof.timing.spans[0]
+    mte2 = [s for s in spans if s[0] == PIPE_MTE2]
+    vec = [s for s in spans if s[0] == PIPE_V]
+    mte3 = [s for s in spans if s[0] == PIPE_MTE3]
+    assert vec[0][1] >= mte2[0][2]          # compute waits for its copy-in
+    assert mte3[0][1] >= vec[0][2]          # copy-out waits for the compute
+    assert mte2[1][1] >= vec[0][2]          # single buffer: next copy-in waits for FreeTensor
+
+
+def test_double_buffering_overlaps_copy_and_compute():
+    single = _run_stream(1, 1)
+    double = _run_stream(2, 1)
+    assert double.duration_us < 0.8 * single.duration_us
+
+
+def test_cores_help_until_hbm_saturates():
+    t1 = _run_stream(2, 1).duration_us
+    t8 = _run_stream(2, 8).duration_us
+    p8, t48 = _run_stream(2, 8), _run_stream(2, 48)
+    # 8 cores do 8x the work in about the time of one
+    assert t8 < 1.5 * t1
+    # 48 cores: bound by the shared HBM, never faster than bytes / bandwidth
+    nbytes = t48.bytes_read + t48.bytes_written
+    floor_us = nbytes / SOC.hbm_bandwidth * 1e6
+    assert t48.duration_us >= floor_us
+    assert t48.bound == "HBM bandwidth"
+    # more cores still raise the achieved bandwidth, up to the HBM's
+    assert p8.bandwidth < t48.bandwidth <= SOC.hbm_bandwidth
