@@ -8,6 +8,7 @@ replayed by :func:`npusim.timing.simulate` to give the kernel's time.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,6 +39,8 @@ class KernelProfile:
         bound: what limits the kernel: "HBM bandwidth", "vector", "scalar" or "latency".
         bound_percent: how close to that limit the kernel ran (%).
         warnings: checker notes (e.g. DataCopy lengths rounded down).
+        host_functional_s, host_timing_s: host wall time the simulator spent running the
+            blocks on numpy and replaying their records (seconds).
         timing: the raw replay result, for traces.
     """
 
@@ -53,6 +56,8 @@ class KernelProfile:
     bound_percent: float
     warnings: list = field(default_factory=list)
     start_us: float = 0.0
+    host_functional_s: float = 0.0
+    host_timing_s: float = 0.0
     timing: KernelTiming | None = field(default=None, repr=False)
 
     @property
@@ -122,6 +127,7 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
     ub = np.empty(soc.ub_size, dtype=np.uint8)
     blocks, warnings = [], []
     nread = nwritten = 0
+    t0 = time.perf_counter()
     try:
         for b in range(block_dim):
             ub.fill(_core.UB_POISON)
@@ -134,7 +140,9 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             nwritten += ctx.bytes_written
     finally:
         _core.set_current_core(None)
+    t1 = time.perf_counter()
     timing = simulate(blocks, soc, keep_spans=keep_spans)
+    t2 = time.perf_counter()
     to_us = 1e6 / soc.freq_hz
     duration = soc.launch_overhead_us + timing.cycles * to_us
     core_busy = {p.name: timing.pipe_busy[p] * to_us for p in PROFILE_PIPES}
@@ -142,4 +150,5 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
     bound, pct = _bound(soc, timing.cycles, duration, nread + nwritten, timing.pipe_busy)
     return KernelProfile(name or getattr(kernel, "__name__", "kernel"), soc.soc_version,
                          block_dim, duration, pipe_avg, core_busy, nread, nwritten, bound, pct,
-                         warnings, timing=timing)
+                         warnings, host_functional_s=t1 - t0, host_timing_s=t2 - t1,
+                         timing=timing)

@@ -1,0 +1,350 @@
+"""Process-wide state of the simulated AscendCL runtime.
+
+``acl.*`` (``aclnn.acl``) and the aclnn operators share one :class:`Runtime` object,
+:data:`state`; the module-level functions below are the interface the operators use:
+
+* :func:`current_device` -- the :class:`npusim.Device` of the last ``acl.rt.set_device``;
+* :func:`resolve_stream` / :func:`resolve_event` -- int handle -> npusim object
+  (a NULL stream, ``None`` or ``0``, is the current device's default stream:
+  ``reference/api.md`` §6 "NULL is the default stream");
+* :func:`deterministic` -- the ``ACL_OPT_DETERMINISTIC`` system parameter;
+* :func:`sync_error_code` -- the status code for errors collected from a stream.
+
+Devices are created lazily per device id as ``npusim.Device(soc, device_id)``; the SoC
+and the number of devices come from the ``"npusim"`` section of the ``acl.init`` JSON::
+
+    {"npusim": {"soc": "Ascend910B1", "device_count": 1, "profiling": false}}
+
+Handles are plain ints as in pyACL: streams count up from :data:`STREAM_HANDLE_BASE`,
+events from :data:`EVENT_HANDLE_BASE`, and a handle is never reused within a process
+(until :func:`reset`, which is for tests).
+
+Host buffers handed out by ``acl.util.numpy_to_ptr`` / ``bytes_to_ptr`` are registered
+here by address so that memcpy can bounds-check a host pointer that falls inside one.
+The registry holds a reference to each array, so an inline temporary stays valid for the
+call it is passed to; an entry is dropped at a later registration once the registry's
+reference is the only one left, so a training loop that registers a new array per step
+does not grow without bound. A pending asynchronous copy pins the buffers it uses.
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+
+import numpy as np
+
+import npusim
+from npusim.device import DeadlockError
+from npusim.gm import GM_BASE_ADDRESS
+
+from aclnn import errmsg
+from aclnn.constants import (
+    ACL_ERROR_PARSE_FILE,
+    ACL_ERROR_RT_AICORE_EXCEPTION,
+    ACL_ERROR_RT_INTERNAL_ERROR,
+    ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
+    ACL_SUCCESS,
+)
+
+#: First stream handle; each new stream takes the next int.
+STREAM_HANDLE_BASE = 0x5A0000
+#: First event handle; each new event takes the next int.
+EVENT_HANDLE_BASE = 0x5E0000
+#: Device virtual addresses are at and above GM_BASE_ADDRESS; this span (16 TiB) is
+#: treated as device address space, so a stale device pointer used as a host pointer is
+#: refused instead of being dereferenced on the host.
+DEVICE_VA_SPAN = 1 << 44
+#: Keys of the "npusim" section of the acl.init JSON.
+CONFIG_KEYS = ("soc", "device_count", "profiling")
+
+
+class HostBuffer:
+    """A registered host buffer ``[addr, addr + nbytes)`` owned by ``obj``."""
+
+    __slots__ = ("addr", "nbytes", "obj", "pinned")
+
+    def __init__(self, addr: int, nbytes: int, obj, pinned: bool = False):
+        self.addr = addr
+        self.nbytes = nbytes
+        self.obj = obj
+        self.pinned = pinned
+
+    @property
+    def end(self) -> int:
+        return self.addr + self.nbytes
+
+
+# sys.getrefcount of a HostBuffer's object that nothing else references (calibrated here
+# with the same expression _prune uses, so it holds on any CPython version).
+_probe = HostBuffer(0, 0, object())
+_ONLY_REGISTRY = sys.getrefcount(_probe.obj)
+del _probe
+
+
+class Runtime:
+    """The runtime state of one process. Use the module functions, not this directly.
+
+    Attributes:
+        initialized: between a successful ``acl.init`` and ``acl.finalize``.
+        ever_initialized: ``acl.init`` succeeded at least once (finalize before any init
+            returns ACL_ERROR_UNINITIALIZE, a repeated finalize ACL_ERROR_REPEAT_FINALIZE).
+        soc: the SocSpec every device is built with; device_count: number of device ids;
+        profiling: the "profiling" config flag (kept, not used yet).
+        devices: device id -> npusim.Device, created on first set_device.
+        device_refs: device id -> set_device calls not yet matched by reset_device.
+        current_id: the current device id, or None.
+        streams, events: handle -> npusim.Stream / npusim.Event.
+        deterministic: ACL_OPT_DETERMINISTIC value, or None when never set.
+        host_buffers: address -> HostBuffer (see the module docstring).
+    """
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        """Drop every piece of state, as in a fresh process."""
+        self.ever_initialized = False
+        self.host_buffers: dict[int, HostBuffer] = {}
+        self._stream_handles = itertools.count(STREAM_HANDLE_BASE)
+        self._event_handles = itertools.count(EVENT_HANDLE_BASE)
+        self.clear_devices()
+
+    def clear_devices(self) -> None:
+        """Drop the configuration, devices, streams and events (acl.finalize)."""
+        self.initialized = False
+        self.soc = npusim.get_soc()
+        self.device_count = 1
+        self.profiling = False
+        self.devices: dict[int, npusim.Device] = {}
+        self.device_refs: dict[int, int] = {}
+        self.current_id: int | None = None
+        self.streams: dict[int, npusim.Stream] = {}
+        self.events: dict[int, npusim.Event] = {}
+        self.deterministic: int | None = None
+
+
+#: The one runtime of this process.
+state = Runtime()
+
+
+def __getattr__(name):
+    # ``runtime.initialized`` reads the live flag.
+    if name == "initialized":
+        return state.initialized
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def reset() -> None:
+    """Drop all runtime state and pending error messages (for tests only)."""
+    state.reset()
+    errmsg.clear()
+
+
+# -- init / finalize -------------------------------------------------------------------
+def init(config: dict | None) -> int:
+    """Initialise from a parsed acl.init JSON object; return a status code.
+
+    Reads the optional ``"npusim"`` section (keys :data:`CONFIG_KEYS`); other top-level
+    keys are ignored. A bad section returns ACL_ERROR_PARSE_FILE (100006) with a message.
+    The caller (``acl.init``) has checked for a repeated init.
+    """
+    section = (config or {}).get("npusim", {})
+    if not isinstance(section, dict):
+        return _config_error(f'"npusim" must be a JSON object, got {section!r}')
+    unknown = sorted(set(section) - set(CONFIG_KEYS))
+    if unknown:
+        return _config_error(f'unknown key(s) {", ".join(map(repr, unknown))} in "npusim"; '
+                             f'known keys: {", ".join(CONFIG_KEYS)}')
+    soc_name = section.get("soc", npusim.DEFAULT_SOC)
+    if not isinstance(soc_name, str):
+        return _config_error(f'"npusim.soc" must be a SoC name string, got {soc_name!r}')
+    try:
+        soc = npusim.get_soc(soc_name)
+    except npusim.UnknownSocError as exc:
+        return _config_error(f'"npusim.soc": {exc}')
+    count = section.get("device_count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        return _config_error(f'"npusim.device_count" must be an integer >= 1, got {count!r}')
+    profiling = section.get("profiling", False)
+    if not isinstance(profiling, bool):
+        return _config_error(f'"npusim.profiling" must be true or false, got {profiling!r}')
+    state.clear_devices()
+    state.soc, state.device_count, state.profiling = soc, count, profiling
+    state.initialized = state.ever_initialized = True
+    return ACL_SUCCESS
+
+
+def _config_error(message: str) -> int:
+    return errmsg.report_error(ACL_ERROR_PARSE_FILE, f"acl.init: config file: {message}")
+
+
+def finalize() -> None:
+    """Drop the devices, streams and events; the host-buffer registry is kept."""
+    state.clear_devices()
+
+
+# -- devices ---------------------------------------------------------------------------
+def current_device() -> npusim.Device | None:
+    """The current device (the last set_device), or None."""
+    if state.current_id is None:
+        return None
+    return state.devices.get(state.current_id)
+
+
+def set_device(device_id: int) -> npusim.Device:
+    """Make ``device_id`` current, creating its Device on first use (no checks)."""
+    dev = state.devices.get(device_id)
+    if dev is None:
+        dev = state.devices[device_id] = npusim.Device(state.soc, device_id)
+    state.device_refs[device_id] = state.device_refs.get(device_id, 0) + 1
+    state.current_id = device_id
+    if state.deterministic is not None:
+        dev.deterministic = bool(state.deterministic)
+    return dev
+
+
+def release_device(device_id: int) -> None:
+    """Undo one set_device; the last one drops the device, its streams and events."""
+    refs = state.device_refs.get(device_id, 0) - 1
+    if refs > 0:
+        state.device_refs[device_id] = refs
+        return
+    state.device_refs.pop(device_id, None)
+    dev = state.devices.pop(device_id, None)
+    if dev is None:
+        return
+    for table in (state.streams, state.events):
+        for handle in [h for h, obj in table.items() if obj.device is dev]:
+            del table[handle]
+    if state.current_id == device_id:
+        state.current_id = None
+
+
+def device_streams(dev: npusim.Device) -> list[npusim.Stream]:
+    """The default stream and every live user stream of ``dev``."""
+    return [dev.default_stream] + [s for s in state.streams.values() if s.device is dev]
+
+
+def is_device_address(addr: int) -> bool:
+    """Whether ``addr`` is (or looks like) device memory of any device."""
+    if GM_BASE_ADDRESS <= addr < GM_BASE_ADDRESS + DEVICE_VA_SPAN:
+        return True
+    return any(dev.gm.find(addr) is not None for dev in state.devices.values())
+
+
+# -- handles ---------------------------------------------------------------------------
+def add_stream(stream: npusim.Stream) -> int:
+    """Register ``stream`` and return its new handle."""
+    handle = next(state._stream_handles)
+    state.streams[handle] = stream
+    return handle
+
+
+def remove_stream(handle: int) -> None:
+    stream = state.streams.pop(handle, None)
+    if stream is not None:
+        stream.destroyed = True
+
+
+def add_event(event: npusim.Event) -> int:
+    """Register ``event`` and return its new handle."""
+    handle = next(state._event_handles)
+    state.events[handle] = event
+    return handle
+
+
+def remove_event(handle: int) -> None:
+    state.events.pop(handle, None)
+
+
+def _is_handle(handle) -> bool:
+    return isinstance(handle, (int, np.integer)) and not isinstance(handle, bool)
+
+
+def resolve_stream(handle) -> npusim.Stream | None:
+    """The stream of ``handle``; None or 0 is the current device's default stream.
+
+    Returns None for an unknown or destroyed handle (or a NULL stream with no device).
+    """
+    if handle is None or (_is_handle(handle) and int(handle) == 0):
+        dev = current_device()
+        return dev.default_stream if dev is not None else None
+    if not _is_handle(handle):
+        return None
+    return state.streams.get(int(handle))
+
+
+def resolve_event(handle) -> npusim.Event | None:
+    """The event of ``handle``, or None (NULL, unknown or destroyed)."""
+    if not _is_handle(handle):
+        return None
+    return state.events.get(int(handle))
+
+
+# -- system parameters -------------------------------------------------------------------
+def deterministic() -> bool:
+    """The ACL_OPT_DETERMINISTIC system parameter (False when never set)."""
+    return bool(state.deterministic)
+
+
+def set_deterministic(value: int) -> None:
+    """Set ACL_OPT_DETERMINISTIC and mirror it onto the current device."""
+    state.deterministic = int(value)
+    dev = current_device()
+    if dev is not None:
+        dev.deterministic = bool(value)
+
+
+# -- errors ----------------------------------------------------------------------------
+def sync_error_code(errors: list[Exception]) -> int:
+    """Map errors collected from a stream to a status code (0 when there are none).
+
+    npusim.KernelError -> ACL_ERROR_RT_AICORE_EXCEPTION (507015), DeadlockError ->
+    ACL_ERROR_RT_STREAM_SYNC_TIMEOUT (507046), anything else ACL_ERROR_RT_INTERNAL_ERROR
+    (507000). Every error's text is reported (errmsg.report_error); the code of the first
+    one is returned.
+    """
+    code = ACL_SUCCESS
+    for exc in errors:
+        if isinstance(exc, DeadlockError):
+            this = ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
+        elif isinstance(exc, npusim.KernelError):
+            this = ACL_ERROR_RT_AICORE_EXCEPTION
+        else:
+            this = ACL_ERROR_RT_INTERNAL_ERROR
+        errmsg.report_error(this, str(exc))
+        if code == ACL_SUCCESS:
+            code = this
+    return code
+
+
+# -- host buffers ----------------------------------------------------------------------
+def register_host_buffer(obj, addr: int, nbytes: int, pinned: bool = False) -> None:
+    """Register ``[addr, addr + nbytes)`` as host memory owned by ``obj``.
+
+    A pinned buffer (acl.rt.malloc_host) stays until :func:`unregister_host_buffer`.
+    Re-registering an address replaces its entry.
+    """
+    _prune()
+    state.host_buffers.pop(addr, None)  # re-insert last: the newest registration wins
+    state.host_buffers[addr] = HostBuffer(addr, nbytes, obj, pinned)
+
+
+def unregister_host_buffer(addr: int) -> HostBuffer | None:
+    return state.host_buffers.pop(addr, None)
+
+
+def find_host_buffer(addr: int) -> HostBuffer | None:
+    """The registered buffer holding byte ``addr`` (the newest when several do), or None."""
+    for buf in reversed(state.host_buffers.values()):
+        if buf.addr <= addr < buf.end or addr == buf.addr:
+            return buf
+    return None
+
+
+def _prune() -> None:
+    """Drop unpinned entries whose object only the registry still references."""
+    dead = [addr for addr, buf in state.host_buffers.items()
+            if not buf.pinned and sys.getrefcount(buf.obj) <= _ONLY_REGISTRY]
+    for addr in dead:
+        del state.host_buffers[addr]
