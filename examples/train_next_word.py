@@ -44,15 +44,12 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 
-try:  # an installed checkout, or run from the repository root with it on sys.path
-    from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
-except ImportError:  # `python examples/train_next_word.py` from a plain checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
+import aclnn                    # aclnn operators, aclTensor and the ACL_* constants
+from aclnn import acl           # pyACL-style runtime: acl.init, acl.rt.*, acl.util.*
+from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
 
 PAD, UNK = 0, 1                 # reserved token ids
 # words, numbers, and punctuation one character at a time, except that a run of one
@@ -235,16 +232,6 @@ class NumpyEmaAdam:
         self.close()
 
 
-# The device API is imported on first use, so that the numpy path works without it.
-aclnn = acl = None
-
-
-def _import_device_api() -> None:
-    global aclnn, acl
-    import aclnn                # aclnn operators, aclTensor and the ACL_* constants
-    from aclnn import acl       # pyACL-style runtime: acl.init, acl.rt.*, acl.util.*
-
-
 def _check(call: str, ret: int) -> None:
     """Raise on a non-zero pyACL / aclnn status, with the runtime's error message."""
     if ret != 0:
@@ -264,7 +251,6 @@ class NpuEmaAdam:
 
     def __init__(self, params: dict[str, np.ndarray], lr: float = DEFAULTS["lr"],
                  soc: str = DEFAULTS["soc"], device_id: int = 0, **adam):
-        _import_device_api()
         self.lr = lr
         self.adam = {**ADAM_DEFAULTS, **adam}
         self.device_id = device_id

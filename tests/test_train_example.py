@@ -140,7 +140,7 @@ def test_main_numpy_prints_steps_and_held_out(capsys):
     assert "held-out loss (EMA weights): start 7.62 -> end " in out
 
 
-@pytest.mark.skip(reason="device path wired later")
+
 def test_device_matches_numpy_short_run():
     npu = ex.train(steps=5, optimizer="npu", verbose=False)
     ref = ex.train(steps=5, optimizer="numpy", verbose=False)
