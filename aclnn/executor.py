@@ -49,18 +49,25 @@ class aclOpExecutor:
         return f"aclOpExecutor({self.op_name}, workspace={self.workspace_size} B, {state})"
 
 
+def _check_live(api: str, executor) -> int:
+    """0 for a live executor; 561103 for None, 561000 for one already released."""
+    if executor is None:
+        return report_error(ACLNN_ERR_INNER_NULLPTR, f"{api}: executor is nullptr")
+    if executor.released:
+        return report_error(ACLNN_ERR_INNER, f"{api}: the executor is not a live executor "
+                            "(already released by its second phase or destroyed)")
+    return ACLNN_SUCCESS
+
+
 def aclSetAclOpExecutorRepeatable(executor: aclOpExecutor | None) -> int:
     """``aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor)``.
 
     Returns 0, 561103 for None, 561000 for an executor already released.
     """
-    if executor is None:
-        return report_error(ACLNN_ERR_INNER_NULLPTR, "aclSetAclOpExecutorRepeatable: executor is nullptr")
-    if executor.released:
-        return report_error(ACLNN_ERR_INNER, "aclSetAclOpExecutorRepeatable: the executor was "
-                            "already released by its second phase")
-    executor.repeatable = True
-    return ACLNN_SUCCESS
+    ret = _check_live("aclSetAclOpExecutorRepeatable", executor)
+    if ret == ACLNN_SUCCESS:
+        executor.repeatable = True
+    return ret
 
 
 def aclDestroyAclOpExecutor(executor: aclOpExecutor | None) -> int:
@@ -68,13 +75,10 @@ def aclDestroyAclOpExecutor(executor: aclOpExecutor | None) -> int:
 
     Returns 0, 561103 for None, 561000 for an executor already released.
     """
-    if executor is None:
-        return report_error(ACLNN_ERR_INNER_NULLPTR, "aclDestroyAclOpExecutor: executor is nullptr")
-    if executor.released:
-        return report_error(ACLNN_ERR_INNER, "aclDestroyAclOpExecutor: the executor is not a live "
-                            "executor (already released)")
-    executor.released = True
-    return ACLNN_SUCCESS
+    ret = _check_live("aclDestroyAclOpExecutor", executor)
+    if ret == ACLNN_SUCCESS:
+        executor.released = True
+    return ret
 
 
 def _set_addr(api: str, tensors: list, index: int, tensor, addr: int, executor) -> int:

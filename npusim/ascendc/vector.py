@@ -56,119 +56,99 @@ def _same_dtype(name: str, *tensors: LocalTensor) -> np.dtype:
     return dt
 
 
-def _binary(name, ufunc, allowed, rate_table, dst, src0, src1, count):
+def _elementwise(name, ufunc, allowed, rate_table, dst, srcs, count, scalar=None):
+    """dst = ufunc(*srcs[, scalar]) over the first ``count`` elements, rounded to dst's type."""
     ctx = _core.current_core()
-    dt = _same_dtype(name, dst, src0, src1)
+    dt = _same_dtype(name, dst, *srcs)
     _check(ctx, name, dt, allowed)
     count = int(count)
-    out = dst.elements(count, name)
+    args = [src.elements(count, name) for src in srcs]
+    if scalar is not None:
+        args.append(dt.type(scalar))   # the instruction takes a scalar of type T: rounded first
     with np.errstate(all="ignore"):
-        ufunc(src0.elements(count, name), src1.elements(count, name), out=out)
-    _issue(ctx, name, count, rate_table[dt.itemsize])
-
-
-def _scalar_op(name, ufunc, allowed, dst, src, scalar, count):
-    ctx = _core.current_core()
-    dt = _same_dtype(name, dst, src)
-    _check(ctx, name, dt, allowed)
-    count = int(count)
-    out = dst.elements(count, name)
-    with np.errstate(all="ignore"):
-        # the instruction takes a scalar of the tensor's type: it is rounded to T first
-        ufunc(src.elements(count, name), dt.type(scalar), out=out)
-    _issue(ctx, name, count, _RATE_SIMPLE[dt.itemsize])
-
-
-def _unary(name, fn, allowed, rate_table, dst, src, count):
-    ctx = _core.current_core()
-    dt = _same_dtype(name, dst, src)
-    _check(ctx, name, dt, allowed)
-    count = int(count)
-    out = dst.elements(count, name)
-    with np.errstate(all="ignore"):
-        fn(src.elements(count, name), out=out)
+        ufunc(*args, out=dst.elements(count, name))
     _issue(ctx, name, count, rate_table[dt.itemsize])
 
 
 def Add(dst, src0, src1, count):
     """dst[i] = src0[i] + src1[i] for i < count. half/float/int16/int32."""
-    _binary("Add", np.add, _ARITH, _RATE_SIMPLE, dst, src0, src1, count)
+    _elementwise("Add", np.add, _ARITH, _RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Sub(dst, src0, src1, count):
     """dst[i] = src0[i] - src1[i]. half/float/int16/int32."""
-    _binary("Sub", np.subtract, _ARITH, _RATE_SIMPLE, dst, src0, src1, count)
+    _elementwise("Sub", np.subtract, _ARITH, _RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Mul(dst, src0, src1, count):
     """dst[i] = src0[i] * src1[i]. half/float/int16/int32."""
-    _binary("Mul", np.multiply, _ARITH, _RATE_SIMPLE, dst, src0, src1, count)
+    _elementwise("Mul", np.multiply, _ARITH, _RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Div(dst, src0, src1, count):
     """dst[i] = src0[i] / src1[i]. half/float; 32 elements/cycle."""
-    _binary("Div", np.divide, _FLOATS, _RATE_SLOW, dst, src0, src1, count)
+    _elementwise("Div", np.divide, _FLOATS, _RATE_SLOW, dst, (src0, src1), count)
 
 
 def Max(dst, src0, src1, count):
     """dst[i] = max(src0[i], src1[i]). half/float/int16/int32."""
-    _binary("Max", np.maximum, _ARITH, _RATE_SIMPLE, dst, src0, src1, count)
+    _elementwise("Max", np.maximum, _ARITH, _RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Min(dst, src0, src1, count):
     """dst[i] = min(src0[i], src1[i]). half/float/int16/int32."""
-    _binary("Min", np.minimum, _ARITH, _RATE_SIMPLE, dst, src0, src1, count)
+    _elementwise("Min", np.minimum, _ARITH, _RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Adds(dst, src, scalar, count):
     """dst[i] = src[i] + scalar (scalar rounded to the tensor's type)."""
-    _scalar_op("Adds", np.add, _ARITH, dst, src, scalar, count)
+    _elementwise("Adds", np.add, _ARITH, _RATE_SIMPLE, dst, (src,), count, scalar)
 
 
 def Muls(dst, src, scalar, count):
     """dst[i] = src[i] * scalar (scalar rounded to the tensor's type)."""
-    _scalar_op("Muls", np.multiply, _ARITH, dst, src, scalar, count)
+    _elementwise("Muls", np.multiply, _ARITH, _RATE_SIMPLE, dst, (src,), count, scalar)
 
 
 def Maxs(dst, src, scalar, count):
     """dst[i] = max(src[i], scalar)."""
-    _scalar_op("Maxs", np.maximum, _ARITH, dst, src, scalar, count)
+    _elementwise("Maxs", np.maximum, _ARITH, _RATE_SIMPLE, dst, (src,), count, scalar)
 
 
 def Mins(dst, src, scalar, count):
     """dst[i] = min(src[i], scalar)."""
-    _scalar_op("Mins", np.minimum, _ARITH, dst, src, scalar, count)
+    _elementwise("Mins", np.minimum, _ARITH, _RATE_SIMPLE, dst, (src,), count, scalar)
 
 
 def Sqrt(dst, src, count):
     """dst[i] = sqrt(src[i]). half/float; 32 elements/cycle."""
-    _unary("Sqrt", np.sqrt, _FLOATS, _RATE_SLOW, dst, src, count)
+    _elementwise("Sqrt", np.sqrt, _FLOATS, _RATE_SLOW, dst, (src,), count)
 
 
 def Exp(dst, src, count):
     """dst[i] = exp(src[i]). half/float; 32 elements/cycle."""
-    _unary("Exp", np.exp, _FLOATS, _RATE_SLOW, dst, src, count)
+    _elementwise("Exp", np.exp, _FLOATS, _RATE_SLOW, dst, (src,), count)
 
 
 def Ln(dst, src, count):
     """dst[i] = ln(src[i]). half/float; 32 elements/cycle."""
-    _unary("Ln", np.log, _FLOATS, _RATE_SLOW, dst, src, count)
+    _elementwise("Ln", np.log, _FLOATS, _RATE_SLOW, dst, (src,), count)
 
 
 def Abs(dst, src, count):
     """dst[i] = |src[i]|. half/float."""
-    _unary("Abs", np.abs, _FLOATS, _RATE_SIMPLE, dst, src, count)
+    _elementwise("Abs", np.abs, _FLOATS, _RATE_SIMPLE, dst, (src,), count)
 
 
 def Reciprocal(dst, src, count):
     """dst[i] = 1 / src[i]. half/float."""
-    _unary("Reciprocal", np.reciprocal, _FLOATS, _RATE_SIMPLE, dst, src, count)
+    _elementwise("Reciprocal", np.reciprocal, _FLOATS, _RATE_SIMPLE, dst, (src,), count)
 
 
 def Relu(dst, src, count):
     """dst[i] = max(src[i], 0). half/float/int32."""
-    _unary("Relu", lambda x, out: np.maximum(x, x.dtype.type(0), out=out),
-           (_F16, _F32, _I32), _RATE_SIMPLE, dst, src, count)
+    _elementwise("Relu", lambda x, out: np.maximum(x, x.dtype.type(0), out=out),
+                 (_F16, _F32, _I32), _RATE_SIMPLE, dst, (src,), count)
 
 
 def Duplicate(dst, scalar, count):
