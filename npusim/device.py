@@ -134,7 +134,7 @@ class Device:
 
     # -- tasks --------------------------------------------------------------------------
     def launch(self, stream: Stream, kernel, block_dim: int, args: tuple, *, name: str,
-               reserve_ub: bool = True, on_done=None) -> None:
+               reserve_ub: bool = True, sync_all: bool = False, on_done=None) -> None:
         """Enqueue a kernel launch on ``stream``; it runs when the device runs.
 
         A kernel error is kept in ``stream.errors`` (reported at synchronize) and the
@@ -147,7 +147,7 @@ class Device:
                 yield req
                 try:
                     profile = run_kernel(kernel, block_dim, args, soc=device.soc, gm=device.gm,
-                                         name=name, reserve_ub=reserve_ub)
+                                         name=name, reserve_ub=reserve_ub, sync_all=sync_all)
                 except NpuSimError as exc:
                     s.errors.append(exc)
                     return

@@ -8,13 +8,14 @@ replayed by :func:`npusim.timing.simulate` to give the kernel's time.
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from npusim.ascendc import core as _core
-from npusim.errors import LimitError
+from npusim.errors import LimitError, SyncError
 from npusim.timing import PROFILE_PIPES, KernelTiming, simulate
 
 #: msprof op-summary names of the per-pipe times (µs), by pipe.
@@ -99,8 +100,79 @@ def _bound(soc, cycles: float, duration_us: float, nbytes: int, busy: dict) -> t
     return name, 100.0 * frac
 
 
+class _Abort(BaseException):
+    """Unwinds a parked block thread when its launch fails."""
+
+
+class _BlockThread(threading.Thread):
+    """One block run as a thread that hands control back at each SyncAll."""
+
+    def __init__(self, kernel, args, ctx):
+        super().__init__(daemon=True, name=f"block{ctx.block_idx}")
+        self.kernel, self.args, self.ctx = kernel, args, ctx
+        self._go = threading.Semaphore(0)
+        self._paused = threading.Semaphore(0)
+        self.finished = False
+        self.aborted = False
+        self.error = None
+        ctx.yield_to_scheduler = self._yield
+
+    def run(self):
+        self._go.acquire()
+        try:
+            if not self.aborted:
+                self.kernel(*self.args)
+        except _Abort:
+            pass
+        except BaseException as exc:   # handed to the launching thread
+            self.error = exc
+        self.finished = True
+        self._paused.release()
+
+    def _yield(self):
+        self._paused.release()
+        self._go.acquire()
+        if self.aborted:
+            raise _Abort
+
+    def step(self):
+        """Run the block until its next SyncAll or its end."""
+        _core.set_current_core(self.ctx)
+        self._go.release()
+        self._paused.acquire()
+
+
+def _run_blocks_with_sync_all(kernel, args, ctxs) -> None:
+    """Run every block to each SyncAll in turn, then on to the next one."""
+    threads = [_BlockThread(kernel, args, ctx) for ctx in ctxs]
+    for t in threads:
+        t.start()
+    live = threads
+    try:
+        while live:
+            for t in live:
+                t.step()
+                if t.error is not None:
+                    raise t.error
+            done = [t for t in live if t.finished]
+            if done and len(done) != len(live):
+                ahead = [t.ctx.block_idx for t in live if not t.finished]
+                raise SyncError("SyncAll", f"blocks {ahead} wait at SyncAll that block "
+                                f"{done[0].ctx.block_idx} never reaches: the kernel hangs",
+                                core=ahead[0], line="?")
+            live = [t for t in live if not t.finished]
+    finally:
+        for t in threads:          # unwind any thread still parked, so none lingers
+            if not t.finished:
+                t.aborted = True
+                t._go.release()
+            t.join()
+        _core.set_current_core(None)
+
+
 def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None = None,
-               reserve_ub: bool = True, keep_spans: bool = False) -> KernelProfile:
+               reserve_ub: bool = True, keep_spans: bool = False,
+               sync_all: bool = False) -> KernelProfile:
     """Run ``kernel(*args)`` on ``block_dim`` blocks and time it.
 
     Args:
@@ -113,6 +185,8 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
         reserve_ub: keep the 8 KiB of UB that Ascend C reserves for its library APIs
             (built-in operators compiled without it pass False; reference/hardware.md §1.7).
         keep_spans: keep every pipe's spans in ``profile.timing`` (for traces).
+        sync_all: the kernel calls SyncAll: run its blocks as threads that take turns at
+            each SyncAll (blockDim may then not exceed the SoC's vector cores).
 
     Raises:
         LimitError: block_dim out of range. Any :class:`KernelError` the kernel raises
@@ -124,22 +198,30 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
         raise LimitError("<<<blockDim>>>", f"blockDim {block_dim} is outside [1, "
                          f"{soc.max_block_dim}] (reference/hardware.md §3 launch limits)", core=-1)
     capacity = soc.ub_usable - (soc.ascendc_reserved_ub if reserve_ub else 0)
-    ub = np.empty(soc.ub_size, dtype=np.uint8)
-    blocks, warnings = [], []
-    nread = nwritten = 0
     t0 = time.perf_counter()
-    try:
-        for b in range(block_dim):
-            ub.fill(_core.UB_POISON)
-            ctx = _core.CoreContext(soc, gm, ub, b, block_dim, capacity)
-            _core.set_current_core(ctx)
-            kernel(*args)
-            blocks.append(ctx.records)
-            warnings.extend(ctx.warnings)
-            nread += ctx.bytes_read
-            nwritten += ctx.bytes_written
-    finally:
-        _core.set_current_core(None)
+    if sync_all:
+        if block_dim > soc.vector_block_num:
+            raise LimitError("SyncAll", f"blockDim {block_dim} exceeds the {soc.vector_block_num} "
+                             "cores: SyncAll would deadlock (reference/hardware.md §3)", core=-1)
+        ctxs = [_core.CoreContext(soc, gm, np.full(soc.ub_size, _core.UB_POISON, np.uint8), b,
+                                  block_dim, capacity) for b in range(block_dim)]
+        _run_blocks_with_sync_all(kernel, args, ctxs)
+    else:
+        ub = np.empty(soc.ub_size, dtype=np.uint8)
+        ctxs = []
+        try:
+            for b in range(block_dim):
+                ub.fill(_core.UB_POISON)
+                ctx = _core.CoreContext(soc, gm, ub, b, block_dim, capacity)
+                _core.set_current_core(ctx)
+                kernel(*args)
+                ctxs.append(ctx)
+        finally:
+            _core.set_current_core(None)
+    blocks = [ctx.records for ctx in ctxs]
+    warnings = [w for ctx in ctxs for w in ctx.warnings]
+    nread = sum(ctx.bytes_read for ctx in ctxs)
+    nwritten = sum(ctx.bytes_written for ctx in ctxs)
     t1 = time.perf_counter()
     timing = simulate(blocks, soc, keep_spans=keep_spans)
     t2 = time.perf_counter()

@@ -117,8 +117,8 @@ def _split(records, pipes):
         elif kind in (DMA_IN, DMA_OUT):
             lists[pipe].append((kind, nbytes, None, name, 1))
         elif kind == BARRIER:
-            if pipe == Pipe.PIPE_ALL:
-                token = object()
+            if pipe == Pipe.PIPE_ALL:   # SyncAll passes its shared key; PipeBarrier a fresh one
+                token = key if key is not None else object()
                 for lst in lists.values():
                     lst.append((BARRIER, 0, token, name, 1))
         else:
@@ -180,23 +180,30 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
                 if ev is not None:
                     waiting[b] = f"{Pipe(pipe).name} waits at {label} for {key[0]} {key[1:]}"
                     yield ev
-            else:  # BARRIER
-                bar = barriers.get(key)
+            else:  # BARRIER: PipeBarrier(PIPE_ALL) within the block, or SyncAll across blocks
+                if isinstance(key, tuple):
+                    table, parties = shared_barriers, all_parties
+                else:
+                    table, parties = barriers, len(block_pipes[b])
+                bar = table.get(key)
                 if bar is None:
-                    bar = barriers[key] = _Barrier(env, len(barriers_parties[b]))
+                    bar = table[key] = _Barrier(env, parties)
+                waiting[b] = f"{Pipe(pipe).name} waits at {label}"
                 yield bar.arrive()
         if pipe in busy:
             busy[pipe][b] = total
 
-    barriers_parties = {}
+    # pipes of each block; a SyncAll barrier joins every pipe of every block
+    block_pipes = [{r[1] for r in records if r[1] != Pipe.PIPE_ALL} for records in blocks]
+    all_parties = sum(len(p) for p in block_pipes)
+    shared_barriers: dict = {}
 
     def core_proc(block_ids):
         for b in block_ids:
             block_start[b] = env.now
             records = blocks[b]
-            pipes = {r[1] for r in records if r[1] != Pipe.PIPE_ALL}
+            pipes = block_pipes[b]
             lists = _split(records, pipes)
-            barriers_parties[b] = pipes
             flags, barriers = {}, {}
             procs = [env.process(pipe_proc(b, p, items, flags, barriers))
                      for p, items in lists.items()]

@@ -12,10 +12,12 @@ Names are Ascend C's so that a kernel reads line by line like its C++ counterpar
             self.xGm.SetGlobalBuffer(x + off * 2, tiling.blockLen)
             ...
 """
+from npusim.ascendc.atomic import DisableDmaAtomic, SetAtomicAdd, SetAtomicNone
 from npusim.ascendc.core import GetBlockIdx, GetBlockNum
 from npusim.ascendc.datacopy import DataCopy, DataCopyPad
 from npusim.ascendc.pipe import GetTPipePtr, TBuf, TPipe, TQue
 from npusim.ascendc.sync import PipeBarrier, SetFlag, WaitFlag
+from npusim.ascendc.syncall import SyncAll
 from npusim.ascendc.tensor import GlobalTensor, LocalTensor
 from npusim.ascendc.types import (MAX_REPEAT_TIMES, ONE_BLK_SIZE, ONE_REPEAT_BYTE_SIZE, PIPE_ALL,
                                   PIPE_FIX, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_S,
@@ -27,6 +29,7 @@ from npusim.ascendc.vector import (Abs, Add, Adds, Cast, Div, Duplicate, Exp, Ln
                                    Min, Mins, Mul, Muls, Power, Reciprocal, Relu, Sqrt, Sub)
 
 __all__ = [
+    "DisableDmaAtomic", "SetAtomicAdd", "SetAtomicNone", "SyncAll",
     "GetBlockIdx", "GetBlockNum", "DataCopy", "DataCopyPad", "GetTPipePtr", "TBuf", "TPipe",
     "TQue", "PipeBarrier", "SetFlag", "WaitFlag", "GlobalTensor", "LocalTensor",
     "MAX_REPEAT_TIMES", "ONE_BLK_SIZE", "ONE_REPEAT_BYTE_SIZE", "PIPE_ALL", "PIPE_FIX",

@@ -51,6 +51,9 @@ class CoreContext:
         self.bytes_written = 0
         self.pipe = None          # the TPipe of this block, once constructed
         self.warnings: list[str] = []
+        self.atomic_dtype = None  # SetAtomicAdd<T>: UB -> GM copies accumulate as T
+        self.sync_all_count = 0   # SyncAll calls so far
+        self.yield_to_scheduler = None   # set when the launch runs blocks as threads
 
     def record(self, kind: int, pipe: int, cycles: float = 0.0, nbytes: int = 0,
                key=None, name: str = "") -> None:

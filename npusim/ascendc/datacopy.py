@@ -41,6 +41,19 @@ def _strided(buf: np.ndarray, rows: int, row_bytes: int, pitch: int) -> np.ndarr
     return as_strided(buf, shape=(rows, row_bytes), strides=(pitch, 1), writeable=True)
 
 
+def _write_gm(ctx, gm_bytes: np.ndarray, ub_bytes: np.ndarray) -> None:
+    """Store UB bytes to GM; with SetAtomicAdd<T> in force, add them as T instead."""
+    dt = ctx.atomic_dtype
+    if dt is None:
+        gm_bytes[...] = ub_bytes
+        return
+    g = np.ascontiguousarray(gm_bytes).reshape(-1).view(dt)
+    u = np.ascontiguousarray(ub_bytes).reshape(-1).view(dt)
+    with np.errstate(all="ignore"):
+        total = g + u
+    gm_bytes[...] = total.view(np.uint8).reshape(gm_bytes.shape)
+
+
 def _dma(ctx, src_is_gm: bool, nbytes: int, name: str) -> None:
     if src_is_gm:
         ctx.bytes_read += nbytes
@@ -103,7 +116,7 @@ def DataCopy(dst, src, count_or_params) -> None:
     if src_is_gm:
         ub_view[...] = gm_view
     else:
-        gm_view[...] = ub_view
+        _write_gm(ctx, gm_view, ub_view)
     _dma(ctx, src_is_gm, nbytes, "DataCopy")
 
 
@@ -179,5 +192,5 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
             if right:
                 ub_all[:, left * isz + row:left * isz + row + right * isz] = np.tile(fill, right)
     else:
-        gm_view[...] = ub_data
+        _write_gm(ctx, gm_view, ub_data)
     _dma(ctx, src_is_gm, rows * row, "DataCopyPad")

@@ -29,16 +29,23 @@ _FLOATS = (_F16, _F32)
 _ARITH = (_F16, _F32, _I16, _I32)
 
 # elements per cycle for 16-bit and 32-bit operands (reference/hardware.md §2.1)
-_RATE_SIMPLE = {2: 128, 4: 64}      # Add/Sub/Mul/Max/Min/Adds/Muls/Abs/Duplicate...
-_RATE_SLOW = {2: 32, 4: 32}         # Exp, Ln, Sqrt, Div
-_RATE_CAST = 64                     # half<->float, float<->bf16/int32
+RATE_SIMPLE = {2: 128, 4: 64}      # Add/Sub/Mul/Max/Min/Adds/Muls/Abs/Duplicate...
+RATE_SLOW = {2: 32, 4: 32}         # Exp, Ln, Sqrt, Div
+RATE_CAST = 64                     # half<->float, float<->bf16/int32
 
 
-def _issue(ctx, name: str, count: int, rate: int) -> None:
+def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | None = None,
+                 srcs: tuple = ()) -> None:
+    """Record one PIPE_V instruction over ``count`` elements at ``rate`` elements/cycle.
+
+    ``dst`` and ``srcs`` are the UB operands (used for the UB bank-conflict cost). Other
+    instruction modules (compare, sort...) call this so every vector instruction is costed
+    the same way.
+    """
     ctx.record(_core.OP, PIPE_V, ctx.soc.vec_head_cycles + -(-count // rate), 0, None, name)
 
 
-def _check(ctx, name: str, dtype: np.dtype, allowed) -> None:
+def check_dtype(ctx, name: str, dtype: np.dtype, allowed) -> None:
     if dtype == _BF16 and not ctx.soc.supports_bf16_vector:
         raise DtypeError(name, f"bfloat16 arithmetic is not supported by the vector unit of "
                          f"{ctx.soc.soc_version} (reference/hardware.md §1.1); Cast to float first",
@@ -48,7 +55,7 @@ def _check(ctx, name: str, dtype: np.dtype, allowed) -> None:
                          f"(supported: {', '.join(d.name for d in allowed)})", pipe="PIPE_V")
 
 
-def _same_dtype(name: str, *tensors: LocalTensor) -> np.dtype:
+def same_dtype(name: str, *tensors: LocalTensor) -> np.dtype:
     dt = tensors[0].dtype
     for t in tensors[1:]:
         if t.dtype != dt:
@@ -56,99 +63,99 @@ def _same_dtype(name: str, *tensors: LocalTensor) -> np.dtype:
     return dt
 
 
-def _elementwise(name, ufunc, allowed, rate_table, dst, srcs, count, scalar=None):
+def elementwise(name, ufunc, allowed, rate_table, dst, srcs, count, scalar=None):
     """dst = ufunc(*srcs[, scalar]) over the first ``count`` elements, rounded to dst's type."""
     ctx = _core.current_core()
-    dt = _same_dtype(name, dst, *srcs)
-    _check(ctx, name, dt, allowed)
+    dt = same_dtype(name, dst, *srcs)
+    check_dtype(ctx, name, dt, allowed)
     count = int(count)
     args = [src.elements(count, name) for src in srcs]
     if scalar is not None:
         args.append(dt.type(scalar))   # the instruction takes a scalar of type T: rounded first
     with np.errstate(all="ignore"):
         ufunc(*args, out=dst.elements(count, name))
-    _issue(ctx, name, count, rate_table[dt.itemsize])
+    issue_vector(ctx, name, count, rate_table[dt.itemsize], dst, tuple(srcs))
 
 
 def Add(dst, src0, src1, count):
     """dst[i] = src0[i] + src1[i] for i < count. half/float/int16/int32."""
-    _elementwise("Add", np.add, _ARITH, _RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Add", np.add, _ARITH, RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Sub(dst, src0, src1, count):
     """dst[i] = src0[i] - src1[i]. half/float/int16/int32."""
-    _elementwise("Sub", np.subtract, _ARITH, _RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Sub", np.subtract, _ARITH, RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Mul(dst, src0, src1, count):
     """dst[i] = src0[i] * src1[i]. half/float/int16/int32."""
-    _elementwise("Mul", np.multiply, _ARITH, _RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Mul", np.multiply, _ARITH, RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Div(dst, src0, src1, count):
     """dst[i] = src0[i] / src1[i]. half/float; 32 elements/cycle."""
-    _elementwise("Div", np.divide, _FLOATS, _RATE_SLOW, dst, (src0, src1), count)
+    elementwise("Div", np.divide, _FLOATS, RATE_SLOW, dst, (src0, src1), count)
 
 
 def Max(dst, src0, src1, count):
     """dst[i] = max(src0[i], src1[i]). half/float/int16/int32."""
-    _elementwise("Max", np.maximum, _ARITH, _RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Max", np.maximum, _ARITH, RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Min(dst, src0, src1, count):
     """dst[i] = min(src0[i], src1[i]). half/float/int16/int32."""
-    _elementwise("Min", np.minimum, _ARITH, _RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Min", np.minimum, _ARITH, RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Adds(dst, src, scalar, count):
     """dst[i] = src[i] + scalar (scalar rounded to the tensor's type)."""
-    _elementwise("Adds", np.add, _ARITH, _RATE_SIMPLE, dst, (src,), count, scalar)
+    elementwise("Adds", np.add, _ARITH, RATE_SIMPLE, dst, (src,), count, scalar)
 
 
 def Muls(dst, src, scalar, count):
     """dst[i] = src[i] * scalar (scalar rounded to the tensor's type)."""
-    _elementwise("Muls", np.multiply, _ARITH, _RATE_SIMPLE, dst, (src,), count, scalar)
+    elementwise("Muls", np.multiply, _ARITH, RATE_SIMPLE, dst, (src,), count, scalar)
 
 
 def Maxs(dst, src, scalar, count):
     """dst[i] = max(src[i], scalar)."""
-    _elementwise("Maxs", np.maximum, _ARITH, _RATE_SIMPLE, dst, (src,), count, scalar)
+    elementwise("Maxs", np.maximum, _ARITH, RATE_SIMPLE, dst, (src,), count, scalar)
 
 
 def Mins(dst, src, scalar, count):
     """dst[i] = min(src[i], scalar)."""
-    _elementwise("Mins", np.minimum, _ARITH, _RATE_SIMPLE, dst, (src,), count, scalar)
+    elementwise("Mins", np.minimum, _ARITH, RATE_SIMPLE, dst, (src,), count, scalar)
 
 
 def Sqrt(dst, src, count):
     """dst[i] = sqrt(src[i]). half/float; 32 elements/cycle."""
-    _elementwise("Sqrt", np.sqrt, _FLOATS, _RATE_SLOW, dst, (src,), count)
+    elementwise("Sqrt", np.sqrt, _FLOATS, RATE_SLOW, dst, (src,), count)
 
 
 def Exp(dst, src, count):
     """dst[i] = exp(src[i]). half/float; 32 elements/cycle."""
-    _elementwise("Exp", np.exp, _FLOATS, _RATE_SLOW, dst, (src,), count)
+    elementwise("Exp", np.exp, _FLOATS, RATE_SLOW, dst, (src,), count)
 
 
 def Ln(dst, src, count):
     """dst[i] = ln(src[i]). half/float; 32 elements/cycle."""
-    _elementwise("Ln", np.log, _FLOATS, _RATE_SLOW, dst, (src,), count)
+    elementwise("Ln", np.log, _FLOATS, RATE_SLOW, dst, (src,), count)
 
 
 def Abs(dst, src, count):
     """dst[i] = |src[i]|. half/float."""
-    _elementwise("Abs", np.abs, _FLOATS, _RATE_SIMPLE, dst, (src,), count)
+    elementwise("Abs", np.abs, _FLOATS, RATE_SIMPLE, dst, (src,), count)
 
 
 def Reciprocal(dst, src, count):
     """dst[i] = 1 / src[i]. half/float."""
-    _elementwise("Reciprocal", np.reciprocal, _FLOATS, _RATE_SIMPLE, dst, (src,), count)
+    elementwise("Reciprocal", np.reciprocal, _FLOATS, RATE_SIMPLE, dst, (src,), count)
 
 
 def Relu(dst, src, count):
     """dst[i] = max(src[i], 0). half/float/int32."""
-    _elementwise("Relu", lambda x, out: np.maximum(x, x.dtype.type(0), out=out),
-                 (_F16, _F32, _I32), _RATE_SIMPLE, dst, (src,), count)
+    elementwise("Relu", lambda x, out: np.maximum(x, x.dtype.type(0), out=out),
+                 (_F16, _F32, _I32), RATE_SIMPLE, dst, (src,), count)
 
 
 def Duplicate(dst, scalar, count):
@@ -158,7 +165,7 @@ def Duplicate(dst, scalar, count):
         raise DtypeError("Duplicate", f"{dst.dtype.name} is not a 16- or 32-bit type", pipe="PIPE_V")
     count = int(count)
     dst.elements(count, "Duplicate")[...] = dst.dtype.type(scalar)
-    _issue(ctx, "Duplicate", count, _RATE_SIMPLE[dst.dtype.itemsize])
+    issue_vector(ctx, "Duplicate", count, RATE_SIMPLE[dst.dtype.itemsize], dst)
 
 
 def Power(dst, src, exponent, count=None):
@@ -169,14 +176,14 @@ def Power(dst, src, exponent, count=None):
     exact rounding is not published].
     """
     ctx = _core.current_core()
-    dt = _same_dtype("Power", dst, src)
-    _check(ctx, "Power", dt, _FLOATS)
+    dt = same_dtype("Power", dst, src)
+    check_dtype(ctx, "Power", dt, _FLOATS)
     count = src.length if count is None else int(count)
     with np.errstate(all="ignore"):
         np.power(src.elements(count, "Power"), dt.type(exponent), out=dst.elements(count, "Power"))
-    _issue(ctx, "Power.Ln", count, _RATE_SLOW[dt.itemsize])
-    _issue(ctx, "Power.Muls", count, _RATE_SIMPLE[dt.itemsize])
-    _issue(ctx, "Power.Exp", count, _RATE_SLOW[dt.itemsize])
+    issue_vector(ctx, "Power.Ln", count, RATE_SLOW[dt.itemsize], dst, (src,))
+    issue_vector(ctx, "Power.Muls", count, RATE_SIMPLE[dt.itemsize], dst, (src,))
+    issue_vector(ctx, "Power.Exp", count, RATE_SLOW[dt.itemsize], dst, (src,))
 
 
 # -- Cast ------------------------------------------------------------------------------
@@ -288,7 +295,7 @@ def Cast(dst, src, round_mode: RoundMode, count):
         else:
             y = _round_int(x, dst.dtype, round_mode)
     dst.elements(count, "Cast")[...] = y
-    _issue(ctx, "Cast", count, _RATE_CAST)
+    issue_vector(ctx, "Cast", count, RATE_CAST, dst, (src,))
 
 
 def cast_to(x: np.ndarray, dtype, round_mode: RoundMode = RoundMode.CAST_RINT) -> np.ndarray:
