@@ -22,8 +22,11 @@ from npusim.errors import GmAccessError, InvalidDevicePointer, OutOfDeviceMemory
 
 #: First device address handed out; high like a real device VA, and 2 MiB aligned.
 GM_BASE_ADDRESS = 0x12C0_4000_0000
-#: Start-address alignment of an allocation (aclrtMalloc: 64 B).
-ALLOC_ALIGN = 64
+#: Start-address alignment of an allocation. aclrtMalloc guarantees 64 B; the simulator
+#: hands out 512 B-aligned starts (which are 64 B aligned too) so that a tensor's bandwidth
+#: does not depend on the order it was allocated in: GM transfers that are not 512 B
+#: aligned are slower on A2 (reference/hardware.md §2).
+ALLOC_ALIGN = 512
 
 
 def malloc_size(size: int) -> int:

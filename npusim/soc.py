@@ -134,6 +134,24 @@ class SocSpec:
     host_link_bandwidth: float
     host_link_latency_us: float
     launch_overhead_us: float
+    # Timing parameters of the L2, alignment and UB-bank model (docs/calibration.md gives
+    # each value's basis; the defaults are those of the A2/A3 parts).
+    #: MTE3 (UB -> GM) fixed cost per transfer, cycles: fitted to §4.1 case 1.
+    dma_write_latency_cycles: int = 39
+    #: Extra HBM occupancy per transfer that reaches HBM, cycles: fitted to §4.1 cases 2-3.
+    hbm_transfer_overhead_cycles: float = 2.0
+    #: Device-wide L2 bandwidth, B/s: "L2 Cache读写混合带宽约为7TB/s" (§2).
+    l2_bandwidth: float = 7e12
+    #: L2 line, bytes: kC220L2CacheLineBytes = 512 in a Huawei DVM source (§1.6 [S]).
+    l2_line_bytes: int = 512
+    #: Writes that find L2 full go on to HBM at once (fitted to §4.1 cases 3-5).
+    l2_write_through_when_full: bool = True
+    #: Per-core GM rate factor for transfers whose GM address is not 512 B aligned:
+    #: "32B对齐场景只能达到512B对齐场景的70%" (§2, A2 only).
+    gm_unaligned_rate_factor: float = 0.7
+    #: UB banks (rows of 32 B interleave over them) and bank groups: 48 banks x 128 rows x
+    #: 32 B in 16 groups of 3 on 2201 (§2 "UB banks (2201)").
+    ub_banks: int = 48
 
     @property
     def freq_hz(self) -> float:
@@ -372,6 +390,8 @@ _ASCEND910A = SocSpec(
     vc_ub_size=None,
     memory_size_from_ini=False,
     hbm_bandwidth=1.2e12,  # [R]
+    gm_unaligned_rate_factor=1.0,  # the 512 B effect is documented for A2 only (§2)
+    ub_banks=64,  # ini ubbank_num; the 48-bank layout is documented for 2201 only
     dma_latency_cycles=100,  # as 910B1 (derivation there)
     vec_head_cycles=22,  # as 910B1 (derivation there)
     scalar_cycles=1,  # [R]
@@ -440,6 +460,8 @@ _ASCEND310P3 = SocSpec(
     vc_ub_size=262144,
     memory_size_from_ini=True,
     hbm_bandwidth=204.8e9,  # [R]
+    gm_unaligned_rate_factor=1.0,  # the 512 B effect is documented for A2 only (§2)
+    ub_banks=64,  # ini ubbank_num; the 48-bank layout is documented for 2201 only
     dma_latency_cycles=100,  # as 910B1 (derivation there)
     vec_head_cycles=22,  # as 910B1 (derivation there)
     scalar_cycles=1,  # [R]

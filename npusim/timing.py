@@ -12,18 +12,29 @@ Model (the parameters live in the SoC preset, :mod:`npusim.soc`):
   PipeBarrier(PIPE_ALL) joins every pipe of the core.
 * A vector or scalar instruction busies its pipe for its cost in cycles
   (:mod:`npusim.ascendc.vector`).
-* A DMA of ``n`` bytes costs ``dma_latency_cycles + n / rate`` on its core, where the rate
-  is ``ddr_read_rate`` for MTE2 (GM -> UB) and ``ub_to_ddr_rate`` for MTE3 (UB -> GM), in
-  B/cycle (reference/hardware.md §1.6). All cores share the device's HBM bandwidth
-  (``hbm_bandwidth``): the HBM serves the bytes of all transfers first come, first served,
-  so a transfer also ends no earlier than the HBM has moved every byte requested before
-  it. One core is latency- and rate-bound; many cores together are HBM-bound.
+* A DMA costs its core ``latency + bytes / rate``: the MTE2 (GM -> UB) latency is
+  ``dma_latency_cycles``, MTE3's ``dma_write_latency_cycles``; the rate is the per-core
+  ini rate of the path (``ddr_read_rate`` for HBM reads, ``l2_read_rate`` for L2 hits,
+  ``ub_to_l2_rate`` / ``ub_to_ddr_rate`` for writes; reference/hardware.md §1.6), derated
+  by ``gm_unaligned_rate_factor`` when the GM address is not 512 B aligned (§2).
+* Between the cores and HBM sits an L2 cache of ``l2_size`` bytes (LRU over
+  ``l2_line_bytes`` lines, cold at the start of each launch). Reads that hit are served
+  at L2 rates; reads that miss come from HBM and are allocated; writes are allocated in L2
+  (write-back) and reach HBM only when a dirty block is evicted. A GlobalTensor with
+  ``SetL2CacheHint(CACHE_MODE_DISABLE)`` bypasses L2 both ways.
+* All cores share the device's L2 bandwidth (``l2_bandwidth``) and HBM bandwidth
+  (``hbm_bandwidth``), each served first come, first served; every transfer that reaches
+  HBM also occupies it for ``hbm_transfer_overhead_cycles``. A transfer ends when its core
+  side and every shared resource it used are done: one core is latency- and rate-bound,
+  many cores together are HBM-bound.
 
 Consecutive vector or scalar instructions without a sync between them are costed as one
 simpy timeout, so the replay costs a few events per tile, not per instruction.
 """
 from __future__ import annotations
 
+import bisect
+import heapq
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -90,17 +101,171 @@ class _Barrier:
         return self.event
 
 
-class _Hbm:
-    """Device-wide HBM shared first come, first served, in bytes per cycle."""
+class _Server:
+    """A device-wide bandwidth (bytes per cycle) shared first come, first served."""
 
-    def __init__(self, soc):
-        self.bytes_per_cycle = soc.hbm_bandwidth / soc.freq_hz
+    def __init__(self, bytes_per_second: float, freq_hz: float, overhead_cycles: float = 0.0):
+        self.bytes_per_cycle = bytes_per_second / freq_hz
+        self.overhead = overhead_cycles
         self.free_at = 0.0
 
-    def reserve(self, now: float, nbytes: int) -> float:
+    def reserve(self, now: float, nbytes: float) -> float:
+        """Serve ``nbytes`` requested at ``now``; return when the last byte is served."""
         start = now if now > self.free_at else self.free_at
-        self.free_at = start + nbytes / self.bytes_per_cycle
+        self.free_at = start + nbytes / self.bytes_per_cycle + self.overhead
         return self.free_at
+
+
+class L2Cache:
+    """L2 residency of GM lines, LRU, write-back and write-allocate.
+
+    With ``soc.l2_write_through_when_full``, a write that finds the cache full is also
+    written on to HBM at once (its lines stay resident, clean): write-back while the cache
+    has room, write-through under replacement pressure (docs/calibration.md).
+
+    Lines of ``l2_line_bytes`` (512 B on C220, reference/hardware.md §1.6 [S]) are kept as
+    runs of consecutive lines that share one recency stamp and one dirty flag, so that a
+    streaming transfer of many lines costs a few operations, not one per line. The result
+    is exactly that of a per-line LRU cache (tests compare the two).
+    """
+
+    def __init__(self, soc):
+        self.line = int(soc.l2_line_bytes)
+        self.capacity = max(1, int(soc.l2_size) // self.line)
+        self.size = 0                      # resident lines
+        self.starts: list[int] = []        # sorted run starts (line numbers)
+        self.runs: dict[int, list] = {}    # start -> [end, dirty, stamp]
+        self.heap: list[tuple[int, int]] = []   # (stamp, start), stale entries skipped
+        self.clock = 0
+        self.write_through_when_full = bool(getattr(soc, "l2_write_through_when_full", False))
+
+    def _add(self, start: int, end: int, dirty: bool, stamp: int) -> None:
+        bisect.insort(self.starts, start)
+        self.runs[start] = [end, dirty, stamp]
+        heapq.heappush(self.heap, (stamp, start))
+        self.size += end - start
+
+    def _remove(self, start: int) -> list:
+        del self.starts[bisect.bisect_left(self.starts, start)]
+        run = self.runs.pop(start)
+        self.size -= run[0] - start
+        return run
+
+    def _overlapping(self, a: int, b: int) -> list[int]:
+        starts, runs = self.starts, self.runs
+        i = bisect.bisect_right(starts, a) - 1
+        if i < 0 or runs[starts[i]][0] <= a:
+            i += 1
+        out = []
+        while i < len(starts) and starts[i] < b:
+            out.append(starts[i])
+            i += 1
+        return out
+
+    def _cut(self, a: int, b: int) -> list[tuple[int, int, bool]]:
+        """Remove lines [a, b) from the runs; return the removed pieces (start, end, dirty)."""
+        pieces = []
+        for s in self._overlapping(a, b):
+            e, dirty, stamp = self._remove(s)
+            if s < a:
+                self._add(s, a, dirty, stamp)
+            if e > b:
+                self._add(b, e, dirty, stamp)
+            pieces.append((max(s, a), min(e, b), dirty))
+        return pieces
+
+    def access(self, addr: int, span: int, write: bool) -> tuple[float, int, int]:
+        """Touch ``[addr, addr + span)``.
+
+        Returns:
+            (fraction of lines hit, bytes of dirty lines evicted to HBM, bytes of this
+            write passed on to HBM because the cache was full).
+        """
+        a, b = addr // self.line, (addr + max(span, 1) - 1) // self.line + 1
+        self.clock += 1
+        stamp = self.clock
+        hits = 0
+        pos = a
+        merged: list[list] = []
+        for s, e, dirty in self._cut(a, b) + [(b, b, write)]:
+            hits += e - s
+            for ps, pe, pd in ((pos, s, write), (s, e, dirty or write)):   # miss gap, then hit
+                if pe > ps:
+                    if merged and merged[-1][1] == ps and merged[-1][2] == pd:
+                        merged[-1][1] = pe
+                    else:
+                        merged.append([ps, pe, pd])
+            pos = e
+        through = 0
+        if write and self.write_through_when_full and self.size + sum(
+                e - s for s, e, _ in merged) > self.capacity:
+            # the cache is under replacement pressure: the written lines go on to HBM now
+            # and stay resident clean
+            through = sum(e - s for s, e, _ in merged) * self.line
+            merged = [[s, e, False] for s, e, _ in merged]
+        for s, e, dirty in merged:
+            self._add(s, e, dirty, stamp)
+        return hits / (b - a), self._evict(), through
+
+    def _evict(self) -> int:
+        wb = 0
+        while self.size > self.capacity:
+            stamp, start = heapq.heappop(self.heap)
+            run = self.runs.get(start)
+            if run is None or run[2] != stamp:
+                continue                    # stale heap entry
+            end, dirty, _ = self._remove(start)
+            n = min(self.size + (end - start) - self.capacity, end - start)
+            if n < end - start:             # evict the run's first lines only
+                self._add(start + n, end, dirty, stamp)
+            if dirty:
+                wb += n * self.line
+        return wb
+
+    def invalidate(self, addr: int, span: int) -> None:
+        """Drop the lines of a range written around the cache."""
+        self._cut(addr // self.line, (addr + max(span, 1) - 1) // self.line + 1)
+
+
+class _Memory:
+    """The shared memory system of a launch: L2 cache, L2 and HBM bandwidths."""
+
+    def __init__(self, soc):
+        self.soc = soc
+        self.l2 = L2Cache(soc)
+        self.l2_bw = _Server(soc.l2_bandwidth, soc.freq_hz)
+        self.hbm = _Server(soc.hbm_bandwidth, soc.freq_hz, soc.hbm_transfer_overhead_cycles)
+
+    def transfer(self, now: float, kind: int, nbytes: int, key) -> float:
+        """Cycles from ``now`` until a DMA of ``nbytes`` described by ``key`` completes."""
+        soc = self.soc
+        addr, span, bypass = key
+        factor = 1.0 if addr % 512 == 0 else soc.gm_unaligned_rate_factor
+        if kind == DMA_IN:
+            if bypass:
+                hit, wb = 0.0, 0
+            else:
+                hit, wb, _ = self.l2.access(addr, span, False)
+            hit_bytes = nbytes * hit
+            miss_bytes = nbytes - hit_bytes
+            end = now + soc.dma_latency_cycles + (hit_bytes / soc.l2_read_rate
+                                                  + miss_bytes / soc.ddr_read_rate) / factor
+            if not bypass:
+                end = max(end, self.l2_bw.reserve(now, nbytes))
+            if miss_bytes + wb > 0:
+                end = max(end, self.hbm.reserve(now, miss_bytes + wb))
+        else:
+            if bypass:
+                self.l2.invalidate(addr, span)
+                end = now + soc.dma_write_latency_cycles + nbytes / soc.ddr_write_rate / factor
+                end = max(end, self.hbm.reserve(now, nbytes))
+            else:
+                _, wb, through = self.l2.access(addr, span, True)
+                end = now + soc.dma_write_latency_cycles + nbytes / soc.ddr_write_rate / factor
+                end = max(end, self.l2_bw.reserve(now, nbytes))
+                if through or wb:            # drains to HBM behind the copy
+                    self.hbm.reserve(now, through + wb)
+        return end - now
 
 
 def _split(records, pipes):
@@ -115,7 +280,7 @@ def _split(records, pipes):
             else:
                 lst.append((OP, cycles, None, name, 1))
         elif kind in (DMA_IN, DMA_OUT):
-            lists[pipe].append((kind, nbytes, None, name, 1))
+            lists[pipe].append((kind, nbytes, key, name, 1))
         elif kind == BARRIER:
             if pipe == Pipe.PIPE_ALL:   # SyncAll passes its shared key; PipeBarrier a fresh one
                 token = key if key is not None else object()
@@ -138,11 +303,9 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
         SyncError: a pipe waits for a flag that is never set (the kernel would hang).
     """
     env = simpy.Environment()
-    hbm = _Hbm(soc)
+    memory = _Memory(soc)
     n_blocks = len(blocks)
     n_cores = max(1, soc.vector_block_num)
-    lat = float(soc.dma_latency_cycles)
-    rate_in, rate_out = float(soc.ddr_read_rate), float(soc.ub_to_ddr_rate)
     block_start = np.zeros(n_blocks)
     block_end = np.full(n_blocks, np.nan)
     busy = {p: np.zeros(n_blocks) for p in PROFILE_PIPES}
@@ -161,9 +324,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
                     out.append((pipe, t0, env.now, label if n == 1 else f"{label} (+{n - 1})"))
             elif kind == DMA_IN or kind == DMA_OUT:
                 t0 = env.now
-                own = t0 + lat + value / (rate_in if kind == DMA_IN else rate_out)
-                shared = hbm.reserve(t0, value)
-                yield env.timeout((own if own > shared else shared) - t0)
+                yield env.timeout(memory.transfer(t0, kind, value, key))
                 total += env.now - t0
                 if out is not None:
                     out.append((pipe, t0, env.now, f"{label} {value} B"))

@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from npusim.ascendc import core as _core
 from npusim.ascendc.tensor import GlobalTensor, LocalTensor
-from npusim.ascendc.types import (PIPE_MTE2, PIPE_MTE3, PIPE_V, DataCopyExtParams,
+from npusim.ascendc.types import (PIPE_MTE2, PIPE_MTE3, PIPE_V, CacheMode, DataCopyExtParams,
                                   DataCopyPadExtParams, DataCopyParams)
 from npusim.errors import AlignmentError, KernelError, LimitError
 
@@ -54,13 +54,19 @@ def _write_gm(ctx, gm_bytes: np.ndarray, ub_bytes: np.ndarray) -> None:
     gm_bytes[...] = total.view(np.uint8).reshape(gm_bytes.shape)
 
 
-def _dma(ctx, src_is_gm: bool, nbytes: int, name: str) -> None:
+def _dma(ctx, src_is_gm: bool, nbytes: int, name: str, gm: GlobalTensor, span: int) -> None:
+    """Record a transfer: ``nbytes`` moved within ``span`` bytes of GM from ``gm``'s start.
+
+    The key carries what the timing model needs for L2 and alignment: the GM address, the
+    span touched and the tensor's L2 cache mode.
+    """
+    key = (gm.address, span, gm.cache_mode is CacheMode.CACHE_MODE_DISABLE)
     if src_is_gm:
         ctx.bytes_read += nbytes
-        ctx.record(_core.DMA_IN, PIPE_MTE2, 0.0, nbytes, None, name)
+        ctx.record(_core.DMA_IN, PIPE_MTE2, 0.0, nbytes, key, name)
     else:
         ctx.bytes_written += nbytes
-        ctx.record(_core.DMA_OUT, PIPE_MTE3, 0.0, nbytes, None, name)
+        ctx.record(_core.DMA_OUT, PIPE_MTE3, 0.0, nbytes, key, name)
 
 
 def DataCopy(dst, src, count_or_params) -> None:
@@ -102,6 +108,7 @@ def DataCopy(dst, src, count_or_params) -> None:
         ub_view = _strided(ub.bytes_view((rows - 1) * ub_pitch + row, "DataCopy", pipe),
                            rows, row, ub_pitch)
         nbytes = rows * row
+        span = (rows - 1) * gm_pitch + row
     else:
         count = int(count_or_params)
         want = count * isz
@@ -113,11 +120,12 @@ def DataCopy(dst, src, count_or_params) -> None:
             return
         gm_view = gm.bytes_view(nbytes, "DataCopy", pipe)
         ub_view = ub.bytes_view(nbytes, "DataCopy", pipe)
+        span = nbytes
     if src_is_gm:
         ub_view[...] = gm_view
     else:
         _write_gm(ctx, gm_view, ub_view)
-    _dma(ctx, src_is_gm, nbytes, "DataCopy")
+    _dma(ctx, src_is_gm, nbytes, "DataCopy", gm, span)
 
 
 def _copy_ub_to_ub(ctx, dst: LocalTensor, src: LocalTensor, count) -> None:
@@ -193,4 +201,4 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
                 ub_all[:, left * isz + row:left * isz + row + right * isz] = np.tile(fill, right)
     else:
         _write_gm(ctx, gm_view, ub_data)
-    _dma(ctx, src_is_gm, rows * row, "DataCopyPad")
+    _dma(ctx, src_is_gm, rows * row, "DataCopyPad", gm, (rows - 1) * gm_pitch + row)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from npusim.ascendc import core as _core
-from npusim.ascendc.types import PIPE_S, TPosition
+from npusim.ascendc.types import PIPE_S, CacheMode, TPosition
 from npusim.errors import GmAccessError, UbError
 
 #: Cycles of one scalar GM access (a load through the scalar unit's data cache path).
@@ -30,13 +30,19 @@ class GlobalTensor:
     (reference/api.md §6: every pointer comes from aclrtMalloc).
     """
 
-    __slots__ = ("dtype", "address", "length", "_alloc")
+    __slots__ = ("dtype", "address", "length", "_alloc", "cache_mode")
 
     def __init__(self, dtype=None):
         self.dtype = np.dtype(dtype) if dtype is not None else None
         self.address = 0
         self.length = 0
         self._alloc = None
+        self.cache_mode = CacheMode.CACHE_MODE_NORMAL
+
+    def SetL2CacheHint(self, mode: CacheMode) -> None:
+        """Choose how this tensor's GM accesses use the L2 cache (CACHE_MODE_DISABLE
+        bypasses it, for data read once; reference/hardware.md §2)."""
+        self.cache_mode = CacheMode(mode)
 
     def SetGlobalBuffer(self, address: int, length: int = 0) -> None:
         """Point the tensor at ``address`` (bytes) holding ``length`` elements."""
@@ -51,6 +57,7 @@ class GlobalTensor:
         sub.address = self.address + int(offset) * self.dtype.itemsize
         sub.length = max(self.length - int(offset), 0)
         sub._alloc = self._alloc
+        sub.cache_mode = self.cache_mode
         return sub
 
     def GetSize(self) -> int:
@@ -109,6 +116,28 @@ class LocalTensor:
         self.limit = int(limit)
         self.position = position
         self.owner = owner
+
+    @classmethod
+    def at(cls, dtype, position: TPosition, addr: int, tile_size: int) -> "LocalTensor":
+        """Static tensor programming: ``LocalTensor<T>(pos, addr, tileSize)``.
+
+        A tensor of ``tile_size`` elements at UB byte address ``addr``, outside any TPipe
+        buffer; it may use the whole physical UB (``soc.ub_size``), and the kernel syncs
+        it with SetFlag/WaitFlag itself.
+
+        Raises:
+            AlignmentError: ``addr`` is not 32 B aligned. UbError: it leaves the UB.
+        """
+        from npusim.errors import AlignmentError
+        ctx = _core.current_core()
+        dtype = np.dtype(dtype)
+        end = int(addr) + int(tile_size) * dtype.itemsize
+        if int(addr) % 32:
+            raise AlignmentError("LocalTensor", f"UB address 0x{int(addr):x} is not 32 B aligned "
+                                 "(reference/hardware.md §3)")
+        if addr < 0 or end > ctx.soc.ub_size:
+            raise UbError("LocalTensor", f"[{addr}, {end}) is outside the {ctx.soc.ub_size} B UB")
+        return cls(ctx, dtype, int(addr), int(tile_size), end, TPosition(position))
 
     # -- Ascend C surface ---------------------------------------------------------------
     def __getitem__(self, index: int) -> "LocalTensor":

@@ -125,6 +125,20 @@ class HardEvent(enum.Enum):
         return _PIPE_BY_SHORT[self.value.split("_")[1]]
 
 
+class CacheMode(enum.Enum):
+    """L2 cache hint of a GlobalTensor (``SetL2CacheHint``; reference/hardware.md §2).
+
+    CACHE_MODE_DISABLE makes the tensor's GM accesses bypass the L2 cache. The simulator
+    treats CACHE_MODE_LAST and CACHE_MODE_PERSISTENT like NORMAL (their replacement
+    priorities are not published).
+    """
+
+    CACHE_MODE_NORMAL = 0
+    CACHE_MODE_DISABLE = 1
+    CACHE_MODE_LAST = 2
+    CACHE_MODE_PERSISTENT = 4
+
+
 class RoundMode(enum.Enum):
     """Cast rounding modes (Ascend C ``RoundMode``)."""
 

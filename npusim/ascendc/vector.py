@@ -41,8 +41,46 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
     ``dst`` and ``srcs`` are the UB operands (used for the UB bank-conflict cost). Other
     instruction modules (compare, sort...) call this so every vector instruction is costed
     the same way.
+
+    Cost: ``vec_head_cycles + max(ceil(count / rate), repeats * (1 + conflict))``: a repeat
+    whose operands collide in the UB banks (:func:`bank_conflict`) needs a second cycle.
     """
-    ctx.record(_core.OP, PIPE_V, ctx.soc.vec_head_cycles + -(-count // rate), 0, None, name)
+    cycles = -(-count // rate)
+    if dst is not None and srcs:
+        repeats = -(-count * dst.dtype.itemsize // 256)
+        if bank_conflict(ctx.soc, dst, srcs):
+            cycles = max(cycles, 2 * repeats)
+    ctx.record(_core.OP, PIPE_V, ctx.soc.vec_head_cycles + cycles, 0, None, name)
+
+
+def _rows(t: LocalTensor, banks: int) -> list[int]:
+    """Banks of the 8 rows of 32 B that one 256 B repeat of ``t`` touches first."""
+    first = t.offset // 32
+    return [(first + i) % banks for i in range(8)]
+
+
+def bank_conflict(soc, dst: LocalTensor, srcs) -> bool:
+    """Whether one repeat's operands collide in the UB banks.
+
+    Model (reference/hardware.md §2 "UB banks (2201)"): UB rows of 32 B interleave over
+    ``soc.ub_banks`` banks, grouped ``bank % ubbank_group_num``; per cycle the vector unit
+    reads or writes one row per bank group. Two different sources with rows in the same
+    bank group conflict (read-read), and a destination sharing a bank with a source it is
+    not identical to conflicts (read-write). All operands advance together, so the first
+    repeat decides for the whole instruction.
+    """
+    banks, groups = soc.ub_banks, soc.ubbank_group_num
+    srcs = list({s.offset: s for s in srcs}.values())   # one read serves a repeated operand
+    src_rows = [_rows(s, banks) for s in srcs]
+    seen: set[int] = set()
+    for rows in src_rows:
+        g = {b % groups for b in rows}
+        if seen & g:
+            return True
+        seen |= g
+    dst_banks = set(_rows(dst, banks))
+    return any(s.offset != dst.offset and dst_banks & set(rows)
+               for s, rows in zip(srcs, src_rows))
 
 
 def check_dtype(ctx, name: str, dtype: np.dtype, allowed) -> None:

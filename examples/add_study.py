@@ -1,0 +1,246 @@
+"""The official Add best-practice progression, case by case, on the simulated Ascend910B1.
+
+z = x + y on half tensors of 8192 x 8192, as in the Ascend C example
+``examples/01_simd_cpp_api/05_best_practices/00_vector_compute/add_high_performance``
+(reference/hardware.md §4.1). Each case is its own kernel, written with static tensors
+(``LocalTensor.at``) and explicit SetFlag/WaitFlag like the official ``add.asc``:
+
+* case 1 — one core, vector Add, 8 KB copies (dataCopyLen 4096);
+* case 2 — 48 cores (rows split evenly, remainder to the first cores), 8 KB copies;
+* case 3 — 48 cores, 32 KB copies (dataCopyLen 16384);
+* case 4 — case 3 with ping-pong double buffering (6 buffers fill the 192 KiB UB);
+* case 5 — case 4 with the L2 cache bypassed for the inputs
+  (``SetL2CacheHint(CACHE_MODE_DISABLE)`` on xGm and yGm);
+* case 6 — case 5 with the ping and pong buffers placed so that the operands of one
+  repeat fall in different UB bank groups (dataCopyLen 16256: y starts 256 B after
+  where it would, reference/hardware.md §2 "UB banks").
+
+It prints what msprof op reports: Task Duration, aiv_mte2_time, aiv_mte3_time,
+aiv_vec_time, aiv_scalar_time (µs), and the example's bandwidths (read = bytes read /
+aiv_mte2_time; read-write = all bytes / aiv_mte2_time), next to the measured figures of
+the official example.
+
+Run: ``python examples/add_study.py --case 3`` (or ``--case all``; ``--rows 1024`` for a
+smaller shape; ``--json FILE`` writes the figures as JSON).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from npusim import GlobalMemory, get_soc, run_kernel
+from npusim.ascendc import (Add, CacheMode, DataCopy, GetBlockIdx, GetBlockNum, GlobalTensor,
+                            HardEvent, LocalTensor, SetFlag, TPosition, WaitFlag, half)
+
+COLS = 8192
+#: Measured on Atlas A2 by the official example (msprof op), µs; reference/hardware.md §4.1
+#: for cases 1-3 and the example's README for cases 4-6. Shown next to the simulation,
+#: never used by it.
+MEASURED = {
+    1: dict(task=6909.6, mte2=6208.762, mte3=2613.205, vec=761.65),
+    2: dict(task=306.58, mte2=215.485, mte3=54.33, vec=15.885),
+    3: dict(task=268.5, mte2=184.369, mte3=57.354, vec=12.845),
+    4: dict(task=264.02, mte2=250.528, mte3=84.988, vec=12.846),
+    5: dict(task=187.68, mte2=175.997, mte3=160.291, vec=12.846),
+    6: dict(task=184.52, mte2=171.611, mte3=121.442, vec=6.954),
+}
+CASES = {  # case -> (cores, dataCopyLen, double buffer, L2 bypass for inputs, bank-aware layout)
+    1: (1, 4096, False, False, False),
+    2: (48, 4096, False, False, False),
+    3: (48, 16384, False, False, False),
+    4: (48, 16384, True, False, False),
+    5: (48, 16384, True, True, False),
+    6: (48, 16256, True, True, True),
+}
+MAX_DATA_COPY_LEN = 16384
+
+
+class KernelAdd:
+    """One block: its share of the rows, processed in chunks of ``dataCopyLen`` halves."""
+
+    def __init__(self, x, y, z, rows, data_copy_len, bypass_l2):
+        blockIdx, blockNum = GetBlockIdx(), GetBlockNum()
+        baseM, remainderM = divmod(rows, blockNum)       # even split, remainder first
+        if blockIdx < remainderM:
+            coreM = baseM + 1
+            startM = blockIdx * coreM
+        else:
+            coreM = baseM
+            startM = remainderM * (baseM + 1) + (blockIdx - remainderM) * baseM
+        self.total = coreM * COLS
+        self.len = data_copy_len
+        off = startM * COLS * 2
+        self.xGm, self.yGm, self.zGm = GlobalTensor(half), GlobalTensor(half), GlobalTensor(half)
+        self.xGm.SetGlobalBuffer(x + off, self.total)
+        self.yGm.SetGlobalBuffer(y + off, self.total)
+        self.zGm.SetGlobalBuffer(z + off, self.total)
+        if bypass_l2:                                   # case 5, 6: inputs are read once
+            self.xGm.SetL2CacheHint(CacheMode.CACHE_MODE_DISABLE)
+            self.yGm.SetL2CacheHint(CacheMode.CACHE_MODE_DISABLE)
+
+    def chunks(self):
+        for start in range(0, self.total, self.len):
+            yield start, min(self.len, self.total - start)
+
+    def ProcessSingle(self, wait_copy_out=False):
+        """Cases 1-3: one buffer each for x, y, z; MTE2 -> V -> MTE3 ordered by flags.
+
+        Case 1 (the official ``ProcessSingle``) lets the copy-out of one chunk overlap the
+        copy-in of the next. For the multi-core ``Process`` of cases 2 and 3
+        (``wait_copy_out``) the next copy-in waits for the copy-out (MTE3 -> MTE2): the
+        example's source is not part of our references, but its published times say so —
+        Task Duration = aiv_mte2 + aiv_vec + aiv_mte3 (+5%) in cases 2 and 3, against
+        Task Duration = aiv_mte2 + aiv_vec in case 1 [R].
+        """
+        n = self.len
+        x = LocalTensor.at(half, TPosition.VECIN, 0, n)
+        y = LocalTensor.at(half, TPosition.VECIN, n * 2, n)
+        z = LocalTensor.at(half, TPosition.VECOUT, n * 4, n)
+        for i, (start, cur) in enumerate(self.chunks()):
+            if i > 0:
+                WaitFlag(HardEvent.V_MTE2, 0)      # the previous Add has read x and y
+            DataCopy(x, self.xGm[start], cur)
+            DataCopy(y, self.yGm[start], cur)
+            SetFlag(HardEvent.MTE2_V, 0)
+            WaitFlag(HardEvent.MTE2_V, 0)
+            if i > 0:
+                WaitFlag(HardEvent.MTE3_V, 0)      # the previous z has been copied out
+            Add(z, x, y, cur)
+            SetFlag(HardEvent.V_MTE2, 0)
+            SetFlag(HardEvent.V_MTE3, 0)
+            WaitFlag(HardEvent.V_MTE3, 0)
+            DataCopy(self.zGm[start], z, cur)
+            SetFlag(HardEvent.MTE3_V, 0)
+            if wait_copy_out:
+                SetFlag(HardEvent.MTE3_MTE2, 0)
+                WaitFlag(HardEvent.MTE3_MTE2, 0)
+        WaitFlag(HardEvent.V_MTE2, 0)
+        WaitFlag(HardEvent.MTE3_V, 0)
+
+    def ProcessDoubleBuffer(self, bank_aware):
+        """Cases 4-6: ping-pong x/y/z buffers, eventID 0 for ping and 1 for pong."""
+        n = MAX_DATA_COPY_LEN
+        if bank_aware:      # the official case-6 layout: y 256 B closer to x, z apart
+            step = self.len * 2
+            addrs = [(0, step, n * 2 * 4), (n * 2 * 2, n * 2 * 2 + step, n * 2 * 4 + step)]
+        else:               # xPing yPing zPing xPong yPong zPong, 32 KB each
+            addrs = [(0, n * 2, n * 4), (n * 6, n * 8, n * 10)]
+        bufs = [tuple(LocalTensor.at(half, pos, a, self.len)
+                      for pos, a in zip((TPosition.VECIN, TPosition.VECIN, TPosition.VECOUT), ab))
+                for ab in addrs]
+        for i, (start, cur) in enumerate(self.chunks()):
+            ev = i % 2
+            x, y, z = bufs[ev]
+            if i > 1:
+                WaitFlag(HardEvent.V_MTE2, ev)
+            DataCopy(x, self.xGm[start], cur)
+            DataCopy(y, self.yGm[start], cur)
+            SetFlag(HardEvent.MTE2_V, ev)
+            WaitFlag(HardEvent.MTE2_V, ev)
+            if i > 1:
+                WaitFlag(HardEvent.MTE3_V, ev)
+            Add(z, x, y, cur)
+            SetFlag(HardEvent.V_MTE2, ev)
+            SetFlag(HardEvent.V_MTE3, ev)
+            WaitFlag(HardEvent.V_MTE3, ev)
+            DataCopy(self.zGm[start], z, cur)
+            SetFlag(HardEvent.MTE3_V, ev)
+        for ev in range(min(2, i + 1)):
+            WaitFlag(HardEvent.V_MTE2, ev)
+            WaitFlag(HardEvent.MTE3_V, ev)
+
+
+def add_kernel(x, y, z, rows, case):
+    cores, data_copy_len, double, bypass, bank_aware = CASES[case]
+    op = KernelAdd(x, y, z, rows, data_copy_len, bypass)
+    if double:
+        op.ProcessDoubleBuffer(bank_aware)
+    else:
+        op.ProcessSingle(wait_copy_out=cores > 1)
+
+
+def run_case(case: int, rows: int = 8192, soc_name="Ascend910B1", check: bool = True):
+    """Simulate one case; return (figures dict, KernelProfile)."""
+    soc = get_soc(soc_name)
+    gm = GlobalMemory(soc.memory_size)
+    n = rows * COLS
+    rng = np.random.default_rng(case)
+    xs = rng.standard_normal(n, dtype=np.float32).astype(np.float16)
+    ys = rng.standard_normal(n, dtype=np.float32).astype(np.float16)
+    x, y, z = gm.malloc(n * 2), gm.malloc(n * 2), gm.malloc(n * 2)
+    gm.write(x, xs)
+    gm.write(y, ys)
+    cores = min(CASES[case][0], soc.vector_block_num)
+    t0 = time.perf_counter()
+    # static tensors use the whole physical UB, as the official example does
+    prof = run_kernel(add_kernel, cores, (x, y, z, rows, case), soc=soc, gm=gm,
+                      name=f"add_case{case}", reserve_ub=False)
+    host_s = time.perf_counter() - t0
+    if check:
+        out = np.frombuffer(gm.view(z, n * 2), np.float16)
+        if not np.array_equal(out, xs + ys):
+            raise AssertionError(f"case {case}: z != x + y")
+    t = prof.pipe_time_us
+    read, written = prof.bytes_read, prof.bytes_written
+    fig = {
+        "case": case, "rows": rows, "cols": COLS, "blockDim": cores,
+        "dataCopyLen": CASES[case][1], "task_duration_us": prof.duration_us,
+        "aiv_mte2_time_us": t["aiv_mte2_time"], "aiv_mte3_time_us": t["aiv_mte3_time"],
+        "aiv_vec_time_us": t["aiv_vec_time"], "aiv_scalar_time_us": t["aiv_scalar_time"],
+        "bytes_read": read, "bytes_written": written,
+        "read_bandwidth_TBps": read / (t["aiv_mte2_time"] * 1e-6) / 1e12,
+        "read_write_bandwidth_TBps": (read + written) / (t["aiv_mte2_time"] * 1e-6) / 1e12,
+        "host_seconds": host_s,
+    }
+    return fig, prof
+
+
+def _print(fig):
+    m = MEASURED.get(fig["case"]) if fig["rows"] == 8192 else None
+    print(f"case {fig['case']}: blockDim {fig['blockDim']}, dataCopyLen {fig['dataCopyLen']}, "
+          f"{fig['rows']} x {fig['cols']} half  (host {fig['host_seconds']:.1f} s)")
+    rows = (("Task Duration", "task_duration_us", "task"), ("aiv_mte2_time", "aiv_mte2_time_us", "mte2"),
+            ("aiv_mte3_time", "aiv_mte3_time_us", "mte3"), ("aiv_vec_time", "aiv_vec_time_us", "vec"),
+            ("aiv_scalar_time", "aiv_scalar_time_us", None))
+    for label, key, mkey in rows:
+        line = f"  {label:<16}{fig[key]:12.3f} us"
+        if m and mkey:
+            line += f"   measured {m[mkey]:10.3f} us  ({(fig[key] / m[mkey] - 1) * 100:+.1f}%)"
+        print(line)
+    print(f"  read bandwidth {fig['read_bandwidth_TBps']:.4f} TB/s, read-write "
+          f"{fig['read_write_bandwidth_TBps']:.4f} TB/s (bytes / aiv_mte2_time)")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", default="all", help="1-6 or 'all'")
+    parser.add_argument("--rows", type=int, default=8192, help="rows of the 8192-column inputs")
+    parser.add_argument("--soc", default="Ascend910B1")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args(argv)
+    if args.case == "all":
+        cases = sorted(CASES)
+    elif args.case.isdigit() and int(args.case) in CASES:
+        cases = [int(args.case)]
+    else:
+        parser.error(f"--case must be one of 1-6 or 'all', got {args.case!r}")
+    if args.rows < 1:
+        parser.error("--rows must be positive")
+    figs = []
+    for c in cases:
+        fig, _ = run_case(c, args.rows, args.soc)
+        _print(fig)
+        figs.append(fig)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figs, f, indent=2)
+    return figs
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
