@@ -37,6 +37,8 @@ class KernelProfile:
             aiv_scalar_time) -> busy time of that pipe averaged over the blocks (µs).
         core_pipe_time_us: pipe name -> array of busy µs per block.
         bytes_read, bytes_written: GM traffic of all blocks (bytes).
+        hbm_bytes: the part of that traffic that reached HBM during the launch (L2
+            misses, write-backs, bypassing copies); writes the L2 absorbed are not in it.
         bound: what limits the kernel: "HBM bandwidth", "vector", "scalar" or "latency".
         bound_percent: how close to that limit the kernel ran (%).
         warnings: checker notes (e.g. DataCopy lengths rounded down).
@@ -55,6 +57,7 @@ class KernelProfile:
     bytes_written: int
     bound: str
     bound_percent: float
+    hbm_bytes: float = 0.0
     warnings: list = field(default_factory=list)
     start_us: float = 0.0
     host_functional_s: float = 0.0
@@ -72,6 +75,11 @@ class KernelProfile:
         return self.bytes_written / (self.duration_us * 1e-6) if self.duration_us else 0.0
 
     @property
+    def hbm_bandwidth(self) -> float:
+        """HBM bytes per second of Task Duration (B/s): never above the SoC's HBM bandwidth."""
+        return self.hbm_bytes / (self.duration_us * 1e-6) if self.duration_us else 0.0
+
+    @property
     def bandwidth(self) -> float:
         """All GM bytes moved per second of Task Duration (B/s)."""
         return self.read_bandwidth + self.write_bandwidth
@@ -83,11 +91,12 @@ class KernelProfile:
         lines.append("  " + ", ".join(f"{k} {v:.3f} us" for k, v in self.pipe_time_us.items()))
         lines.append(f"  read {self.bytes_read} B ({self.read_bandwidth / 1e12:.4f} TB/s), "
                      f"write {self.bytes_written} B ({self.write_bandwidth / 1e12:.4f} TB/s); "
+                     f"HBM {self.hbm_bandwidth / 1e12:.4f} TB/s; "
                      f"bound: {self.bound} ({self.bound_percent:.0f}%)")
         return "\n".join(lines)
 
 
-def _bound(soc, cycles: float, duration_us: float, nbytes: int, busy: dict) -> tuple[str, float]:
+def _bound(soc, cycles: float, duration_us: float, nbytes: float, busy: dict) -> tuple[str, float]:
     if cycles <= 0:
         return "latency", 0.0
     hbm = nbytes / (duration_us * 1e-6) / soc.hbm_bandwidth if duration_us else 0.0
@@ -229,8 +238,8 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
     duration = soc.launch_overhead_us + timing.cycles * to_us
     core_busy = {p.name: timing.pipe_busy[p] * to_us for p in PROFILE_PIPES}
     pipe_avg = {MSPROF_PIPE_NAMES[p]: float(v.mean()) for p, v in core_busy.items()}
-    bound, pct = _bound(soc, timing.cycles, duration, nread + nwritten, timing.pipe_busy)
+    bound, pct = _bound(soc, timing.cycles, duration, timing.hbm_bytes, timing.pipe_busy)
     return KernelProfile(name or getattr(kernel, "__name__", "kernel"), soc.soc_version,
                          block_dim, duration, pipe_avg, core_busy, nread, nwritten, bound, pct,
-                         warnings, host_functional_s=t1 - t0, host_timing_s=t2 - t1,
-                         timing=timing)
+                         timing.hbm_bytes, warnings, host_functional_s=t1 - t0,
+                         host_timing_s=t2 - t1, timing=timing)

@@ -57,6 +57,8 @@ class KernelTiming:
         block_start, block_end: per block (array of len blockDim).
         pipe_busy: pipe -> array of busy cycles per block (waits excluded).
         spans: per block, a list of ``(pipe, start, end, label)`` when spans were kept.
+        hbm_bytes: bytes the launch moved to or from HBM (L2 misses, write-backs, bypasses).
+        l2_hit_bytes: bytes read from L2 hits.
     """
 
     cycles: float
@@ -64,6 +66,8 @@ class KernelTiming:
     block_end: np.ndarray
     pipe_busy: dict
     spans: list | None = field(default=None, repr=False)
+    hbm_bytes: float = 0.0
+    l2_hit_bytes: float = 0.0
 
 
 class _Flag:
@@ -235,6 +239,8 @@ class _Memory:
         self.l2 = L2Cache(soc)
         self.l2_bw = _Server(soc.l2_bandwidth, soc.freq_hz)
         self.hbm = _Server(soc.hbm_bandwidth, soc.freq_hz, soc.hbm_transfer_overhead_cycles)
+        self.hbm_bytes = 0.0
+        self.l2_hit_bytes = 0.0
 
     def transfer(self, now: float, kind: int, nbytes: int, key) -> float:
         """Cycles from ``now`` until a DMA of ``nbytes`` described by ``key`` completes."""
@@ -252,19 +258,23 @@ class _Memory:
                                                   + miss_bytes / soc.ddr_read_rate) / factor
             if not bypass:
                 end = max(end, self.l2_bw.reserve(now, nbytes))
+            self.l2_hit_bytes += hit_bytes
             if miss_bytes + wb > 0:
+                self.hbm_bytes += miss_bytes + wb
                 end = max(end, self.hbm.reserve(now, miss_bytes + wb))
         else:
             if bypass:
                 self.l2.invalidate(addr, span)
                 end = now + soc.dma_write_latency_cycles + nbytes / soc.ddr_write_rate / factor
                 end = max(end, self.hbm.reserve(now, nbytes))
+                self.hbm_bytes += nbytes
             else:
                 _, wb, through = self.l2.access(addr, span, True)
                 end = now + soc.dma_write_latency_cycles + nbytes / soc.ddr_write_rate / factor
                 end = max(end, self.l2_bw.reserve(now, nbytes))
                 if through or wb:            # drains to HBM behind the copy
                     self.hbm.reserve(now, through + wb)
+                    self.hbm_bytes += through + wb
         return end - now
 
 
@@ -380,4 +390,5 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
         raise SyncError("WaitFlag", f"the kernel hangs: {waiting.get(b, 'a pipe waits forever')} "
                         "that is never set", core=b, line="?")
     cycles = float(block_end.max() - block_start.min()) if n_blocks else 0.0
-    return KernelTiming(cycles, block_start, block_end, busy, spans)
+    return KernelTiming(cycles, block_start, block_end, busy, spans, memory.hbm_bytes,
+                        memory.l2_hit_bytes)

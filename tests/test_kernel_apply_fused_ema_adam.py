@@ -138,5 +138,7 @@ def test_profile_reports_traffic_and_time():
     # the int64 step each core reads with GetValue
     assert prof.bytes_read == 5 * n * 4 + 8 * 48
     assert prof.bytes_written == 4 * n * 4
-    # cannot beat the HBM: bytes moved / bandwidth is a lower bound on the time
-    assert prof.duration_us * 1e-6 >= (prof.bytes_read + prof.bytes_written) / SOC.hbm_bandwidth
+    # cannot beat the HBM: the bytes it moved / its bandwidth bound the time from below
+    # a cold L2: reads miss, except lines a neighbouring tile already brought in
+    assert 0.95 * prof.bytes_read <= prof.hbm_bytes
+    assert prof.duration_us * 1e-6 >= prof.hbm_bytes / SOC.hbm_bandwidth

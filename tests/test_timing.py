@@ -94,18 +94,3 @@ def test_double_buffering_overlaps_copy_and_compute():
     single = _run_stream(1, 1)
     double = _run_stream(2, 1)
     assert double.duration_us < 0.8 * single.duration_us
-
-
-def test_cores_help_until_hbm_saturates():
-    t1 = _run_stream(2, 1).duration_us
-    t8 = _run_stream(2, 8).duration_us
-    p8, t48 = _run_stream(2, 8), _run_stream(2, 48)
-    # 8 cores do 8x the work in about the time of one
-    assert t8 < 1.5 * t1
-    # 48 cores: bound by the shared HBM, never faster than bytes / bandwidth
-    nbytes = t48.bytes_read + t48.bytes_written
-    floor_us = nbytes / SOC.hbm_bandwidth * 1e6
-    assert t48.duration_us >= floor_us
-    assert t48.bound == "HBM bandwidth"
-    # more cores still raise the achieved bandwidth, up to the HBM's
-    assert p8.bandwidth < t48.bandwidth <= SOC.hbm_bandwidth
