@@ -63,6 +63,8 @@ class KernelProfile:
     host_functional_s: float = 0.0
     host_timing_s: float = 0.0
     timing: KernelTiming | None = field(default=None, repr=False)
+    records: list | None = field(default=None, repr=False)
+    lines: list | None = field(default=None, repr=False)
 
     @property
     def read_bandwidth(self) -> float:
@@ -193,7 +195,8 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
         name: the name shown in profiles (default: the function's name).
         reserve_ub: keep the 8 KiB of UB that Ascend C reserves for its library APIs
             (built-in operators compiled without it pass False; reference/hardware.md §1.7).
-        keep_spans: keep every pipe's spans in ``profile.timing`` (for traces).
+        keep_spans: keep every instruction's span in ``profile.timing``, and the records and
+            kernel source lines in ``profile.records`` / ``profile.lines`` (for traces).
         sync_all: the kernel calls SyncAll: run its blocks as threads that take turns at
             each SyncAll (blockDim may then not exceed the SoC's vector cores).
 
@@ -214,6 +217,8 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
                              "cores: SyncAll would deadlock (reference/hardware.md §3)", core=-1)
         ctxs = [_core.CoreContext(soc, gm, np.full(soc.ub_size, _core.UB_POISON, np.uint8), b,
                                   block_dim, capacity) for b in range(block_dim)]
+        for ctx in ctxs:
+            ctx.trace_lines = [] if keep_spans else None
         _run_blocks_with_sync_all(kernel, args, ctxs)
     else:
         ub = np.empty(soc.ub_size, dtype=np.uint8)
@@ -222,6 +227,7 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             for b in range(block_dim):
                 ub.fill(_core.UB_POISON)
                 ctx = _core.CoreContext(soc, gm, ub, b, block_dim, capacity)
+                ctx.trace_lines = [] if keep_spans else None
                 _core.set_current_core(ctx)
                 kernel(*args)
                 ctxs.append(ctx)
@@ -242,4 +248,6 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
     return KernelProfile(name or getattr(kernel, "__name__", "kernel"), soc.soc_version,
                          block_dim, duration, pipe_avg, core_busy, nread, nwritten, bound, pct,
                          timing.hbm_bytes, warnings, host_functional_s=t1 - t0,
-                         host_timing_s=t2 - t1, timing=timing)
+                         host_timing_s=t2 - t1, timing=timing,
+                         records=blocks if keep_spans else None,
+                         lines=[c.trace_lines for c in ctxs] if keep_spans else None)

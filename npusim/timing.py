@@ -56,7 +56,8 @@ class KernelTiming:
         cycles: from the first instruction to the last, over all cores.
         block_start, block_end: per block (array of len blockDim).
         pipe_busy: pipe -> array of busy cycles per block (waits excluded).
-        spans: per block, a list of ``(pipe, start, end, label)`` when spans were kept.
+        spans: per block, a list of ``(pipe, start, end, label, record_index)`` when spans
+            were kept (one per instruction; ``record_index`` indexes the block's records).
         hbm_bytes: bytes the launch moved to or from HBM (L2 misses, write-backs, bypasses).
         l2_hit_bytes: bytes read from L2 hits.
     """
@@ -278,26 +279,29 @@ class _Memory:
         return end - now
 
 
-def _split(records, pipes):
-    """Per-pipe item lists ``(kind, cost_or_bytes, key, label, n_merged)``."""
+def _split(records, pipes, merge: bool = True):
+    """Per-pipe item lists ``(kind, cost_or_bytes, key, label, n_merged, record_index)``.
+
+    With ``merge``, consecutive OP records of one pipe become one item (one simpy timeout).
+    """
     lists = {p: [] for p in pipes}
-    for kind, pipe, cycles, nbytes, key, name in records:
+    for i, (kind, pipe, cycles, nbytes, key, name) in enumerate(records):
         if kind == OP:
             lst = lists[pipe]
-            if lst and lst[-1][0] == OP:
-                k, c, _, label, n = lst[-1]
-                lst[-1] = (OP, c + cycles, None, label, n + 1)
+            if merge and lst and lst[-1][0] == OP:
+                _, c, _, label, n, first = lst[-1]
+                lst[-1] = (OP, c + cycles, None, label, n + 1, first)
             else:
-                lst.append((OP, cycles, None, name, 1))
+                lst.append((OP, cycles, None, name, 1, i))
         elif kind in (DMA_IN, DMA_OUT):
-            lists[pipe].append((kind, nbytes, key, name, 1))
+            lists[pipe].append((kind, nbytes, key, name, 1, i))
         elif kind == BARRIER:
             if pipe == Pipe.PIPE_ALL:   # SyncAll passes its shared key; PipeBarrier a fresh one
                 token = key if key is not None else object()
                 for lst in lists.values():
-                    lst.append((BARRIER, 0, token, name, 1))
+                    lst.append((BARRIER, 0, token, name, 1, i))
         else:
-            lists[pipe].append((kind, 0, key, name, 1))
+            lists[pipe].append((kind, 0, key, name, 1, i))
     return lists
 
 
@@ -307,7 +311,8 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
     Args:
         blocks: one record list per block, in block order (see :mod:`npusim.ascendc.core`).
         soc: the SocSpec whose rates and core count apply.
-        keep_spans: also return every pipe's spans, for traces.
+        keep_spans: also return every instruction's span, for traces (slower: each
+            instruction is then its own simpy event).
 
     Raises:
         SyncError: a pipe waits for a flag that is never set (the kernel would hang).
@@ -325,19 +330,19 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
     def pipe_proc(b, pipe, items, flags, barriers):
         total = 0.0
         out = spans[b] if keep_spans else None
-        for kind, value, key, label, n in items:
+        for kind, value, key, label, n, idx in items:
             if kind == OP:
                 t0 = env.now
                 yield env.timeout(value)
                 total += value
                 if out is not None:
-                    out.append((pipe, t0, env.now, label if n == 1 else f"{label} (+{n - 1})"))
+                    out.append((pipe, t0, env.now, label, idx))
             elif kind == DMA_IN or kind == DMA_OUT:
                 t0 = env.now
                 yield env.timeout(memory.transfer(t0, kind, value, key))
                 total += env.now - t0
                 if out is not None:
-                    out.append((pipe, t0, env.now, f"{label} {value} B"))
+                    out.append((pipe, t0, env.now, label, idx))
             elif kind == SET:
                 flag = flags.get(key)
                 if flag is None:
@@ -374,7 +379,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
             block_start[b] = env.now
             records = blocks[b]
             pipes = block_pipes[b]
-            lists = _split(records, pipes)
+            lists = _split(records, pipes, merge=not keep_spans)
             flags, barriers = {}, {}
             procs = [env.process(pipe_proc(b, p, items, flags, barriers))
                      for p, items in lists.items()]

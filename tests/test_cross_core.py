@@ -42,9 +42,9 @@ def test_sync_all_makes_every_block_see_phase_one():
     assert np.frombuffer(gm.read(out, 4), np.float32)[0] == sum(range(1, 9))
     # timing: block 0's phase-2 read starts after every block's phase-1 write ended
     # blocks 1..7 write once each (PIPE_MTE3); block 0 reads the partials after SyncAll
-    writes_end = max(e for b in range(1, 8) for p, st, e, lbl in prof.timing.spans[b]
+    writes_end = max(e for b in range(1, 8) for p, st, e, lbl, _ in prof.timing.spans[b]
                      if p.name == "PIPE_MTE3")
-    read2 = [s for p, s, e, lbl in prof.timing.spans[0] if p.name == "PIPE_MTE2"]
+    read2 = [s for p, s, e, lbl, _ in prof.timing.spans[0] if p.name == "PIPE_MTE2"]
     assert read2 and read2[0] >= writes_end
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npusim.errors import KernelError
+from npusim.errors import KernelError, kernel_source_line
 
 OP, DMA_IN, DMA_OUT, SET, WAIT, BARRIER = range(6)
 
@@ -54,10 +54,13 @@ class CoreContext:
         self.atomic_dtype = None  # SetAtomicAdd<T>: UB -> GM copies accumulate as T
         self.sync_all_count = 0   # SyncAll calls so far
         self.yield_to_scheduler = None   # set when the launch runs blocks as threads
+        self.trace_lines: list[str] | None = None   # kernel source line per record, if traced
 
     def record(self, kind: int, pipe: int, cycles: float = 0.0, nbytes: int = 0,
                key=None, name: str = "") -> None:
         self.records.append((kind, pipe, cycles, nbytes, key, name))
+        if self.trace_lines is not None:      # tracing: remember the kernel line too
+            self.trace_lines.append(kernel_source_line())
 
     def warn(self, message: str) -> None:
         self.warnings.append(f"core {self.block_idx}: {message}")
