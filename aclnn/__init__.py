@@ -25,6 +25,10 @@ from aclnn.constants import __all__ as _constants_all
 from aclnn.errmsg import get_recent_err_msg as aclGetRecentErrMsg
 from aclnn.executor import (aclDestroyAclOpExecutor, aclOpExecutor, aclSetAclOpExecutorRepeatable,
                             aclSetInputTensorAddr, aclSetOutputTensorAddr)
+from aclnn import optim  # noqa: F401  (AdamOffload)
+from aclnn.ops.add import (aclnnAdd, aclnnAddGetWorkspaceSize, aclnnInplaceAdd,
+                           aclnnInplaceAddGetWorkspaceSize)
+from aclnn.ops.apply_add_sign import aclnnApplyAddSign, aclnnApplyAddSignGetWorkspaceSize
 from aclnn.ops.apply_fused_ema_adam import (aclnnApplyFusedEmaAdam,
                                             aclnnApplyFusedEmaAdamGetWorkspaceSize)
 from aclnn.tensor import *  # noqa: F401,F403
@@ -34,4 +38,6 @@ __all__ = list(_constants_all) + list(_tensor_all) + [
     "acl", "aclGetRecentErrMsg", "aclDestroyAclOpExecutor", "aclOpExecutor",
     "aclSetAclOpExecutorRepeatable", "aclSetInputTensorAddr", "aclSetOutputTensorAddr",
     "aclnnApplyFusedEmaAdam", "aclnnApplyFusedEmaAdamGetWorkspaceSize",
+    "aclnnAdd", "aclnnAddGetWorkspaceSize", "aclnnInplaceAdd", "aclnnInplaceAddGetWorkspaceSize",
+    "aclnnApplyAddSign", "aclnnApplyAddSignGetWorkspaceSize", "optim",
 ]

@@ -25,8 +25,13 @@ _F32 = np.dtype(np.float32)
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 _I16, _I32 = np.dtype(np.int16), np.dtype(np.int32)
 
+_I8, _U8 = np.dtype(np.int8), np.dtype(np.uint8)
+
 _FLOATS = (_F16, _F32)
-_ARITH = (_F16, _F32, _I16, _I32)
+#: dtypes of the arithmetic vector instructions on A2/A3 (Add: int16, half, int32, float;
+#: reference/hardware.md §1.1).
+ARITH_TYPES = (_F16, _F32, _I16, _I32)
+_ARITH = ARITH_TYPES
 
 # elements per cycle for 16-bit and 32-bit operands (reference/hardware.md §2.1)
 RATE_SIMPLE = {2: 128, 4: 64}      # Add/Sub/Mul/Max/Min/Adds/Muls/Abs/Duplicate...
@@ -225,7 +230,10 @@ def Power(dst, src, exponent, count=None):
 
 
 # -- Cast ------------------------------------------------------------------------------
-_CASTS = {  # (src, dst) -> round modes accepted (reference/hardware.md §2.1 Cast rows)
+_TO_INT = {RoundMode.CAST_RINT, RoundMode.CAST_FLOOR, RoundMode.CAST_CEIL, RoundMode.CAST_ROUND,
+           RoundMode.CAST_TRUNC}
+#: (src, dst) -> round modes accepted (reference/hardware.md §2.1 Cast rows).
+CAST_MODES = {
     (_F16, _F32): {RoundMode.CAST_NONE},
     (_BF16, _F32): {RoundMode.CAST_NONE},
     (_F32, _F16): {RoundMode.CAST_NONE, RoundMode.CAST_RINT, RoundMode.CAST_FLOOR,
@@ -239,6 +247,10 @@ _CASTS = {  # (src, dst) -> round modes accepted (reference/hardware.md §2.1 Ca
     (_F16, _I32): {RoundMode.CAST_RINT, RoundMode.CAST_FLOOR, RoundMode.CAST_CEIL,
                    RoundMode.CAST_ROUND, RoundMode.CAST_TRUNC},
     (_I32, _F16): {RoundMode.CAST_NONE},
+    (_I8, _F16): {RoundMode.CAST_NONE},
+    (_U8, _F16): {RoundMode.CAST_NONE},
+    (_F16, _I8): _TO_INT,
+    (_F16, _U8): _TO_INT,
     (_F32, _F32): {RoundMode.CAST_RINT, RoundMode.CAST_FLOOR, RoundMode.CAST_CEIL,
                    RoundMode.CAST_ROUND, RoundMode.CAST_TRUNC},
 }
@@ -304,17 +316,18 @@ def _round_int(x: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
 def Cast(dst, src, round_mode: RoundMode, count):
     """dst[i] = convert(src[i]) with ``round_mode`` (Ascend C ``RoundMode``).
 
-    Supported pairs and modes: half/bf16 -> float (exact, CAST_NONE); float -> half
-    (CAST_NONE = CAST_RINT, FLOOR, CEIL, ROUND, TRUNC, ODD); float -> bf16 (RINT, FLOOR,
-    CEIL, ROUND, TRUNC); float/half <-> int32; float -> float (rounding to an integral
-    value). 64 elements/cycle.
+    Supported pairs and modes (:data:`CAST_MODES`): half/bf16 -> float (exact, CAST_NONE);
+    float -> half (CAST_NONE = CAST_RINT, FLOOR, CEIL, ROUND, TRUNC, ODD); float -> bf16
+    (RINT, FLOOR, CEIL, ROUND, TRUNC); float/half <-> int32; int8/uint8 <-> half; float ->
+    float (rounding to an integral value). 128 elements/cycle between 8-bit integers and
+    half, 64 otherwise.
 
     Raises:
         DtypeError: the pair or the round mode is not supported.
     """
     ctx = _core.current_core()
     key = (src.dtype, dst.dtype)
-    modes = _CASTS.get(key)
+    modes = CAST_MODES.get(key)
     if modes is None:
         raise DtypeError("Cast", f"no Cast from {src.dtype.name} to {dst.dtype.name}", pipe="PIPE_V")
     if round_mode not in modes:
@@ -333,7 +346,10 @@ def Cast(dst, src, round_mode: RoundMode, count):
         else:
             y = _round_int(x, dst.dtype, round_mode)
     dst.elements(count, "Cast")[...] = y
-    issue_vector(ctx, "Cast", count, RATE_CAST, dst, (src,))
+    # 128/cycle between 8/16-bit integers and half, 64 for the other pairs (§2.1)
+    fast = (src.dtype == _F16 and dst.dtype.kind in "iu" and dst.dtype.itemsize <= 2) or \
+        (dst.dtype == _F16 and src.dtype.kind in "iu" and src.dtype.itemsize <= 2)
+    issue_vector(ctx, "Cast", count, 128 if fast else RATE_CAST, dst, (src,))
 
 
 def cast_to(x: np.ndarray, dtype, round_mode: RoundMode = RoundMode.CAST_RINT) -> np.ndarray:
