@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npusim.ascendc import core as _core
-from npusim.errors import LimitError, SyncError
+from npusim.ascendc import checker
+from npusim.ascendc.checker import CheckerConfig
+from npusim.errors import GmAccessError, LimitError, SyncError
 from npusim.timing import PROFILE_PIPES, KernelTiming, simulate
 
 #: msprof op-summary names of the per-pipe times (µs), by pipe.
@@ -181,9 +183,41 @@ def _run_blocks_with_sync_all(kernel, args, ctxs) -> None:
         _core.set_current_core(None)
 
 
+def _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config):
+    ctx = _core.CoreContext(soc, gm, ub, b, block_dim, capacity)
+    ctx.trace_lines = [] if keep_spans else None
+    ctx.checker_config = config
+    if config.enabled and (config.all_blocks or b in (0, block_dim - 1)):
+        ctx.tracker = checker.UbTracker(soc.ub_size)
+    return ctx
+
+
+def _end_of_block_checks(ctx) -> None:
+    """Flags left unpaired and queue tensors never freed (checker categories Sync, Leak)."""
+    for key, balance in ctx.flag_balance.items():
+        if balance:
+            _, event, event_id = key
+            what = ("has no WaitFlag" if balance > 0 else "has no SetFlag")
+            checker.report(ctx, SyncError(
+                "SetFlag" if balance > 0 else "WaitFlag",
+                f"{event.name}({event_id}) {what} by the end of the kernel "
+                f"({abs(balance)} unpaired)", pipe=(event.src if balance > 0 else event.dst).name,
+                line=ctx.flag_lines.get(key, "?")))
+    pipe = ctx.pipe
+    if pipe is not None:
+        for que in pipe.queues:
+            for index in que.allocated():
+                line = "?"
+                if ctx.tracker is not None:
+                    line = ctx.tracker.alloc_lines.get((id(que), index), "?")
+                checker.report(ctx, checker.LeakError(
+                    "AllocTensor", f"a {que.position.name} tensor allocated here is never freed "
+                    "(FreeTensor) by the end of the kernel", line=line))
+
+
 def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None = None,
                reserve_ub: bool = True, keep_spans: bool = False,
-               sync_all: bool = False) -> KernelProfile:
+               sync_all: bool = False, checks: CheckerConfig | None = None) -> KernelProfile:
     """Run ``kernel(*args)`` on ``block_dim`` blocks and time it.
 
     Args:
@@ -199,6 +233,8 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             kernel source lines in ``profile.records`` / ``profile.lines`` (for traces).
         sync_all: the kernel calls SyncAll: run its blocks as threads that take turns at
             each SyncAll (blockDim may then not exceed the SoC's vector cores).
+        checks: the kernel checker's configuration (:mod:`npusim.ascendc.checker`; default:
+            on, every category an error, races tracked on the first and last block).
 
     Raises:
         LimitError: block_dim out of range. Any :class:`KernelError` the kernel raises
@@ -210,29 +246,42 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
         raise LimitError("<<<blockDim>>>", f"blockDim {block_dim} is outside [1, "
                          f"{soc.max_block_dim}] (reference/hardware.md §3 launch limits)", core=-1)
     capacity = soc.ub_usable - (soc.ascendc_reserved_ub if reserve_ub else 0)
+    config = checks if checks is not None else checker.DEFAULT
     t0 = time.perf_counter()
     if sync_all:
         if block_dim > soc.vector_block_num:
             raise LimitError("SyncAll", f"blockDim {block_dim} exceeds the {soc.vector_block_num} "
                              "cores: SyncAll would deadlock (reference/hardware.md §3)", core=-1)
-        ctxs = [_core.CoreContext(soc, gm, np.full(soc.ub_size, _core.UB_POISON, np.uint8), b,
-                                  block_dim, capacity) for b in range(block_dim)]
-        for ctx in ctxs:
-            ctx.trace_lines = [] if keep_spans else None
+        ctxs = [_new_context(soc, gm, np.full(soc.ub_size, _core.UB_POISON, np.uint8), b,
+                             block_dim, capacity, keep_spans, config) for b in range(block_dim)]
         _run_blocks_with_sync_all(kernel, args, ctxs)
+        for ctx in ctxs:
+            _core.set_current_core(ctx)
+            try:
+                _end_of_block_checks(ctx)
+            finally:
+                _core.set_current_core(None)
     else:
         ub = np.empty(soc.ub_size, dtype=np.uint8)
         ctxs = []
         try:
             for b in range(block_dim):
                 ub.fill(_core.UB_POISON)
-                ctx = _core.CoreContext(soc, gm, ub, b, block_dim, capacity)
-                ctx.trace_lines = [] if keep_spans else None
+                ctx = _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config)
                 _core.set_current_core(ctx)
                 kernel(*args)
+                _end_of_block_checks(ctx)
                 ctxs.append(ctx)
         finally:
             _core.set_current_core(None)
+    if config.enabled and block_dim > 1:
+        clash = checker.gm_write_conflicts([ctx.gm_writes for ctx in ctxs])
+        if clash:
+            err = GmAccessError("DataCopy", clash, pipe="PIPE_MTE3", core=-1, line="?")
+            if "GM" in config.warn:
+                ctxs[-1].warn(str(err))
+            else:
+                raise err
     blocks = [ctx.records for ctx in ctxs]
     warnings = [w for ctx in ctxs for w in ctx.warnings]
     nread = sum(ctx.bytes_read for ctx in ctxs)

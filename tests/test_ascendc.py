@@ -7,14 +7,22 @@ import pytest
 from npusim import (AlignmentError, DtypeError, GlobalMemory, GmAccessError, LimitError,
                     SyncError, UbError, get_soc, run_kernel)
 from npusim.ascendc import *  # noqa: F403
+from npusim.ascendc.checker import CheckerConfig
 from npusim.ascendc.vector import cast_to
 
 SOC = get_soc("Ascend910B1")
 
 
-def run(kernel, *args, soc=SOC, gm=None, block_dim=1, reserve_ub=True):
+def run(kernel, *args, soc=SOC, gm=None, block_dim=1, reserve_ub=True, checks=None):
     gm = gm or GlobalMemory(soc.memory_size)
-    return run_kernel(kernel, block_dim, args, soc=soc, gm=gm, reserve_ub=reserve_ub)
+    return run_kernel(kernel, block_dim, args, soc=soc, gm=gm, reserve_ub=reserve_ub,
+                      checks=checks)
+
+
+def sync(event):
+    """SetFlag + WaitFlag: the hand-off between two pipes a real kernel needs."""
+    SetFlag(event, 0)
+    WaitFlag(event, 0)
 
 
 def test_init_buffer_fits_usable_ub_exactly():
@@ -65,9 +73,11 @@ def test_event_id_range():
         run(lambda: SetFlag(HardEvent.V_MTE3, 4), soc=get_soc("Ascend910A"))
 
 
-def test_wait_without_set_hangs():
-    with pytest.raises(SyncError, match="hangs"):
+def test_wait_without_set_is_unpaired_and_hangs():
+    with pytest.raises(SyncError, match=r"MTE2_V\(0\) has no SetFlag"):
         run(lambda: WaitFlag(HardEvent.MTE2_V, 0))
+    with pytest.raises(SyncError, match="hangs"):    # the timing replay would wait forever
+        run(lambda: WaitFlag(HardEvent.MTE2_V, 0), checks=CheckerConfig(enabled=False))
 
 
 def _copy_kernel(src, dst, count, out_warnings):
@@ -79,7 +89,9 @@ def _copy_kernel(src, dst, count, out_warnings):
     g_in.SetGlobalBuffer(src, 256)
     g_out.SetGlobalBuffer(dst, 256)
     Duplicate(t, -1.0, 256)
+    sync(HardEvent.V_MTE2)
     DataCopy(t, g_in, count)
+    sync(HardEvent.MTE2_MTE3)
     DataCopy(g_out, t, 64)
 
 
@@ -87,10 +99,13 @@ def test_datacopy_rounds_partial_blocks_down():
     gm = GlobalMemory(1 << 20)
     src, dst = gm.malloc(1024), gm.malloc(1024)
     gm.write(src, np.arange(256, dtype=np.float32))
-    prof = run(_copy_kernel, src, dst, 13, None, gm=gm)     # 52 B -> 32 B: 8 floats
+    with pytest.raises(AlignmentError, match="not a whole number of 32 B blocks"):
+        run(_copy_kernel, src, dst, 13, None, gm=gm)
+    prof = run(_copy_kernel, src, dst, 13, None, gm=gm,          # 52 B -> 32 B: 8 floats
+               checks=CheckerConfig(warn={"Alignment"}))
     out = np.frombuffer(gm.read(dst, 256), np.float32)
     assert np.array_equal(out[:8], np.arange(8)) and np.all(out[8:64] == -1)
-    assert any("rounded" in w or "32 B blocks" in w for w in prof.warnings)
+    assert any("32 B blocks" in w and "test_ascendc.py" in w for w in prof.warnings)
 
 
 def test_datacopy_unaligned_ub_address():
@@ -118,6 +133,7 @@ def test_datacopy_params_strided_rows():
         t = buf.Get(float32)
         # 4 rows of 8 floats (1 block) taken every 3 blocks of GM, packed in UB
         DataCopy(t, g_in, DataCopyParams(blockCount=4, blockLen=1, srcStride=2, dstStride=0))
+        sync(HardEvent.MTE2_MTE3)
         DataCopy(g_out, t, 32)
 
     gm = GlobalMemory(1 << 20)
@@ -127,7 +143,7 @@ def test_datacopy_params_strided_rows():
     out = np.frombuffer(gm.read(dst, 128), np.float32)
     expect = np.concatenate([np.arange(24 * r, 24 * r + 8) for r in range(4)])
     assert np.array_equal(out, expect)
-    with pytest.raises(LimitError, match="blockCount"):
+    with pytest.raises(AlignmentError, match="blockCount"):
         def bad(src):
             pipe = TPipe()
             buf = TBuf()
@@ -150,6 +166,7 @@ def test_datacopypad_unaligned_rows_with_padding():
         # 3 rows of 5 halves (10 B), 1 element of left padding set to 9: each row -> 32 B
         DataCopyPad(t, g_in, DataCopyExtParams(3, 10, 0, 0, 0),
                     DataCopyPadExtParams(True, 1, 0, 9.0))
+        sync(HardEvent.MTE2_MTE3)
         # write back each row's padding element and 5 data elements (12 B from a 32 B row)
         DataCopyPad(g_out, t, DataCopyExtParams(3, 12, 0, 0, 0))
 
@@ -206,6 +223,7 @@ def test_vector_numerics_round_per_instruction():
         Duplicate(b, 1.0, 128)
         Add(a, a, b, 128)                  # 2048 + 1 = 2049 -> ties to even: 2048
         Adds(a, a, 3.0, 128)               # 2051 -> 2052 (spacing 2 above 2048)
+        sync(HardEvent.V_MTE3)
         g = GlobalTensor(half)
         g.SetGlobalBuffer(out, 128)
         DataCopy(g, a, 128)
@@ -244,6 +262,7 @@ def test_scalar_get_set_value_and_block_index():
         for i in range(8):
             t.SetValue(i, GetBlockIdx() * 10 + i)
         assert t.GetValue(3) == GetBlockIdx() * 10 + 3
+        sync(HardEvent.S_MTE3)
         g = GlobalTensor(int32_t)
         g.SetGlobalBuffer(out + GetBlockIdx() * 32, 8)
         DataCopy(g, t, 8)

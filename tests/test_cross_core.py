@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from npusim import GlobalMemory, KernelError, LimitError, SyncError, get_soc, run_kernel
-from npusim.ascendc import (DataCopy, GetBlockIdx, GetBlockNum, GlobalTensor, TBuf, TPipe,
-                            float32)
+from npusim.ascendc import (DataCopy, GetBlockIdx, GetBlockNum, GlobalTensor, HardEvent, SetFlag,
+                            TBuf, TPipe, WaitFlag, float32)
 from npusim.ascendc.atomic import DisableDmaAtomic, SetAtomicAdd
 from npusim.ascendc.syncall import SyncAll
 
@@ -22,15 +22,21 @@ def two_phase_kernel(partials, out, skip_sync=False):
     g.SetGlobalBuffer(partials, 8 * GetBlockNum())
     for i in range(8):
         t.SetValue(i, float(GetBlockIdx() + 1))
+    SetFlag(HardEvent.S_MTE3, 0)
+    WaitFlag(HardEvent.S_MTE3, 0)
     DataCopy(g[8 * GetBlockIdx()], t, 8)
     if not (skip_sync and GetBlockIdx() == 1):
         SyncAll()
     if GetBlockIdx() == 0:
         DataCopy(t, g, 8 * GetBlockNum())
+        SetFlag(HardEvent.MTE2_S, 0)
+        WaitFlag(HardEvent.MTE2_S, 0)
         total = sum(t.GetValue(8 * b) for b in range(GetBlockNum()))
         o = GlobalTensor(float32)
         o.SetGlobalBuffer(out, 8)
         t.SetValue(0, total)
+        SetFlag(HardEvent.S_MTE3, 0)
+        WaitFlag(HardEvent.S_MTE3, 0)
         DataCopy(o, t, 8)
 
 
@@ -66,6 +72,8 @@ def atomic_kernel(out):
     t = buf.Get(float32)
     for i in range(8):
         t.SetValue(i, float(i + GetBlockIdx()))
+    SetFlag(HardEvent.S_MTE3, 0)
+    WaitFlag(HardEvent.S_MTE3, 0)
     g = GlobalTensor(float32)
     g.SetGlobalBuffer(out, 8)
     SetAtomicAdd(float32)

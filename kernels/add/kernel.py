@@ -223,17 +223,20 @@ class KernelBroadcastTo:
         pitch = t.tileColsPad * isz
         rowBytes = -(-cols * isz // 32) * 32
         pad = DataCopyPadExtParams(False, 0, 0, 0)
+        # each row lands 32 B aligned: zero its tail up to the next 32 B so that Compute never
+        # reads undefined bytes (the checker's rule)
+        rowPad = DataCopyPadExtParams(True, 0, (rowBytes - cols * isz) // isz, 0)
         xLocal = self.inQueue.AllocTensor(t.dtype)
         if t.mode == _t.ROWS:             # rows rowStride apart in GM, pitch-aligned in UB
             DataCopyPad(xLocal, self.xGm[srcOffset], DataCopyExtParams(
-                rows, cols * isz, (t.rowStride - cols) * isz, (pitch - rowBytes) // 32, 0), pad)
+                rows, cols * isz, (t.rowStride - cols) * isz, (pitch - rowBytes) // 32, 0), rowPad)
         elif t.mode == _t.ROWS_EACH:      # overlapping (or very distant) rows: one copy each
             for r in range(rows):
                 DataCopyPad(xLocal[r * t.tileColsPad], self.xGm[srcOffset + r * t.rowStride],
-                            DataCopyExtParams(1, cols * isz, 0, 0, 0), pad)
+                            DataCopyExtParams(1, cols * isz, 0, 0, 0), rowPad)
         elif t.mode == _t.ROW_BROADCAST:  # one row, broadcast in UB
             DataCopyPad(xLocal, self.xGm[srcOffset], DataCopyExtParams(1, cols * isz, 0, 0, 0),
-                        pad)
+                        rowPad)
         elif t.mode == _t.SPLAT:          # one contiguous column of `rows` values
             DataCopyPad(xLocal, self.xGm[srcOffset], DataCopyExtParams(1, rows * isz, 0, 0, 0),
                         pad)
@@ -247,10 +250,19 @@ class KernelBroadcastTo:
         P = t.tileColsPad
         xLocal = self.inQueue.DeQue(t.dtype)
         yLocal = self.outQueue.AllocTensor(t.dtype)
+        rowLen = -(-cols * t.dtype.itemsize // 32) * 32 // t.dtype.itemsize   # cols up to 32 B
         if t.mode in (_t.ROWS, _t.ROWS_EACH):
-            DataCopy(yLocal, xLocal, rows * P)
+            if rowLen == P:
+                DataCopy(yLocal, xLocal, rows * P)
+            else:                         # a narrower last column tile: copy the rows only
+                for r in range(rows):
+                    DataCopy(yLocal[r * P], xLocal[r * P], rowLen)
         elif t.mode == _t.ROW_BROADCAST:
-            Broadcast(yLocal, xLocal, [rows, P], [1, P])
+            if rowLen == P:
+                Broadcast(yLocal, xLocal, [rows, P], [1, P])
+            else:
+                for r in range(rows):
+                    DataCopy(yLocal[r * P], xLocal, rowLen)
         elif t.mode == _t.SPLAT:
             Broadcast(yLocal, xLocal, [rows, P], [rows, 1])
         else:

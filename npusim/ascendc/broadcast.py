@@ -98,13 +98,15 @@ def Broadcast(dstLocal, srcLocal, dstShape, srcShape, sharedTmpBuffer=None, *, d
     dstLocal.elements(n_dst, "Broadcast")[...] = np.broadcast_to(src, dst_shape).reshape(-1)
 
     copy_rate = ONE_REPEAT_BYTE_SIZE // isz          # one 256 B repeat per cycle
+    # the checker sees the whole source read and the whole destination written once
+    sizes = dict(dst_nbytes=n_dst * isz, src_nbytes=n_src * isz)
     if len(dst_shape) == 2 and brc_axis == 1:
         m, k = dst_shape
         k_pad = -(-k * isz // ONE_BLK_SIZE) * ONE_BLK_SIZE // isz
-        issue_vector(ctx, "Broadcast.Brcb", m, BRCB_RATE, dstLocal, (srcLocal,))
-        issue_vector(ctx, "Broadcast.Copy", m * k_pad, copy_rate, dstLocal, (srcLocal,))
+        issue_vector(ctx, "Broadcast.Brcb", m, BRCB_RATE, dstLocal, (srcLocal,), **sizes)
+        issue_vector(ctx, "Broadcast.Copy", m * k_pad, copy_rate, dstLocal, (srcLocal,), **sizes)
         if k_pad != k:
             issue_vector(ctx, "Broadcast.GatherMask", m * k, GATHER_MASK_RATE[isz], dstLocal,
-                         (srcLocal,))
+                         (srcLocal,), **sizes)
     else:
-        issue_vector(ctx, "Broadcast.Copy", n_dst, copy_rate, dstLocal, (srcLocal,))
+        issue_vector(ctx, "Broadcast.Copy", n_dst, copy_rate, dstLocal, (srcLocal,), **sizes)

@@ -110,7 +110,7 @@ def _compare(name: str, dst: LocalTensor, src0: LocalTensor, src1, mode, count) 
         bits = _CMP_UFUNC[mode](a, rhs)
     dst.elements(count // 8, name)[...] = np.packbits(bits, bitorder="little")
     srcs = (src0, src1) if isinstance(src1, LocalTensor) else (src0,)
-    issue_vector(ctx, name, count, RATE_SIMPLE[dt.itemsize], dst, srcs)
+    issue_vector(ctx, name, count, RATE_SIMPLE[dt.itemsize], dst, srcs, dst_nbytes=count // 8)
 
 
 def Compare(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, cmpMode: CMPMODE,

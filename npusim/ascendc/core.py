@@ -55,10 +55,18 @@ class CoreContext:
         self.sync_all_count = 0   # SyncAll calls so far
         self.yield_to_scheduler = None   # set when the launch runs blocks as threads
         self.trace_lines: list[str] | None = None   # kernel source line per record, if traced
+        # the kernel checker (npusim.ascendc.checker)
+        self.checker_config = None
+        self.tracker = None          # UbTracker on the blocks whose races are tracked
+        self.flag_balance: dict = {}  # user flag key -> SetFlag count - WaitFlag count
+        self.flag_lines: dict = {}    # user flag key -> line of its last SetFlag
+        self.gm_writes: list = []     # plain GM stores: (addr, row bytes, pitch, rows)
 
     def record(self, kind: int, pipe: int, cycles: float = 0.0, nbytes: int = 0,
                key=None, name: str = "") -> None:
         self.records.append((kind, pipe, cycles, nbytes, key, name))
+        if self.tracker is not None:
+            self.tracker.on_record(kind, pipe, key)
         if self.trace_lines is not None:      # tracing: remember the kernel line too
             self.trace_lines.append(kernel_source_line())
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from npusim.ascendc import checker
 from npusim.ascendc import core as _core
 from npusim.ascendc.tensor import GlobalTensor, LocalTensor
 from npusim.ascendc.types import (PIPE_MTE2, PIPE_MTE3, PIPE_V, CacheMode, DataCopyExtParams,
                                   DataCopyPadExtParams, DataCopyParams)
-from npusim.errors import AlignmentError, KernelError, LimitError
+from npusim.errors import AlignmentError, KernelError
 
 #: UB -> UB copy rate on PIPE_V, bytes per cycle (reference/hardware.md §2.1 pipe table).
 _UB_TO_UB_BYTES_PER_CYCLE = 256
@@ -32,8 +33,29 @@ def _check_ub_aligned(t: LocalTensor, instruction: str, pipe: str) -> None:
 
 def _check_range(name: str, value: int, hi: int, instruction: str) -> None:
     if not 0 <= int(value) <= hi:
-        raise LimitError(instruction, f"{name} = {value} is outside [0, {hi}] "
-                         "(reference/hardware.md §3)")
+        raise AlignmentError(instruction, f"{name} = {value} is outside [0, {hi}] "
+                             "(reference/hardware.md §3)")
+
+
+def _track(ctx, src_is_gm: bool, ub: LocalTensor, rows: int, row: int, ub_pitch: int,
+           lead: int, gm: GlobalTensor, gm_pitch: int, name: str) -> None:
+    """Tell the checker what this copy did: the UB rows it wrote (MTE2) or read (MTE3),
+    and the GM bytes a plain store wrote. ``lead`` skips padding at the start of each row."""
+    tracker = ctx.tracker
+    start = ub.offset + lead
+    span = (rows - 1) * ub_pitch + row
+    if tracker is not None:
+        if src_is_gm:
+            view = tracker.init[start:start + span]
+            view = _strided(view, rows, row, ub_pitch) if rows > 1 else view
+            tracker.write(ctx, int(PIPE_MTE2), start, span, name, init_view=view)
+        elif rows == 1:
+            tracker.read(ctx, int(PIPE_MTE3), start, row, name)
+        else:
+            for r in range(rows):
+                tracker.read(ctx, int(PIPE_MTE3), start + r * ub_pitch, row, name)
+    if not src_is_gm and ctx.atomic_dtype is None:
+        ctx.gm_writes.append((gm.address, row, gm_pitch, rows))
 
 
 def _strided(buf: np.ndarray, rows: int, row_bytes: int, pitch: int) -> np.ndarray:
@@ -78,8 +100,10 @@ def DataCopy(dst, src, count_or_params) -> None:
 
     Raises:
         AlignmentError: the UB address is not 32 B aligned.
-        LimitError: a DataCopyParams field is out of range.
+        AlignmentError: a DataCopyParams field is out of range.
         UbError / GmAccessError: the copy leaves its buffer or allocation.
+        A length that is not a whole number of 32 B blocks is a checker finding
+        (category Alignment): the copy is rounded down, as on hardware.
     """
     ctx = _core.current_core()
     if isinstance(dst, LocalTensor) and isinstance(src, GlobalTensor):
@@ -109,18 +133,22 @@ def DataCopy(dst, src, count_or_params) -> None:
                            rows, row, ub_pitch)
         nbytes = rows * row
         span = (rows - 1) * gm_pitch + row
+        _track(ctx, src_is_gm, ub, rows, row, ub_pitch, 0, gm, gm_pitch, "DataCopy")
     else:
         count = int(count_or_params)
         want = count * isz
         nbytes = want // 32 * 32
         if nbytes != want:
-            ctx.warn(f"DataCopy of {count} x {ub.dtype.name} = {want} B is not a whole number of "
-                     f"32 B blocks: {nbytes} B copied (reference/hardware.md §3)")
+            checker.report(ctx, AlignmentError(
+                "DataCopy", f"{count} x {ub.dtype.name} = {want} B is not a whole number of 32 B "
+                f"blocks: only {nbytes} B are copied, as on hardware; use DataCopyPad for the "
+                "tail (reference/hardware.md §3)", pipe=pipe))
         if nbytes == 0:
             return
         gm_view = gm.bytes_view(nbytes, "DataCopy", pipe)
         ub_view = ub.bytes_view(nbytes, "DataCopy", pipe)
         span = nbytes
+        _track(ctx, src_is_gm, ub, 1, nbytes, nbytes, 0, gm, nbytes, "DataCopy")
     if src_is_gm:
         ub_view[...] = gm_view
     else:
@@ -136,6 +164,9 @@ def _copy_ub_to_ub(ctx, dst: LocalTensor, src: LocalTensor, count) -> None:
     nbytes = int(count) * src.dtype.itemsize // 32 * 32
     data = src.bytes_view(nbytes, "DataCopy", "PIPE_V").copy()
     dst.bytes_view(nbytes, "DataCopy", "PIPE_V")[...] = data
+    if ctx.tracker is not None:
+        ctx.tracker.read(ctx, int(PIPE_V), src.offset, nbytes, "DataCopy")
+        ctx.tracker.write(ctx, int(PIPE_V), dst.offset, nbytes, "DataCopy")
     ctx.record(_core.OP, PIPE_V, ctx.soc.vec_head_cycles + -(-nbytes // _UB_TO_UB_BYTES_PER_CYCLE),
                0, None, "DataCopy")
 
@@ -151,7 +182,7 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
     (``srcStride`` in 32 B blocks, ``dstStride`` in bytes).
 
     Raises:
-        LimitError: parameters out of range (reference/hardware.md §3 DataCopyPad).
+        AlignmentError: parameters out of range (reference/hardware.md §3 DataCopyPad).
         AlignmentError: the UB address is not 32 B aligned, or blockLen is not a multiple
             of sizeof(T).
     """
@@ -179,7 +210,7 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
     if src_is_gm and pad_params is not None:
         left, right = int(pad_params.leftPadding), int(pad_params.rightPadding)
         if left * isz > 32 or right * isz > 32 or left < 0 or right < 0:
-            raise LimitError("DataCopyPad", f"leftPadding {left} / rightPadding {right} elements "
+            raise AlignmentError("DataCopyPad", f"leftPadding {left} / rightPadding {right} elements "
                              "exceed 32 B (reference/hardware.md §3 DataCopyPad)")
     ub_row = -(-(left * isz + row + right * isz) // 32) * 32
     if src_is_gm:
@@ -191,9 +222,12 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
     ub_all = _strided(ub.bytes_view((rows - 1) * ub_pitch + ub_row, "DataCopyPad", pipe),
                       rows, ub_row, ub_pitch)
     ub_data = ub_all[:, left * isz:left * isz + row]
+    pad = pad_params is not None and pad_params.isPad and (left or right)
+    _track(ctx, src_is_gm, ub, rows, (left + right) * isz + row if pad else row, ub_pitch,
+           0 if pad else left * isz, gm, gm_pitch, "DataCopyPad")
     if src_is_gm:
         ub_data[...] = gm_view
-        if pad_params is not None and pad_params.isPad and (left or right):
+        if pad:
             fill = np.array([pad_params.paddingValue], dtype=ub.dtype).view(np.uint8)
             if left:
                 ub_all[:, :left * isz] = np.tile(fill, left)

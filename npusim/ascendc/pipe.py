@@ -24,7 +24,7 @@ import numpy as np
 from npusim.ascendc import core as _core
 from npusim.ascendc.tensor import LocalTensor
 from npusim.ascendc.types import PIPE_MTE2, PIPE_MTE3, PIPE_V, HardEvent, TPosition
-from npusim.errors import KernelError, LimitError, SyncError, UbError
+from npusim.errors import KernelError, LimitError, SyncError, UbError, kernel_source_line
 
 # position -> (producer pipe, consumer pipe) of the data a queue hands over
 _QUEUE_PIPES = {
@@ -46,6 +46,7 @@ class TPipe:
         self.used = 0                       # UB bytes handed out
         self.buffer_count = 0
         self.que_buffers_by_position: dict[TPosition, int] = {}
+        self.queues: list[TQue] = []          # for the leak check at kernel end
         self._next_event: dict[HardEvent, int] = {}
 
     def InitBuffer(self, que, num: int, length: int | None = None) -> None:
@@ -75,6 +76,7 @@ class TPipe:
                                  f"{limit} per position on {self.ctx.soc.soc_version} (each buffer "
                                  "holds an eventID; reference/hardware.md §3 TPipe)")
             self.que_buffers_by_position[que.position] = n_pos
+            self.queues.append(que)
         need = num * length
         if self.used + need > self.ctx.ub_capacity:
             raise UbError("InitBuffer", f"{num} x {length} B = {need} B requested with {self.used} B "
@@ -147,9 +149,17 @@ class TQue:
             if pipes is not None:   # wait until the consumer released this buffer
                 self.ctx.record(_core.WAIT, pipes[0], 0.0, 0, self._key(index, "free"), "AllocTensor")
         offset, length = self._buffers[index]
+        tracker = self.ctx.tracker
+        if tracker is not None:        # the checker: fresh, undefined contents
+            tracker.fresh(offset, length)
+            tracker.alloc_lines[(id(self), index)] = kernel_source_line()
         dtype = np.dtype(dtype)
         return LocalTensor(self.ctx, dtype, offset, length // dtype.itemsize, offset + length,
                            self.position, (self, index))
+
+    def allocated(self) -> list[int]:
+        """Indices of the buffers currently allocated (not freed)."""
+        return [i for i in range(len(self._buffers)) if i not in self._free]
 
     def EnQue(self, tensor: LocalTensor) -> bool:
         """Hand ``tensor`` to the consumer pipe; False when ``depth`` tensors are queued."""

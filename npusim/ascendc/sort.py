@@ -41,7 +41,7 @@ import numpy as np
 
 from npusim.ascendc import core as _core
 from npusim.ascendc.tensor import LocalTensor
-from npusim.ascendc.types import PIPE_S
+from npusim.ascendc.types import PIPE_S, PIPE_V
 from npusim.ascendc.vector import issue_vector
 from npusim.errors import DtypeError, KernelError, LimitError
 
@@ -153,7 +153,7 @@ def Sort32(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, repeatTimes: 
     out["index"] = np.take_along_axis(index, order, axis=1)
     if "rsv" in out.dtype.names:
         out["rsv"] = 0
-    issue_vector(ctx, "Sort32", n, RATE_SORT, dst, (src0, src1))
+    issue_vector(ctx, "Sort32", n, RATE_SORT, dst, (src0, src1), dst_nbytes=n * STRUCT_BYTES)
 
 
 # -- MrgSort -------------------------------------------------------------------------------
@@ -247,7 +247,12 @@ def MrgSort(dst: LocalTensor, sortList: MrgSortSrcList, elementCountList, sorted
     if sortedNum is not None:
         sortedNum[:4] = taken
     ctx.mrg_sort_result = tuple(taken)
-    issue_vector(ctx, "MrgSort", total, RATE_SORT, dst, tuple(queues))
+    if ctx.tracker is not None:       # each queue is read over its own length
+        spans = ([(queues[0], 4 * counts[0] * repeat)] if repeat > 1
+                 else [(q, counts[i]) for i, q in enumerate(queues)])
+        for q, n in spans:
+            ctx.tracker.read(ctx, int(PIPE_V), q.offset, n * STRUCT_BYTES, "MrgSort")
+    issue_vector(ctx, "MrgSort", total, RATE_SORT, dst, (), dst_nbytes=total * STRUCT_BYTES)
 
 
 def GetMrgSortResult() -> tuple[int, int, int, int]:
@@ -281,8 +286,10 @@ def Extract(dstValue: LocalTensor, dstIndex: LocalTensor, sorted_: LocalTensor,
     data = _structs(sorted_, n, "Extract").copy()
     dstValue.elements(n, "Extract")[...] = data["score"]
     dstIndex.elements(n, "Extract")[...] = data["index"].view(dstIndex.dtype)
-    issue_vector(ctx, "Extract.GatherMask", n, RATE_GATHER_MASK[dt.itemsize], dstValue, (sorted_,))
-    issue_vector(ctx, "Extract.GatherMask", n, RATE_GATHER_MASK[4], dstIndex, (sorted_,))
+    issue_vector(ctx, "Extract.GatherMask", n, RATE_GATHER_MASK[dt.itemsize], dstValue, (sorted_,),
+                 src_nbytes=n * STRUCT_BYTES)
+    issue_vector(ctx, "Extract.GatherMask", n, RATE_GATHER_MASK[4], dstIndex, (sorted_,),
+                 src_nbytes=n * STRUCT_BYTES)
 
 
 # -- Sort (library routine) ----------------------------------------------------------------

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from npusim.ascendc import core as _core
 from npusim.ascendc.types import PIPE_ALL, HardEvent, Pipe
-from npusim.errors import SyncError
+from npusim.ascendc import checker
+from npusim.errors import SyncError, kernel_source_line
 
 
 def _check_event(ctx, instruction: str, event: HardEvent, event_id: int) -> None:
@@ -24,17 +25,32 @@ def _check_event(ctx, instruction: str, event: HardEvent, event_id: int) -> None
 
 
 def SetFlag(event: HardEvent, event_id: int) -> None:
-    """``SetFlag<event>(eventID)``: on ``event.src``, set the flag when that pipe is done."""
+    """``SetFlag<event>(eventID)``: on ``event.src``, set the flag when that pipe is done.
+
+    A second SetFlag of the same event and ID before its WaitFlag is a checker finding
+    (undefined on hardware, and a later PipeBarrier hangs; reference/hardware.md §3).
+    """
     ctx = _core.current_core()
     _check_event(ctx, "SetFlag", event, event_id)
-    ctx.record(_core.SET, event.src, 0.0, 0, ("flag", event, int(event_id)), "SetFlag")
+    key = ("flag", event, int(event_id))
+    balance = ctx.flag_balance.get(key, 0)
+    if balance > 0:
+        checker.report(ctx, SyncError("SetFlag", f"SetFlag<{event.name}>({event_id}) again before "
+                                      f"the WaitFlag of the one at {ctx.flag_lines[key]}",
+                                      pipe=event.src.name))
+    ctx.flag_balance[key] = balance + 1
+    ctx.flag_lines[key] = kernel_source_line()
+    ctx.record(_core.SET, event.src, 0.0, 0, key, "SetFlag")
 
 
 def WaitFlag(event: HardEvent, event_id: int) -> None:
     """``WaitFlag<event>(eventID)``: block ``event.dst`` until the flag is set, then clear it."""
     ctx = _core.current_core()
     _check_event(ctx, "WaitFlag", event, event_id)
-    ctx.record(_core.WAIT, event.dst, 0.0, 0, ("flag", event, int(event_id)), "WaitFlag")
+    key = ("flag", event, int(event_id))
+    ctx.flag_balance[key] = ctx.flag_balance.get(key, 0) - 1
+    ctx.flag_lines.setdefault(key, kernel_source_line())
+    ctx.record(_core.WAIT, event.dst, 0.0, 0, key, "WaitFlag")
 
 
 def PipeBarrier(pipe: Pipe) -> None:

@@ -95,6 +95,7 @@ class GlobalTensor:
         cur = _core.current_core()
         cur.record(_core.OP, PIPE_S, GM_SCALAR_ACCESS_CYCLES, 0, None, "GlobalTensor.SetValue")
         cur.bytes_written += isz
+        cur.gm_writes.append((self.address + int(index) * isz, isz, 0, 1))
         self[index].bytes_view(isz, "SetValue", "PIPE_S").view(self.dtype)[0] = value
 
 
@@ -162,13 +163,21 @@ class LocalTensor:
 
     def GetValue(self, index: int):
         """Read one element through the scalar unit (PIPE_S)."""
+        value = self.elements(int(index) + 1, "GetValue", "PIPE_S")[int(index)]
+        if self.ctx.tracker is not None:
+            isz = self.dtype.itemsize
+            self.ctx.tracker.read(self.ctx, PIPE_S, self.offset + int(index) * isz, isz, "GetValue")
         self.ctx.record(_core.OP, PIPE_S, self.ctx.soc.scalar_cycles, 0, None, "GetValue")
-        return self.elements(int(index) + 1, "GetValue", "PIPE_S")[int(index)]
+        return value
 
     def SetValue(self, index: int, value) -> None:
         """Write one element through the scalar unit (PIPE_S)."""
-        self.ctx.record(_core.OP, PIPE_S, self.ctx.soc.scalar_cycles, 0, None, "SetValue")
         self.elements(int(index) + 1, "SetValue", "PIPE_S")[int(index)] = value
+        if self.ctx.tracker is not None:
+            isz = self.dtype.itemsize
+            self.ctx.tracker.write(self.ctx, PIPE_S, self.offset + int(index) * isz, isz,
+                                   "SetValue")
+        self.ctx.record(_core.OP, PIPE_S, self.ctx.soc.scalar_cycles, 0, None, "SetValue")
 
     # -- simulator helpers ----------------------------------------------------------------
     def elements(self, count: int, instruction: str, pipe: str = "PIPE_V") -> np.ndarray:

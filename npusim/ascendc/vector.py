@@ -18,7 +18,7 @@ import numpy as np
 from npusim.ascendc import core as _core
 from npusim.ascendc.tensor import LocalTensor
 from npusim.ascendc.types import PIPE_V, RoundMode
-from npusim.errors import DtypeError
+from npusim.errors import AlignmentError, DtypeError
 
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
@@ -40,7 +40,8 @@ RATE_CAST = 64                     # half<->float, float<->bf16/int32
 
 
 def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | None = None,
-                 srcs: tuple = ()) -> None:
+                 srcs: tuple = (), dst_nbytes: int | None = None,
+                 src_nbytes: int | None = None) -> None:
     """Record one PIPE_V instruction over ``count`` elements at ``rate`` elements/cycle.
 
     ``dst`` and ``srcs`` are the UB operands (used for the UB bank-conflict cost). Other
@@ -49,7 +50,24 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
 
     Cost: ``vec_head_cycles + max(ceil(count / rate), repeats * (1 + conflict))``: a repeat
     whose operands collide in the UB banks (:func:`bank_conflict`) needs a second cycle.
+
+    Checks: every operand starts 32 B aligned in UB (reference/hardware.md §3); the
+    checker's race and uninitialised-read tracking sees ``count`` elements of each operand
+    (or ``dst_nbytes`` / ``src_nbytes`` bytes, for instructions whose operands are not
+    element-for-element, such as a compare's bit mask).
     """
+    for t in (dst, *srcs):
+        if t is not None and t.offset % 32:
+            raise AlignmentError(name, f"UB operand at 0x{t.offset:x} is not 32 B aligned "
+                                 "(reference/hardware.md §3)", pipe="PIPE_V")
+    tracker = ctx.tracker
+    if tracker is not None:
+        for t in srcs:
+            tracker.read(ctx, PIPE_V, t.offset,
+                         src_nbytes if src_nbytes is not None else count * t.dtype.itemsize, name)
+        if dst is not None:
+            tracker.write(ctx, PIPE_V, dst.offset,
+                          dst_nbytes if dst_nbytes is not None else count * dst.dtype.itemsize, name)
     cycles = -(-count // rate)
     if dst is not None and srcs:
         repeats = -(-count * dst.dtype.itemsize // 256)

@@ -1,0 +1,220 @@
+"""The kernel checker: catches, at the instruction that makes them, the mistakes that
+give an AI-core exception or silently wrong numbers on hardware — in the spirit of Ascend
+C's CPU-debug checker and msSanitizer.
+
+Categories (each finding is a :class:`KernelError` of that category naming the core, the
+pipe, the instruction and the kernel line):
+
+* ``UB`` — accesses outside the UB or a tensor's buffer, buffers that do not fit, too many
+  buffers (raised where they happen: :mod:`pipe`, :mod:`tensor`).
+* ``Alignment`` — UB operands not 32 B aligned; DataCopy lengths that are not whole 32 B
+  blocks (the copy is rounded down, as hardware does, and the checker says so);
+  DataCopy/DataCopyPad parameters out of range.
+* ``GM`` — accesses outside the allocation a GlobalTensor was built on; several cores
+  writing the same GM bytes without atomic add.
+* ``Uninitialised`` — reading UB that nothing wrote since AllocTensor (or since the launch
+  began, for TBuf and static tensors).
+* ``Sync`` — a pipe reading UB another pipe wrote, or overwriting UB another pipe reads,
+  with no queue hand-off, flag or barrier in between; SetFlag twice without WaitFlag;
+  flags unpaired at kernel end; eventIDs out of range.
+* ``Leak`` — tensors allocated from a queue and not freed at kernel end.
+
+Memory-safety findings (out of bounds, misaligned addresses, limits) always stop the
+launch. The others stop it too, unless :class:`CheckerConfig` turns their category into a
+warning (kept in ``KernelProfile.warnings``) or switches the checker off.
+
+Pipe-sync races are found with vector clocks: each pipe knows how far every other pipe had
+got at the last flag or queue hand-off it waited for; an access is a race when the last
+conflicting access of another pipe is beyond that point. Race and uninitialised-read
+tracking costs a few numpy operations per instruction, so by default it runs on the first
+and the last block of a launch (every block runs the same code with other offsets);
+``CheckerConfig(all_blocks=True)`` tracks every block.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from npusim.ascendc.types import Pipe
+from npusim.errors import KernelError, SyncError, kernel_source_line
+
+CATEGORIES = ("UB", "Alignment", "GM", "Uninitialised", "Sync", "Leak")
+_N_PIPES = max(int(p) for p in Pipe) + 1
+_UB_READERS = (int(Pipe.PIPE_V), int(Pipe.PIPE_MTE3), int(Pipe.PIPE_S))
+
+
+class UninitialisedError(KernelError):
+    """A read of UB bytes that nothing wrote since they were allocated."""
+
+    category = "Uninitialised"
+
+
+class LeakError(KernelError):
+    """Queue tensors still allocated at kernel end."""
+
+    category = "Leak"
+
+
+@dataclass(frozen=True)
+class CheckerConfig:
+    """How the checker reports.
+
+    Attributes:
+        enabled: False turns off every finding that is not a memory-safety error.
+        warn: categories reported as warnings instead of stopping the launch.
+        all_blocks: track races and uninitialised reads on every block (default: the
+            first and the last block).
+    """
+
+    enabled: bool = True
+    warn: frozenset = field(default_factory=frozenset)
+    all_blocks: bool = False
+
+    def __post_init__(self):
+        bad = set(self.warn) - set(CATEGORIES)
+        if bad:
+            raise ValueError(f"unknown checker categories {sorted(bad)}; known: {CATEGORIES}")
+        object.__setattr__(self, "warn", frozenset(self.warn))
+
+
+DEFAULT = CheckerConfig()
+
+
+def report(ctx, exc: KernelError) -> None:
+    """Raise ``exc``, or keep it as a warning when its category is configured so."""
+    cfg = ctx.checker_config
+    if not cfg.enabled:
+        return
+    if exc.category in cfg.warn:
+        ctx.warn(str(exc))
+        return
+    raise exc
+
+
+class UbTracker:
+    """Per-block shadow state of the UB: initialised bytes and, per 32 B block, the last
+    writer and readers with the index of their instruction on their pipe."""
+
+    def __init__(self, ub_size: int):
+        nblk = ub_size // 32
+        self.init = np.zeros(ub_size, dtype=bool)
+        self.w_pipe = np.full(nblk, -1, dtype=np.int16)
+        self.w_idx = np.zeros(nblk, dtype=np.int64)
+        self.r_idx = {p: np.full(nblk, -1, dtype=np.int64) for p in _UB_READERS}
+        self.count = np.zeros(_N_PIPES, dtype=np.int64)       # instructions issued per pipe
+        self.vc = np.zeros((_N_PIPES, _N_PIPES), dtype=np.int64)  # vc[p][q]: p knows q done
+        self.pending: dict = {}                                # flag key -> snapshots
+        self.alloc_lines: dict = {}                            # (queue id, buffer) -> line
+
+    # -- sync edges ------------------------------------------------------------------
+    def on_record(self, kind: int, pipe: int, key) -> None:
+        from npusim.ascendc.core import BARRIER, SET, WAIT
+        if kind == SET:
+            snap = self.vc[pipe].copy()
+            snap[pipe] = self.count[pipe]
+            self.pending.setdefault(key, []).append(snap)
+        elif kind == WAIT:
+            snaps = self.pending.get(key)
+            if snaps:
+                np.maximum(self.vc[pipe], snaps.pop(0), out=self.vc[pipe])
+        elif kind == BARRIER:
+            if pipe == Pipe.PIPE_ALL:
+                known = np.maximum(self.vc.max(axis=0), self.count)
+                self.vc[:] = known
+        else:
+            self.count[pipe] += 1
+
+    # -- accesses --------------------------------------------------------------------
+    def _race(self, ctx, pipe: int, b0: int, b1: int, what: str, instruction: str,
+              writing: bool) -> None:
+        wp = self.w_pipe[b0:b1]
+        mask = (wp >= 0) & (wp != pipe)
+        if mask.any():
+            writers = wp[mask]
+            late = self.w_idx[b0:b1][mask] >= self.vc[pipe][writers]
+            if late.any():
+                other = Pipe(int(writers[late][0])).name
+                verb = "overwrites" if writing else "reads"
+                report(ctx, SyncError(instruction, f"{Pipe(pipe).name} {verb} {what} that "
+                                      f"{other} wrote, with no queue hand-off, flag or barrier "
+                                      f"from {other} to {Pipe(pipe).name} in between",
+                                      pipe=Pipe(pipe).name))
+        if writing:
+            for r, idx in self.r_idx.items():
+                if r != pipe and (idx[b0:b1] >= self.vc[pipe][r]).any():
+                    report(ctx, SyncError(instruction, f"{Pipe(pipe).name} overwrites {what} "
+                                          f"that {Pipe(r).name} may still be reading: no queue "
+                                          "hand-off, flag or barrier in between",
+                                          pipe=Pipe(pipe).name))
+                    break
+
+    def read(self, ctx, pipe: int, offset: int, nbytes: int, instruction: str) -> None:
+        if nbytes <= 0:
+            return
+        end = offset + nbytes
+        ok = self.init[offset:end]
+        if not ok.all():
+            first = offset + int(np.argmin(ok))
+            report(ctx, UninitialisedError(
+                instruction, f"reads UB [{offset}, {end}) but byte {first} was not written since "
+                "it was allocated (it holds the poison pattern 0xFF)", pipe=Pipe(pipe).name))
+        b0, b1 = offset // 32, (end + 31) // 32
+        self._race(ctx, pipe, b0, b1, f"UB [{offset}, {end})", instruction, False)
+        if pipe in self.r_idx:
+            self.r_idx[pipe][b0:b1] = self.count[pipe]
+
+    def write(self, ctx, pipe: int, offset: int, nbytes: int, instruction: str,
+              init_view: np.ndarray | None = None) -> None:
+        if nbytes <= 0:
+            return
+        end = offset + nbytes
+        b0, b1 = offset // 32, (end + 31) // 32
+        self._race(ctx, pipe, b0, b1, f"UB [{offset}, {end})", instruction, True)
+        self.w_pipe[b0:b1] = pipe
+        self.w_idx[b0:b1] = self.count[pipe]
+        if init_view is None:
+            self.init[offset:end] = True
+        else:
+            init_view[...] = True
+
+    def fresh(self, offset: int, nbytes: int) -> None:
+        """AllocTensor: the buffer's contents are undefined again."""
+        self.init[offset:offset + nbytes] = False
+
+
+def gm_write_conflicts(blocks_writes: list) -> str | None:
+    """Find GM bytes written (without atomic add) by two different blocks.
+
+    ``blocks_writes[b]`` lists ``(addr, row_bytes, pitch, rows)`` of block ``b``'s plain GM
+    stores. Returns a description of the first conflict, or None.
+    """
+    starts, ends, owners = [], [], []
+    for b, writes in enumerate(blocks_writes):
+        for addr, row, pitch, rows in writes:
+            s = addr + pitch * np.arange(rows, dtype=np.int64) if rows > 1 else np.array([addr])
+            starts.append(s)
+            ends.append(s + row)
+            owners.append(np.full(len(s), b, dtype=np.int64))
+    if not starts:
+        return None
+    s, e, o = np.concatenate(starts), np.concatenate(ends), np.concatenate(owners)
+    order = np.argsort(s, kind="stable")
+    s, e, o = s[order], e[order], o[order]
+    if len(s) < 2:
+        return None
+    run_max = np.maximum.accumulate(e)
+    new_max = np.concatenate([[True], e[1:] >= run_max[:-1]])
+    holder = np.maximum.accumulate(np.where(new_max, np.arange(len(e)), 0))
+    clash = (s[1:] < run_max[:-1]) & (o[1:] != o[holder[:-1]])
+    if not clash.any():
+        return None
+    i = int(np.flatnonzero(clash)[0]) + 1
+    j = int(holder[i - 1])
+    lo, hi = int(s[i]), int(min(e[i], run_max[i - 1]))
+    return (f"blocks {int(o[j])} and {int(o[i])} both write GM [0x{lo:x}, 0x{hi:x}) without "
+            "atomic add (SetAtomicAdd): the result depends on which core writes last")
+
+
+def source_line() -> str:
+    return kernel_source_line()
