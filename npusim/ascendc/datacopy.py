@@ -60,6 +60,8 @@ def _track(ctx, src_is_gm: bool, ub: LocalTensor, rows: int, row: int, ub_pitch:
 
 def _strided(buf: np.ndarray, rows: int, row_bytes: int, pitch: int) -> np.ndarray:
     """rows x row_bytes view of ``buf`` with ``pitch`` bytes between row starts."""
+    if rows == 1:
+        return buf[:row_bytes].reshape(1, row_bytes)
     return as_strided(buf, shape=(rows, row_bytes), strides=(pitch, 1), writeable=True)
 
 

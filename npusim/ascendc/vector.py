@@ -12,6 +12,8 @@ elements per cycle per AIV (reference/hardware.md §2.1 "Vector instructions").
 """
 from __future__ import annotations
 
+import functools
+
 import ml_dtypes
 import numpy as np
 
@@ -76,12 +78,6 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
     ctx.record(_core.OP, PIPE_V, ctx.soc.vec_head_cycles + cycles, 0, None, name)
 
 
-def _rows(t: LocalTensor, banks: int) -> list[int]:
-    """Banks of the 8 rows of 32 B that one 256 B repeat of ``t`` touches first."""
-    first = t.offset // 32
-    return [(first + i) % banks for i in range(8)]
-
-
 def bank_conflict(soc, dst: LocalTensor, srcs) -> bool:
     """Whether one repeat's operands collide in the UB banks.
 
@@ -92,18 +88,25 @@ def bank_conflict(soc, dst: LocalTensor, srcs) -> bool:
     not identical to conflicts (read-write). All operands advance together, so the first
     repeat decides for the whole instruction.
     """
-    banks, groups = soc.ub_banks, soc.ubbank_group_num
-    srcs = list({s.offset: s for s in srcs}.values())   # one read serves a repeated operand
-    src_rows = [_rows(s, banks) for s in srcs]
+    return _bank_conflict(soc.ub_banks, soc.ubbank_group_num, dst.offset,
+                          tuple(s.offset for s in srcs))
+
+
+@functools.lru_cache(maxsize=4096)
+def _bank_conflict(banks: int, groups: int, dst_offset: int, src_offsets: tuple) -> bool:
+    def rows(offset):          # banks of the 8 rows of 32 B one 256 B repeat touches first
+        first = offset // 32
+        return [(first + i) % banks for i in range(8)]
+
+    srcs = sorted(set(src_offsets))          # one read serves a repeated operand
     seen: set[int] = set()
-    for rows in src_rows:
-        g = {b % groups for b in rows}
+    for off in srcs:
+        g = {b % groups for b in rows(off)}
         if seen & g:
             return True
         seen |= g
-    dst_banks = set(_rows(dst, banks))
-    return any(s.offset != dst.offset and dst_banks & set(rows)
-               for s, rows in zip(srcs, src_rows))
+    dst_banks = set(rows(dst_offset))
+    return any(off != dst_offset and dst_banks & set(rows(off)) for off in srcs)
 
 
 def check_dtype(ctx, name: str, dtype: np.dtype, allowed) -> None:
