@@ -134,7 +134,8 @@ class _BlockThread(threading.Thread):
         self._go.acquire()
         try:
             if not self.aborted:
-                self.kernel(*self.args)
+                with np.errstate(all="ignore"):   # IEEE results, no numpy warnings
+                    self.kernel(*self.args)
         except _Abort:
             pass
         except BaseException as exc:   # handed to the launching thread
@@ -265,13 +266,14 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
         ub = np.empty(soc.ub_size, dtype=np.uint8)
         ctxs = []
         try:
-            for b in range(block_dim):
-                ub.fill(_core.UB_POISON)
-                ctx = _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config)
-                _core.set_current_core(ctx)
-                kernel(*args)
-                _end_of_block_checks(ctx)
-                ctxs.append(ctx)
+            with np.errstate(all="ignore"):   # IEEE results, no numpy warnings
+                for b in range(block_dim):
+                    ub.fill(_core.UB_POISON)
+                    ctx = _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config)
+                    _core.set_current_core(ctx)
+                    kernel(*args)
+                    _end_of_block_checks(ctx)
+                    ctxs.append(ctx)
         finally:
             _core.set_current_core(None)
     if config.enabled and block_dim > 1:

@@ -34,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from npusim.ascendc import (Add, Adds, DataCopyExtParams, DataCopyPad, DataCopyPadExtParams,
-                            Duplicate, GetBlockIdx, GlobalTensor, Mul, Muls, Sub, TBuf, TPipe,
+                            Duplicate, GetBlockIdx, GetTPipePtr, GlobalTensor, HardEvent, Mul,
+                            Muls, SetFlag, Sub, TBuf, TPipe, WaitFlag,
                             TPosition, TQue, uint8_t)
 from npusim.ascendc.compare import CMPMODE, SELMODE, CompareScalar, Select
 
@@ -105,6 +106,13 @@ class KernelApplyAddSign:
     def CopyIn(self, offset, count):
         n = self.tiling.tileLength
         inLocal = self.inQue.AllocTensor(self.dtype)
+        if count % self.rep:
+            # a partial last tile: Compare reads whole 256 B repeats, so give the last repeat
+            # of grad defined values (zeros) before the data lands on its first `count` lanes
+            Duplicate(inLocal[GRAD * n + count // self.rep * self.rep], 0, self.rep)
+            eventId = GetTPipePtr().FetchEventID(HardEvent.V_MTE2)
+            SetFlag(HardEvent.V_MTE2, eventId)
+            WaitFlag(HardEvent.V_MTE2, eventId)
         pad = DataCopyPadExtParams(False, 0, 0, 0)
         for slot in (VAR, M, GRAD):
             DataCopyPad(inLocal[slot * n], self.gms[slot][offset], self._params(count), pad)
@@ -128,6 +136,8 @@ class KernelApplyAddSign:
         calc = self.calcBuf.Get(self.dtype)
         var, m, g = inLocal[VAR * n], inLocal[M * n], inLocal[GRAD * n]
         varOut, mOut = outLocal[VAR * n], outLocal[M * n]
+        if count % self.rep:     # as for grad in CopyIn: defined lanes for Compare on m_out
+            Duplicate(mOut[count // self.rep * self.rep], 0, self.rep)
         sgn, tmp = calc[SIGN * n], calc[TMP * n]
         # m_out = m*beta + g*(1-beta)
         Muls(mOut, m, self.beta, count)

@@ -106,7 +106,7 @@ class LocalTensor:
     beyond it are UB errors even when they stay inside the physical UB.
     """
 
-    __slots__ = ("ctx", "dtype", "offset", "length", "limit", "position", "owner")
+    __slots__ = ("ctx", "dtype", "offset", "length", "limit", "position", "owner", "_view")
 
     def __init__(self, ctx, dtype, offset: int, length: int, limit: int,
                  position: TPosition = TPosition.VECCALC, owner=None):
@@ -117,6 +117,7 @@ class LocalTensor:
         self.limit = int(limit)
         self.position = position
         self.owner = owner
+        self._view = None          # (count, numpy view) of the last elements() call
 
     @classmethod
     def at(cls, dtype, position: TPosition, addr: int, tile_size: int) -> "LocalTensor":
@@ -182,12 +183,17 @@ class LocalTensor:
     # -- simulator helpers ----------------------------------------------------------------
     def elements(self, count: int, instruction: str, pipe: str = "PIPE_V") -> np.ndarray:
         """Numpy view of the first ``count`` elements, bounds-checked against the buffer."""
+        cached = self._view
+        if cached is not None and cached[0] == count:
+            return cached[1]
         end = self.offset + count * self.dtype.itemsize
         if count < 0 or end > self.limit or self.offset < 0:
             raise UbError(instruction,
                           f"{count} x {self.dtype.name} from UB offset {self.offset} ends at "
                           f"{end}, past the end of its buffer at {self.limit}", pipe=pipe)
-        return self.ctx.ub[self.offset:end].view(self.dtype)
+        view = self.ctx.ub[self.offset:end].view(self.dtype)
+        self._view = (count, view)
+        return view
 
     def bytes_view(self, nbytes: int, instruction: str, pipe: str) -> np.ndarray:
         end = self.offset + nbytes

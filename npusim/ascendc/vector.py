@@ -58,10 +58,10 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
     (or ``dst_nbytes`` / ``src_nbytes`` bytes, for instructions whose operands are not
     element-for-element, such as a compare's bit mask).
     """
-    for t in (dst, *srcs):
-        if t is not None and t.offset % 32:
-            raise AlignmentError(name, f"UB operand at 0x{t.offset:x} is not 32 B aligned "
-                                 "(reference/hardware.md §3)", pipe="PIPE_V")
+    if (dst is not None and dst.offset & 31) or any(t.offset & 31 for t in srcs):
+        bad = next(t for t in (dst, *srcs) if t is not None and t.offset & 31)
+        raise AlignmentError(name, f"UB operand at 0x{bad.offset:x} is not 32 B aligned "
+                             "(reference/hardware.md §3)", pipe="PIPE_V")
     tracker = ctx.tracker
     if tracker is not None:
         for t in srcs:
@@ -72,9 +72,10 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
                           dst_nbytes if dst_nbytes is not None else count * dst.dtype.itemsize, name)
     cycles = -(-count // rate)
     if dst is not None and srcs:
-        repeats = -(-count * dst.dtype.itemsize // 256)
-        if bank_conflict(ctx.soc, dst, srcs):
-            cycles = max(cycles, 2 * repeats)
+        soc = ctx.soc
+        if _bank_conflict(soc.ub_banks, soc.ubbank_group_num, dst.offset,
+                          tuple(t.offset for t in srcs)):
+            cycles = max(cycles, 2 * -(-count * dst.dtype.itemsize // 256))
     ctx.record(_core.OP, PIPE_V, ctx.soc.vec_head_cycles + cycles, 0, None, name)
 
 
@@ -136,9 +137,10 @@ def elementwise(name, ufunc, allowed, rate_table, dst, srcs, count, scalar=None)
     args = [src.elements(count, name) for src in srcs]
     if scalar is not None:
         args.append(dt.type(scalar))   # the instruction takes a scalar of type T: rounded first
-    with np.errstate(all="ignore"):
-        ufunc(*args, out=dst.elements(count, name))
-    issue_vector(ctx, name, count, rate_table[dt.itemsize], dst, tuple(srcs))
+    # floating-point exceptions are ignored for the whole launch (npusim.launch), as the
+    # vector unit does: inf and NaN propagate
+    ufunc(*args, out=dst.elements(count, name))
+    issue_vector(ctx, name, count, rate_table[dt.itemsize], dst, srcs)
 
 
 def Add(dst, src0, src1, count):
