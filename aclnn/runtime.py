@@ -13,7 +13,27 @@
 Devices are created lazily per device id as ``npusim.Device(soc, device_id)``; the SoC
 and the number of devices come from the ``"npusim"`` section of the ``acl.init`` JSON::
 
-    {"npusim": {"soc": "Ascend910B1", "device_count": 1, "profiling": false}}
+    {"npusim": {"soc": "Ascend910B1", "device_count": 1, "profiling": false,
+                "trace": "trace.json", "op_summary": "op_summary.csv", "max_cores": 8}}
+
+Profiling (:func:`set_profiling`, :func:`write_trace`, :func:`write_op_summary`):
+
+* ``"profiling": true`` turns tracing on for every device this runtime creates
+  (``npusim.Device(profiling=True)``: every kernel keeps its instruction spans). Off by
+  default: a normal run pays nothing for it. Task records and kernel profiles are kept
+  either way.
+* ``"trace"`` / ``"op_summary"``: file paths (they need ``"profiling": true``). The
+  Chrome trace (:mod:`npusim.trace`) and the msprof-style op summary CSV
+  (:mod:`npusim.profiling`) of every device profiled since ``acl.init`` are written when
+  a device is released by its last ``acl.rt.reset_device`` and at ``acl.finalize``
+  (each write holds all of them, so the last one is complete). A file that cannot be
+  written leaves a message (``acl.get_recent_err_msg``) and is otherwise ignored.
+
+``"max_cores"`` (int >= 1) limits every device to that many vector cores, as
+``aclrtSetDeviceResLimit`` / torchair ``limit_core_num`` do: the operators' tilings
+(``GetCoreNumAiv``) and the timing model see that many cores; a value above the SoC's
+count means all cores (``npusim.device.limit_cores``). It is how ``npusim sweep --cores``
+runs an operator through the aclnn API on fewer cores.
 
 Handles are plain ints as in pyACL: streams count up from :data:`STREAM_HANDLE_BASE`,
 events from :data:`EVENT_HANDLE_BASE`, and a handle is never reused within a process
@@ -34,6 +54,8 @@ import sys
 import numpy as np
 
 import npusim
+from npusim import profiling as _profiling
+from npusim import trace as _trace
 from npusim.device import DeadlockError
 from npusim.gm import GM_BASE_ADDRESS
 
@@ -43,6 +65,7 @@ from aclnn.constants import (
     ACL_ERROR_RT_AICORE_EXCEPTION,
     ACL_ERROR_RT_INTERNAL_ERROR,
     ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
+    ACL_ERROR_WRITE_FILE,
     ACL_SUCCESS,
 )
 
@@ -55,7 +78,7 @@ EVENT_HANDLE_BASE = 0x5E0000
 #: refused instead of being dereferenced on the host.
 DEVICE_VA_SPAN = 1 << 44
 #: Keys of the "npusim" section of the acl.init JSON.
-CONFIG_KEYS = ("soc", "device_count", "profiling")
+CONFIG_KEYS = ("soc", "device_count", "profiling", "trace", "op_summary", "max_cores")
 
 
 class HostBuffer:
@@ -89,7 +112,11 @@ class Runtime:
         ever_initialized: ``acl.init`` succeeded at least once (finalize before any init
             returns ACL_ERROR_UNINITIALIZE, a repeated finalize ACL_ERROR_REPEAT_FINALIZE).
         soc: the SocSpec every device is built with; device_count: number of device ids;
-        profiling: the "profiling" config flag (kept, not used yet).
+        profiling: the "profiling" config flag: devices are created with tracing on.
+        trace_path, op_summary_path: the "trace" / "op_summary" files, or None.
+        max_cores: the "max_cores" limit, or None.
+        profiled: devices with profiling on that were released since acl.init (their
+            records go into the trace and op summary too).
         devices: device id -> npusim.Device, created on first set_device.
         device_refs: device id -> set_device calls not yet matched by reset_device.
         current_id: the current device id, or None.
@@ -115,6 +142,10 @@ class Runtime:
         self.soc = npusim.get_soc()
         self.device_count = 1
         self.profiling = False
+        self.trace_path: str | None = None
+        self.op_summary_path: str | None = None
+        self.max_cores: int | None = None
+        self.profiled: list[npusim.Device] = []
         self.devices: dict[int, npusim.Device] = {}
         self.device_refs: dict[int, int] = {}
         self.current_id: int | None = None
@@ -168,8 +199,22 @@ def init(config: dict | None) -> int:
     profiling = section.get("profiling", False)
     if not isinstance(profiling, bool):
         return _config_error(f'"npusim.profiling" must be true or false, got {profiling!r}')
+    paths = {}
+    for key in ("trace", "op_summary"):
+        path = section.get(key)
+        if path is not None and (not isinstance(path, str) or not path):
+            return _config_error(f'"npusim.{key}" must be a file path string, got {path!r}')
+        if path is not None and not profiling:
+            return _config_error(f'"npusim.{key}" needs "npusim.profiling": true')
+        paths[key] = path
+    max_cores = section.get("max_cores")
+    if max_cores is not None and (isinstance(max_cores, bool) or not isinstance(max_cores, int)
+                                  or max_cores < 1):
+        return _config_error(f'"npusim.max_cores" must be an integer >= 1, got {max_cores!r}')
     state.clear_devices()
     state.soc, state.device_count, state.profiling = soc, count, profiling
+    state.trace_path, state.op_summary_path = paths["trace"], paths["op_summary"]
+    state.max_cores = max_cores
     state.initialized = state.ever_initialized = True
     return ACL_SUCCESS
 
@@ -179,7 +224,9 @@ def _config_error(message: str) -> int:
 
 
 def finalize() -> None:
-    """Drop the devices, streams and events; the host-buffer registry is kept."""
+    """Write the profiling files (if configured), then drop the devices, streams and
+    events; the host-buffer registry is kept."""
+    _write_profiling_files()
     state.clear_devices()
 
 
@@ -195,7 +242,9 @@ def set_device(device_id: int) -> npusim.Device:
     """Make ``device_id`` current, creating its Device on first use (no checks)."""
     dev = state.devices.get(device_id)
     if dev is None:
-        dev = state.devices[device_id] = npusim.Device(state.soc, device_id)
+        dev = state.devices[device_id] = npusim.Device(state.soc, device_id,
+                                                       profiling=state.profiling,
+                                                       max_cores=state.max_cores)
     state.device_refs[device_id] = state.device_refs.get(device_id, 0) + 1
     state.current_id = device_id
     if state.deterministic is not None:
@@ -213,6 +262,9 @@ def release_device(device_id: int) -> None:
     dev = state.devices.pop(device_id, None)
     if dev is None:
         return
+    if dev.profiling:
+        state.profiled.append(dev)
+        _write_profiling_files()
     for table in (state.streams, state.events):
         for handle in [h for h, obj in table.items() if obj.device is dev]:
             del table[handle]
@@ -279,6 +331,53 @@ def resolve_event(handle) -> npusim.Event | None:
     if not _is_handle(handle):
         return None
     return state.events.get(int(handle))
+
+
+# -- profiling -------------------------------------------------------------------------
+def set_profiling(on: bool) -> None:
+    """Turn tracing on or off for every live device and the devices created later."""
+    state.profiling = bool(on)
+    for dev in state.devices.values():
+        dev.profiling = bool(on)
+
+
+def profiled_devices() -> list[npusim.Device]:
+    """Devices whose records go into the trace and op summary: those released since
+    acl.init with profiling on, then the live ones, by device id."""
+    return state.profiled + [state.devices[i] for i in sorted(state.devices)]
+
+
+def write_trace(path) -> None:
+    """Write the Chrome trace of :func:`profiled_devices` to ``path`` (npusim.trace).
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    _trace.write_trace(path, profiled_devices())
+
+
+def write_op_summary(path) -> int:
+    """Write the op summary CSV of :func:`profiled_devices` to ``path``; return the rows.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    return _profiling.write_op_summary(path, profiled_devices())
+
+
+def _write_profiling_files() -> None:
+    """Write the configured trace / op summary; a failure leaves a message only."""
+    if not state.profiling and not state.profiled:
+        return
+    for path, write in ((state.trace_path, write_trace),
+                        (state.op_summary_path, write_op_summary)):
+        if path is None:
+            continue
+        try:
+            write(path)
+        except OSError as exc:
+            errmsg.report_error(ACL_ERROR_WRITE_FILE, f"npusim profiling: cannot write "
+                                f"{path!r}: {exc}")
 
 
 # -- system parameters -------------------------------------------------------------------

@@ -11,10 +11,26 @@ Kernels take the AI cores one at a time (a kernel occupies the device's cores fo
 Task Duration); host-to-device and device-to-host copies each have one copy engine on
 the host link (``host_link_bandwidth``, ``host_link_latency_us`` in the SoC preset), so
 a copy on one stream overlaps a kernel on another.
+
+Every task that runs leaves a :class:`TaskRecord` in ``Device.tasks`` (what msprof's
+task_time and op_summary are made of): its stream, kind, start and end on the device
+clock, bytes, and for a kernel its :class:`npusim.launch.KernelProfile`. Recording is a
+few tuples per task and always on. *Tracing* — keeping every instruction's span, record
+and kernel source line for a timeline (:mod:`npusim.trace`) — is switched on per device
+(``Device(profiling=True)`` or ``device.profiling = True``); it is off by default, so a
+normal run pays nothing for it.
+
+A device can be limited to fewer vector cores than its SoC has (``max_cores``), as
+``aclrtSetDeviceResLimit`` / torchair's ``limit_core_num`` limit the cores an operator
+gets: the device's SoC record then reports that many cores, so the tilings
+(``GetCoreNumAiv``) and the timing model (blocks beyond the limit run in later waves)
+both see the limit.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
+from dataclasses import dataclass
 
 import simpy
 
@@ -26,6 +42,66 @@ from npusim.soc import get_soc
 
 class DeadlockError(NpuSimError):
     """The device went idle while the host waited for work that can never run."""
+
+
+#: Kinds of stream task (``TaskRecord.kind``).
+KERNEL, MEMCPY, MEMSET, EVENT_RECORD, EVENT_WAIT, TASK = (
+    "KERNEL", "MEMCPY", "MEMSET", "EVENT_RECORD", "EVENT_WAIT", "TASK")
+
+
+@dataclass
+class TaskRecord:
+    """One stream task as it ran on the device clock.
+
+    Attributes:
+        task_id: device-wide sequence number, in the order the tasks ended (the order of
+            ``Device.tasks``).
+        stream_id: the stream's id (``Stream.id``).
+        kind: KERNEL, MEMCPY, MEMSET, EVENT_RECORD, EVENT_WAIT or TASK (any other task,
+            e.g. one a caller enqueued with :meth:`Stream.enqueue`).
+        name: the kernel's name, the copy's link ("H2D", "D2H", "D2D"), or a label.
+        start_us, end_us: device time the task started executing (after waiting for the
+            AI cores or the copy engine) and ended (µs).
+        nbytes: bytes a copy or memset moved (0 otherwise).
+        profile: the kernel's KernelProfile (KERNEL tasks that ran cleanly), else None.
+        error: the text of the error the task raised, or None.
+    """
+
+    task_id: int
+    stream_id: int
+    kind: str
+    name: str
+    start_us: float
+    end_us: float
+    nbytes: int = 0
+    profile: KernelProfile | None = None
+    error: str | None = None
+
+    @property
+    def duration_us(self) -> float:
+        return self.end_us - self.start_us
+
+
+def limit_cores(soc, max_cores: int | None):
+    """``soc`` as seen by a device whose operators may use at most ``max_cores`` vector
+    cores (AIV on the split A2/A3, AI cores on the coupled 910A/310P).
+
+    A limit above the SoC's count uses the SoC's count, as torchair's ``limit_core_num``
+    does ("如果配置的算子级核数超过AI处理器本身允许的最大核数，系统默认采用最大核数").
+    Cube core counts are left alone [R: no kernel here uses the cube yet].
+
+    Raises:
+        ValueError: ``max_cores`` is not an int >= 1.
+    """
+    if max_cores is None:
+        return soc
+    if isinstance(max_cores, bool) or not isinstance(max_cores, int) or max_cores < 1:
+        raise ValueError(f"max_cores must be an int >= 1, got {max_cores!r}")
+    if max_cores >= soc.vector_block_num:
+        return soc
+    if soc.is_split:
+        return dataclasses.replace(soc, vector_core_cnt=max_cores)
+    return dataclasses.replace(soc, ai_core_cnt=max_cores)
 
 
 class Event:
@@ -85,13 +161,29 @@ class Stream:
         self.destroyed = False
 
     def _run(self):
+        env = self.device.env
         while True:
-            task = yield self._queue.get()
+            task, kind, name, nbytes = yield self._queue.get()
+            if kind is None:            # records itself (device tasks) or is a marker
+                yield from task(self)
+                continue
+            start, n_errors = env.now, len(self.errors)
             yield from task(self)
+            error = str(self.errors[-1]) if len(self.errors) > n_errors else None
+            self.device._record(self, kind, name, start, env.now, nbytes, error=error)
 
-    def enqueue(self, task) -> None:
-        """Append ``task``: a generator function ``task(stream)`` run on the device clock."""
-        self._queue.put(task)
+    def enqueue(self, task, *, kind: str | None = TASK, name: str | None = None,
+                nbytes: int = 0) -> None:
+        """Append ``task``: a generator function ``task(stream)`` run on the device clock.
+
+        The task leaves a :class:`TaskRecord` of ``kind`` (default TASK) named ``name``
+        (default: the function's qualified name, e.g. ``_enqueue.task``) from when it
+        starts to when it ends; ``kind=None`` records nothing (the device's own tasks
+        record themselves).
+        """
+        if kind is not None and name is None:
+            name = getattr(task, "__qualname__", "task").replace(".<locals>", "")
+        self._queue.put((task, kind, name, nbytes))
 
     def marker(self) -> simpy.Event:
         """An event that fires when every task enqueued so far has finished."""
@@ -100,7 +192,7 @@ class Stream:
         def task(stream):
             ev.succeed()
             yield from ()
-        self.enqueue(task)
+        self.enqueue(task, kind=None)
         return ev
 
 
@@ -110,18 +202,34 @@ class Device:
     Args:
         soc: a SoC name or :class:`npusim.soc.SocSpec` (default Ascend910B1).
         device_id: the id the host API uses for it.
+        profiling: keep every kernel's instruction spans for traces (see the module
+            docstring); can be changed later through the attribute.
+        max_cores: at most this many vector cores for the device's kernels
+            (:func:`limit_cores`); None for all of them.
 
     Attributes:
-        soc, gm: the SocSpec and its GlobalMemory (capacity ``soc.memory_size`` bytes).
+        soc, gm: the SocSpec (core counts limited by ``max_cores``) and its GlobalMemory
+            (capacity ``soc.memory_size`` bytes).
+        full_soc: the SoC preset without the core limit.
         env: the simpy environment; ``env.now`` is device time in µs.
         profiles: a KernelProfile per kernel launch, in execution order.
         copies: ``(kind, start_us, end_us, nbytes, stream_id)`` per async copy.
+        tasks: a :class:`TaskRecord` per stream task, in the order they ended.
+        profiling: whether launches keep their spans (``run_kernel(keep_spans=True)``).
         deterministic: the ACL_OPT_DETERMINISTIC system parameter.
+
+    Raises:
+        ValueError: ``max_cores`` is not an int >= 1.
     """
 
-    def __init__(self, soc=None, device_id: int = 0):
-        self.soc = get_soc(soc)
+    def __init__(self, soc=None, device_id: int = 0, *, profiling: bool = False,
+                 max_cores: int | None = None):
+        self.full_soc = get_soc(soc)
+        self.soc = limit_cores(self.full_soc, max_cores)
         self.device_id = device_id
+        self.profiling = bool(profiling)
+        self.tasks: list[TaskRecord] = []
+        self._task_ids = itertools.count()
         self.gm = GlobalMemory(self.soc.memory_size)
         self.env = simpy.Environment()
         self.aicore = simpy.Resource(self.env, capacity=1)
@@ -132,31 +240,49 @@ class Device:
         self.copies: list[tuple] = []
         self.deterministic = False
 
+    def _record(self, stream: Stream, kind: str, name: str, start: float, end: float,
+                nbytes: int = 0, profile=None, error: str | None = None) -> TaskRecord:
+        rec = TaskRecord(next(self._task_ids), stream.id, kind, name, start, end, int(nbytes),
+                         profile, error)
+        self.tasks.append(rec)
+        return rec
+
+    def clear_records(self) -> None:
+        """Forget the profiles, copies and task records kept so far (not the clock)."""
+        self.profiles.clear()
+        self.copies.clear()
+        self.tasks.clear()
+
     # -- tasks --------------------------------------------------------------------------
     def launch(self, stream: Stream, kernel, block_dim: int, args: tuple, *, name: str,
                reserve_ub: bool = True, sync_all: bool = False, on_done=None) -> None:
         """Enqueue a kernel launch on ``stream``; it runs when the device runs.
 
         A kernel error is kept in ``stream.errors`` (reported at synchronize) and the
-        launch then costs no time. ``on_done(profile)`` is called after a clean run.
+        launch then costs no time. ``on_done(profile)`` is called after a clean run. With
+        ``device.profiling`` on, the profile keeps its instruction spans for traces.
         """
         device = self
 
         def task(s):
             with device.aicore.request() as req:
                 yield req
+                start = device.env.now
                 try:
                     profile = run_kernel(kernel, block_dim, args, soc=device.soc, gm=device.gm,
-                                         name=name, reserve_ub=reserve_ub, sync_all=sync_all)
+                                         name=name, reserve_ub=reserve_ub, sync_all=sync_all,
+                                         keep_spans=device.profiling)
                 except NpuSimError as exc:
                     s.errors.append(exc)
+                    device._record(s, KERNEL, name, start, start, error=str(exc))
                     return
-                profile.start_us = device.env.now
+                profile.start_us = start
                 device.profiles.append(profile)
                 if on_done is not None:
                     on_done(profile)
                 yield device.env.timeout(profile.duration_us)
-        stream.enqueue(task)
+                device._record(s, KERNEL, name, start, device.env.now, profile=profile)
+        stream.enqueue(task, kind=None)
 
     def copy_async(self, stream: Stream, kind: str, nbytes: int, apply) -> None:
         """Enqueue a copy of ``nbytes`` over the link ``kind`` ("H2D", "D2H" or "D2D").
@@ -174,6 +300,7 @@ class Device:
                     apply()
                 except NpuSimError as exc:
                     s.errors.append(exc)
+                    device._record(s, MEMCPY, kind, start, start, nbytes, error=str(exc))
                     return
                 if kind == "D2D":
                     dur = 2 * nbytes / soc.hbm_bandwidth * 1e6
@@ -181,7 +308,26 @@ class Device:
                     dur = soc.host_link_latency_us + nbytes / soc.host_link_bandwidth * 1e6
                 yield device.env.timeout(dur)
                 device.copies.append((kind, start, device.env.now, nbytes, s.id))
-        stream.enqueue(task)
+                device._record(s, MEMCPY, kind, start, device.env.now, nbytes)
+        stream.enqueue(task, kind=None)
+
+    def memset_async(self, stream: Stream, nbytes: int, apply) -> None:
+        """Enqueue a memset of ``nbytes``: ``apply()`` writes the bytes when it starts, then
+        it takes ``nbytes / hbm_bandwidth`` of device time [R, as acl.rt.memset_async]."""
+        stream.enqueue(self._timed_task(apply, nbytes / self.soc.hbm_bandwidth * 1e6),
+                       kind=MEMSET, name="MEMSET", nbytes=nbytes)
+
+    def _timed_task(self, apply, duration_us: float):
+        env = self.env
+
+        def task(s):
+            try:
+                apply()
+            except NpuSimError as exc:
+                s.errors.append(exc)
+                return
+            yield env.timeout(duration_us)
+        return task
 
     def record_event(self, stream: Stream, event: Event) -> None:
         """Enqueue a record of ``event``: it takes the device time when the stream gets there."""
@@ -190,7 +336,7 @@ class Device:
         def task(s):
             event._record_done(self.env.now)
             yield from ()
-        stream.enqueue(task)
+        stream.enqueue(task, kind=EVENT_RECORD, name="EVENT_RECORD")
 
     def wait_event(self, stream: Stream, event: Event) -> None:
         """Enqueue a wait: ``stream`` stops until the latest record of ``event`` has run.
@@ -202,7 +348,7 @@ class Device:
         def task(s):
             if generation:
                 yield event._wait_for(generation)
-        stream.enqueue(task)
+        stream.enqueue(task, kind=EVENT_WAIT, name="EVENT_WAIT")
 
     # -- running the device --------------------------------------------------------------
     def run_until(self, ev: simpy.Event) -> None:

@@ -1,0 +1,241 @@
+"""Plots of traces and sweeps, with matplotlib (no pyplot: figures are built on the Agg
+canvas, so plotting works without a display and leaves no global state).
+
+* :func:`plot_timeline` — a Gantt chart of a trace (:mod:`npusim.trace`): one row per AI
+  core and pipe (and per stream and copy engine), one bar per instruction or task,
+  coloured by pipe; x is device time in µs.
+* :func:`plot_sweep` — the records of a sweep (:func:`npusim.sweeps.sweep`): against core
+  count, simulated time with the HBM roofline (``HBM bytes / soc.hbm_bandwidth``, the
+  time no kernel moving those bytes can beat) and the speed-up with its ideal and
+  roofline bounds; against tile length, simulated time; against dtype or SoC, a bar chart.
+"""
+from __future__ import annotations
+
+import os
+
+from matplotlib.figure import Figure
+
+from npusim import trace as _trace
+
+#: Colours of the rows, by thread name (pipes as in msprof's PipeUtilization colours are
+#: not published; these are ours).
+PIPE_COLOURS = {"PIPE_MTE2": "tab:blue", "PIPE_V": "tab:green", "PIPE_MTE3": "tab:orange",
+                "PIPE_S": "tab:gray", "PIPE_MTE1": "tab:cyan", "PIPE_M": "tab:red",
+                "PIPE_FIX": "tab:pink", "blocks": "tab:olive", "H2D": "tab:purple",
+                "D2H": "tab:brown", "D2D": "tab:pink"}
+#: Colours of stream-row tasks, by kind (``TaskRecord.kind``).
+TASK_COLOURS = {"KERNEL": "tab:red", "MEMCPY": "tab:purple", "MEMSET": "tab:brown",
+                "EVENT_WAIT": "tab:gray", "TASK": "tab:olive"}
+TIME_LABEL = "time (µs)"
+SIM_TIME_LABEL = "simulated time (µs)"
+
+
+def _save(fig: Figure, path) -> None:
+    if path is not None:
+        directory = os.path.dirname(os.fspath(path))
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        fig.savefig(path, dpi=100)
+
+
+def _core_of(pid: int) -> int | None:
+    local = pid % 1000
+    return local - _trace.CORE_PID if local >= _trace.CORE_PID else None
+
+
+def _row_label(span) -> str:
+    core = _core_of(span.pid)
+    if core is not None:
+        return f"core {core} {span.thread}"
+    if span.pid % 1000 == _trace.COPIES_PID:
+        return f"copy {span.thread}"
+    return span.thread
+
+
+def plot_timeline(trace, path=None, *, cores=None, streams: bool = True,
+                  window=None, title: str | None = None) -> Figure:
+    """Gantt chart of a trace: rows (core, pipe), bars per instruction.
+
+    Args:
+        trace: a trace object (:func:`npusim.trace.build_trace`) or a path to a trace file.
+        path: where to save the figure (PNG by its extension), or None.
+        cores: AI core indices to show (default: every core in the trace).
+        streams: also show the stream and copy-engine rows.
+        window: ``(start_us, end_us)`` to show only that part of the device clock.
+        title: the figure title (default: the number of spans and of cores).
+
+    Returns:
+        The matplotlib Figure: one Axes, x label "time (µs)", one y tick per row labelled
+        ``"core C PIPE_X"``, ``"core C blocks"``, ``"stream N"`` or ``"copy H2D"``.
+
+    Raises:
+        TraceFormatError: ``trace`` is not a valid trace. OSError: a file problem.
+    """
+    if isinstance(trace, (str, os.PathLike)):
+        trace = _trace.load_trace(trace)
+    spans, porder, torder = _trace.trace_spans(trace)
+    keep = set(cores) if cores is not None else None
+    rows: dict = {}
+    for sp in spans:
+        core = _core_of(sp.pid)
+        if core is None and not streams:
+            continue
+        if core is not None and keep is not None and core not in keep:
+            continue
+        rows.setdefault((porder.get(sp.pid, sp.pid), sp.pid, torder.get((sp.pid, sp.tid), sp.tid),
+                         sp.tid), []).append(sp)
+    keys = sorted(rows)
+    height = min(40.0, max(3.0, 0.25 * len(keys) + 1.5))
+    fig = Figure(figsize=(12, height))
+    ax = fig.add_subplot(1, 1, 1)
+    labels = []
+    for y, key in enumerate(keys):
+        row = rows[key]
+        labels.append(_row_label(row[0]))
+        if row[0].pid % 1000 == _trace.STREAMS_PID:      # colour stream tasks by kind
+            colours = [TASK_COLOURS.get(s.args.get("kind"), "tab:purple") for s in row]
+            edges = dict(edgecolor="white", linewidth=0.3)   # adjacent tasks stay apart
+        else:
+            colours = PIPE_COLOURS.get(row[0].thread, "tab:purple")
+            edges = dict(linewidth=0)
+        ax.broken_barh([(s.start_us, max(s.dur_us, 1e-6)) for s in row], (y - 0.4, 0.8),
+                       facecolors=colours, **edges)
+    ax.set_yticks(range(len(keys)))
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_ylim(len(keys) - 0.5, -0.5)          # first row at the top
+    ax.set_xlabel(TIME_LABEL)
+    if window is not None:
+        ax.set_xlim(*window)
+    n_cores = len({_core_of(k[1]) for k in keys if _core_of(k[1]) is not None})
+    ax.set_title(title or f"npusim timeline: {sum(len(r) for r in rows.values())} spans, "
+                 f"{n_cores} AI cores")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    _save(fig, path)
+    return fig
+
+
+#: Sweep axes, in the order a plot picks its x axis.
+SWEEP_AXES = ("cores", "tile", "dtype", "soc", "shape")
+
+
+def _varying(records) -> list[str]:
+    return [a for a in SWEEP_AXES if len({str(r.get(a)) for r in records}) > 1]
+
+
+def _groups(records, x: str, varying) -> dict:
+    others = [a for a in varying if a != x]
+    groups: dict = {}
+    for r in records:
+        label = ", ".join(f"{a}={r.get(a)}" for a in others)
+        groups.setdefault(label, []).append(r)
+    return groups
+
+
+def plot_sweep(records, path=None, *, x: str | None = None, axes=None,
+               title: str | None = None) -> Figure:
+    """Plot sweep records (dicts with the axes and ``duration_us``, ``hbm_floor_us``).
+
+    Args:
+        records: the sweep's records (``SweepResult.records``).
+        path: where to save the figure, or None.
+        x: the axis to plot against: "cores", "tile", "dtype", "soc" or "shape"
+            (default: the first swept axis).
+        axes: the swept axes (default: every one whose values differ between records;
+            pass the swept ones when another follows them, as cores follow the SoC).
+        title: the figure title (default: the operator and the axes that do not vary).
+
+    Returns:
+        The Figure. Against "cores": two Axes — x "cores", y "simulated time (µs)" with
+        the measured time and the HBM roofline; x "cores", y "speed-up" with the measured
+        speed-up over the fewest cores, the ideal (linear) and the roofline bound
+        ``min(n / n0, T(n0) / floor)``. Against "tile": one Axes, x "tile length
+        (elements)" (log2), y "simulated time (µs)" with the HBM roofline. Otherwise one
+        bar chart, y "simulated time (µs)". Lines of several groups (other axes that
+        vary) carry their labels in the legend.
+
+    Raises:
+        ValueError: no records, or ``x`` not a sweep axis.
+    """
+    records = list(records)
+    if not records:
+        raise ValueError("no sweep records to plot")
+    varying = _varying(records) if axes is None else [a for a in SWEEP_AXES if a in axes]
+    if x is None:
+        x = varying[0] if varying else "cores"
+    if x not in SWEEP_AXES:
+        raise ValueError(f"x must be one of {', '.join(SWEEP_AXES)}, got {x!r}")
+    first = records[0]
+    fixed = [f"{a} {first[a]}" for a in ("shape", "dtype", "soc")
+             if a in first and a not in varying and a != x]
+    title = title or " ".join([str(first.get("op", ""))] + fixed).strip()
+    groups = _groups(records, x, varying)
+    if x == "cores":
+        fig = Figure(figsize=(12, 4.8))
+        ax_t = fig.add_subplot(1, 2, 1)
+        ax_s = fig.add_subplot(1, 2, 2)
+        for label, rs in groups.items():
+            rs = sorted(rs, key=lambda r: r["cores"])
+            n = [r["cores"] for r in rs]
+            t = [r["duration_us"] for r in rs]
+            floor = [r["hbm_floor_us"] for r in rs]
+            suffix = f" ({label})" if label else ""
+            ax_t.plot(n, t, "o-", label="simulated" + suffix)
+            ax_t.plot(n, floor, "--", label="HBM roofline" + suffix)
+            speed = [t[0] / v if v else 0.0 for v in t]
+            ideal = [k / n[0] for k in n]
+            bound = [min(k / n[0], t[0] / f) if f else k / n[0] for k, f in zip(n, floor)]
+            ax_s.plot(n, speed, "o-", label="simulated" + suffix)
+            ax_s.plot(n, ideal, ":", label="ideal (linear)" + suffix)
+            ax_s.plot(n, bound, "--", label="HBM roofline" + suffix)
+        ax_t.set_xlabel("cores")
+        ax_t.set_ylabel(SIM_TIME_LABEL)
+        ax_t.set_yscale("log")
+        ax_t.set_title("time against cores")
+        ax_s.set_xlabel("cores")
+        ax_s.set_ylabel("speed-up")
+        ax_s.set_title(f"speed-up over {min(r['cores'] for r in records)} core(s)")
+        for ax in (ax_t, ax_s):
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+    elif x == "tile":
+        fig = Figure(figsize=(8, 4.8))
+        ax = fig.add_subplot(1, 1, 1)
+        for label, rs in groups.items():
+            rs = sorted(rs, key=lambda r: r["tile"])
+            tiles = [r["tile_len"] if r.get("tile_len") else r["tile"] for r in rs]
+            suffix = f" ({label})" if label else ""
+            ax.plot(tiles, [r["duration_us"] for r in rs], "o-", label="simulated" + suffix)
+            ax.plot(tiles, [r["hbm_floor_us"] for r in rs], "--", label="HBM roofline" + suffix)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("tile length (elements)")
+        ax.set_ylabel(SIM_TIME_LABEL)
+        ax.set_title("time against tile length")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    else:                             # categories: grouped bars, one series per group
+        fig = Figure(figsize=(8, 4.8))
+        ax = fig.add_subplot(1, 1, 1)
+        cats = list(dict.fromkeys(str(r.get(x)) for r in records))
+        width = 0.8 / len(groups)
+        for g, (label, rs) in enumerate(groups.items()):
+            by_cat = {str(r.get(x)): r for r in rs}
+            pos = [cats.index(c) - 0.4 + width * (g + 0.5) for c in cats if c in by_cat]
+            rows = [by_cat[c] for c in cats if c in by_cat]
+            ax.bar(pos, [r["duration_us"] for r in rows], width=width * 0.9,
+                   label=label or "simulated")
+            ax.plot(pos, [r["hbm_floor_us"] for r in rows], "k_", markersize=12,
+                    label="HBM roofline" if g == 0 else None)
+        ax.set_xticks(range(len(cats)))
+        ax.set_xticklabels(cats)
+        ax.set_xlabel(x)
+        ax.set_ylabel(SIM_TIME_LABEL)
+        ax.set_title(f"time against {x}")
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    _save(fig, path)
+    return fig
+
+
+__all__ = ["plot_timeline", "plot_sweep", "PIPE_COLOURS", "SWEEP_AXES"]

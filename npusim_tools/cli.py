@@ -1,0 +1,352 @@
+"""The ``npusim`` command: SoC presets, operator runs, sweeps and timelines.
+
+::
+
+    npusim socs
+    npusim ops
+    npusim run OP --shape 1048576 [--dtype float32] [--soc Ascend910B1] [--cores N]
+                  [--trace FILE] [--op-summary FILE] [--seed N]
+    npusim sweep OP --cores 1,2,4,8,16,32,48 | --tile 1024,2048,4096 | --dtype fp32,fp16
+                  | --soc Ascend910B1,Ascend910B4 [--shape ...] [--plot FILE.png]
+                  [--csv FILE] [--jobs N | --scheduler ADDRESS | --serial] [--no-progress]
+    npusim timeline TRACE.json --plot FILE.png [--cores 0,1,2] [--window START,END]
+
+Exit status: 0 on success; 1 when a run fails its golden check or an operator call
+fails; 2 for a bad argument (a one-line ``npusim: error: ...`` on stderr, never a
+traceback). ``--trace`` turns profiling on (the acl.init ``"npusim": {"profiling": true,
+"trace": FILE}`` switch); without it nothing is traced.
+
+Lists take commas and ranges: ``--cores 1-8,16,32,48`` (``a-b`` is every integer from a
+to b), shapes take commas or ``x``: ``--shape 1024x1024``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import npusim
+from npusim.profiling import format_table
+from npusim.sweeps import sweep as run_sweep
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A bad argument: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block)."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def parse_int_list(text: str, what: str) -> list[int]:
+    """``"1,2,4"`` / ``"1-8,16"`` -> ints (ranges inclusive).
+
+    Raises:
+        UsageError: not integers, an empty or reversed range.
+    """
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part[1:]:
+                a, b = part.split("-", 1) if not part.startswith("-") else (part, "")
+                lo, hi = int(a), int(b)
+                if hi < lo:
+                    raise UsageError(f"{what}: empty range {part!r}")
+                out.extend(range(lo, hi + 1))
+            else:
+                out.append(int(part))
+        except ValueError:
+            raise UsageError(f"{what}: {part!r} is not an integer or a range a-b") from None
+    if not out:
+        raise UsageError(f"{what}: no values in {text!r}")
+    return out
+
+
+def parse_shape(text: str) -> tuple:
+    """``"1048576"``, ``"64,128"`` or ``"64x128"`` -> a tuple of ints >= 1.
+
+    Raises:
+        UsageError: not positive integers.
+    """
+    parts = [p for p in text.replace("x", ",").replace("X", ",").split(",") if p.strip()]
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        raise UsageError(f"--shape: {text!r} is not a list of integers (e.g. 1048576 or "
+                         "64x128)") from None
+    if not dims or any(d < 1 for d in dims):
+        raise UsageError(f"--shape: {text!r}: every dimension must be >= 1")
+    if len(dims) > 8:
+        raise UsageError(f"--shape: {len(dims)} dimensions; aclnn tensors have at most 8")
+    return dims
+
+
+def _entry(name: str):
+    from npusim_tools import registry
+    try:
+        return registry.get(name)
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+
+
+def _dtypes(entry, text: str) -> list[str]:
+    from npusim_tools import registry
+    out = []
+    for name in (p.strip() for p in text.split(",") if p.strip()):
+        try:
+            dt = registry.dtype_name(registry.resolve_dtype(name))
+        except ValueError as exc:
+            raise UsageError(f"--dtype: {exc}") from None
+        if dt not in entry.dtypes:
+            raise UsageError(f"--dtype: {entry.name} does not take {dt}; it takes "
+                             f"{', '.join(entry.dtypes)}")
+        out.append(dt)
+    if not out:
+        raise UsageError(f"--dtype: no values in {text!r}")
+    return out
+
+
+def _socs(entry, text: str) -> list:
+    out = []
+    for name in (p.strip() for p in text.split(",") if p.strip()):
+        try:
+            soc = npusim.get_soc(name)
+        except npusim.UnknownSocError as exc:
+            raise UsageError(f"--soc: {exc}") from None
+        if soc.short_soc_version not in entry.socs:
+            raise UsageError(f"--soc: {entry.name} does not run on {soc.soc_version}; it runs "
+                             f"on {', '.join(entry.socs)} SoCs")
+        out.append(soc)
+    if not out:
+        raise UsageError(f"--soc: no values in {text!r}")
+    return out
+
+
+def _check_cores(cores, socs) -> None:
+    for c in cores:
+        for soc in socs:
+            if not 1 <= c <= soc.vector_block_num:
+                raise UsageError(f"--cores: {c} is outside [1, {soc.vector_block_num}], the "
+                                 f"vector cores of {soc.soc_version}")
+
+
+def _check_output_path(path, what: str) -> None:
+    if path is None:
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"{what}: directory {directory!r} does not exist")
+
+
+# -- commands --------------------------------------------------------------------------------
+def cmd_socs(args) -> int:
+    rows = []
+    for name in npusim.list_socs():
+        s = npusim.get_soc(name)
+        rows.append({"SoC": s.soc_version, "short": s.short_soc_version, "arch": s.npu_arch,
+                     "AIC": s.cube_core_cnt or s.ai_core_cnt, "vector cores": s.vector_block_num,
+                     "MHz": s.cube_freq, "UB KiB": s.ub_size // 1024,
+                     "L2 MiB": s.l2_size // (1 << 20),
+                     "HBM GiB": round(s.memory_size / (1 << 30), 1),
+                     "HBM TB/s": s.hbm_bandwidth / 1e12})
+    print(format_table(rows, list(rows[0])))
+    return EXIT_OK
+
+
+def cmd_ops(args) -> int:
+    from npusim_tools import registry
+    rows = [{"operator": e.name, "aclnn API": e.api, "dtypes": ",".join(e.dtypes),
+             "SoCs": ",".join(e.socs), "tile field": e.tile_field, "what": e.summary}
+            for e in (registry.get(n) for n in registry.names())]
+    print(format_table(rows, list(rows[0])))
+    return EXIT_OK
+
+
+def cmd_run(args) -> int:
+    from npusim_tools import registry
+    entry = _entry(args.op)
+    shape = parse_shape(args.shape) if args.shape else entry.default_shape
+    dtypes, socs = _dtypes(entry, args.dtype), _socs(entry, args.soc)
+    if len(dtypes) != 1 or len(socs) != 1:
+        raise UsageError("run takes one --dtype and one --soc (sweep takes several)")
+    dtype, soc = dtypes[0], socs[0]
+    if args.cores is not None:
+        _check_cores([args.cores], [soc])
+    if args.seed < 0:
+        raise UsageError("--seed must be >= 0")
+    _check_output_path(args.trace, "--trace")
+    _check_output_path(args.op_summary, "--op-summary")
+    case = registry.make_case(entry, shape, dtype, args.seed)
+    try:
+        res = registry.run_aclnn(entry, case, soc.soc_version, args.cores, trace=args.trace,
+                                 op_summary=args.op_summary)
+    except registry.RunError as exc:
+        print(f"npusim run: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    verdict = registry.check(entry, case, res.outputs)
+    n = res.soc.vector_block_num
+    print(f"{entry.api} shape {list(shape)} {dtype} on {res.soc.soc_version} "
+          f"({n} vector core{'s' if n != 1 else ''}), seed {args.seed}")
+    tol = entry.tolerance.get(dtype, (0.0, 0.0))
+    print(f"golden check: {verdict['check']} (max abs error {verdict['max_abs_err']:.3g}, "
+          f"{verdict['mismatches']} element(s) outside rtol {tol[0]:g}, atol {tol[1]:g})")
+    for p in res.profiles:
+        print(p.summary())
+    if args.trace:
+        print(f"trace: {args.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
+    if args.op_summary:
+        print(f"op summary: {args.op_summary}")
+    return EXIT_OK if verdict["check"] == "ok" else EXIT_FAIL
+
+
+def cmd_sweep(args) -> int:
+    from npusim_tools import registry
+    entry = _entry(args.op)
+    axes = {}
+    socs = _socs(entry, args.soc)
+    axes["soc"] = [s.soc_version for s in socs]
+    axes["dtype"] = _dtypes(entry, args.dtype)
+    shape = parse_shape(args.shape) if args.shape else entry.default_shape
+    axes["shape"] = shape
+    if args.cores:
+        cores = parse_int_list(args.cores, "--cores")
+        _check_cores(cores, socs)
+        axes["cores"] = cores
+    if args.tile:
+        tiles = parse_int_list(args.tile, "--tile")
+        if any(t < 1 for t in tiles):
+            raise UsageError("--tile: tile lengths must be >= 1 element")
+        axes["tile"] = tiles
+    swept = [k for k in ("cores", "tile", "dtype", "soc") if k in axes and len(axes[k]) > 1]
+    if not swept:
+        raise UsageError("nothing to sweep: give several values to one of --cores, --tile, "
+                         "--dtype or --soc (e.g. --cores 1,2,4,8)")
+    if args.scheduler and args.serial:
+        raise UsageError("--scheduler and --serial exclude each other")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be >= 1")
+    _check_output_path(args.plot, "--plot")
+    _check_output_path(args.csv, "--csv")
+    if args.seed < 0:
+        raise UsageError("--seed must be >= 0")
+    executor = "serial" if args.serial else None
+    result = run_sweep(registry.runner(entry.name, args.seed), executor=executor,
+                                scheduler=args.scheduler, jobs=args.jobs,
+                                progress=not args.no_progress, desc=entry.name, **axes)
+    print(f"{entry.api} shape {list(shape)}: {len(result)} points in {result.wall_s:.1f} s "
+          f"({result.executor})")
+    print(result.table())
+    for r in result.errors:
+        print(f"point {', '.join(f'{k}={r.get(k)}' for k in swept)} failed: {r['error']}",
+              file=sys.stderr)
+    if args.csv:
+        result.to_csv(args.csv)
+        print(f"csv: {args.csv}")
+    if args.plot and len(result.errors) < len(result):
+        result.plot(args.plot, x=swept[0])
+        print(f"plot: {args.plot}")
+    failed = [r for r in result.records if r.get("error") or r.get("check") == "FAIL"]
+    return EXIT_FAIL if failed else EXIT_OK
+
+
+def cmd_timeline(args) -> int:
+    from npusim.plot import plot_timeline
+    from npusim.trace import TraceFormatError, load_trace
+    _check_output_path(args.plot, "--plot")
+    try:
+        trace = load_trace(args.trace)
+    except FileNotFoundError:
+        raise UsageError(f"{args.trace}: no such file") from None
+    except (OSError, TraceFormatError) as exc:
+        raise UsageError(f"{args.trace}: {exc}") from None
+    cores = parse_int_list(args.cores, "--cores") if args.cores else None
+    window = None
+    if args.window:
+        try:
+            window = tuple(float(v) for v in args.window.split(","))
+        except ValueError:
+            window = ()
+        if len(window) != 2 or not window[0] < window[1]:
+            raise UsageError(f"--window: {args.window!r} is not START,END in µs with START < END")
+    fig = plot_timeline(trace, args.plot, cores=cores, window=window)
+    n_rows = len(fig.axes[0].get_yticks())
+    print(f"timeline: {args.plot} ({n_rows} rows)")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="npusim", description="Study tools of the simulated Ascend NPU.")
+    p.add_argument("--version", action="version", version=f"npusim {npusim.__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    sub.add_parser("socs", help="the SoC presets").set_defaults(func=cmd_socs)
+    sub.add_parser("ops", help="the operators run and sweep know").set_defaults(func=cmd_ops)
+
+    r = sub.add_parser("run", help="run an operator on random data and check it")
+    r.add_argument("op")
+    r.add_argument("--shape", help="e.g. 1048576 or 64x128 (default: the op's)")
+    r.add_argument("--dtype", default="float32")
+    r.add_argument("--soc", default=npusim.DEFAULT_SOC)
+    r.add_argument("--cores", type=int, help="vector cores to use (max_cores)")
+    r.add_argument("--trace", help="write a Chrome trace JSON (turns profiling on)")
+    r.add_argument("--op-summary", dest="op_summary", help="write the op summary CSV")
+    r.add_argument("--seed", type=int, default=0)
+    r.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("sweep", help="sweep cores, tile length, dtype or SoC")
+    s.add_argument("op")
+    s.add_argument("--cores", help="e.g. 1,2,4,8,16,32,48 or 1-48")
+    s.add_argument("--tile", help="UB tile lengths in elements, e.g. 1024,2048,4096")
+    s.add_argument("--dtype", default="float32", help="one or several, e.g. float32,float16")
+    s.add_argument("--soc", default=npusim.DEFAULT_SOC, help="one or several SoC names")
+    s.add_argument("--shape", help="e.g. 1048576 or 64x128 (default: the op's)")
+    s.add_argument("--plot", help="write the plot (PNG)")
+    s.add_argument("--csv", help="write every record as CSV")
+    s.add_argument("--jobs", type=int, help="local worker processes (default: CPUs)")
+    s.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
+    s.add_argument("--serial", action="store_true", help="run the points in this process")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_sweep)
+
+    t = sub.add_parser("timeline", help="Gantt chart of a trace")
+    t.add_argument("trace")
+    t.add_argument("--plot", required=True, help="the PNG to write")
+    t.add_argument("--cores", help="AI cores to show, e.g. 0-3 (default: all)")
+    t.add_argument("--window", help="START,END: the part of the device clock to show (µs)")
+    t.set_defaults(func=cmd_timeline)
+    return p
+
+
+def main(argv=None) -> int:
+    """Run the command; return the exit status (see the module docstring)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except UsageError as exc:
+        print(f"npusim: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("npusim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:              # output piped into head & co.
+        sys.stderr.close()
+        return EXIT_OK
+    except Exception as exc:              # one line, never a traceback
+        if os.environ.get("NPUSIM_DEBUG"):
+            raise
+        print(f"npusim: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+
+
+if __name__ == "__main__":
+    sys.exit(main())
