@@ -1,0 +1,184 @@
+"""aclnnFusedSparseAdam: Adam on a sparse gradient (MindSpore ``ops.FusedSparseAdam``), in
+place on varRef, mRef and vRef, on the simulated Atlas A2/A3.
+
+Sources: the seed ``mindspore.ops.FusedSparseAdam.txt`` and reference/operators.md §4 (the
+CPU kernel ``sparse_apply_adam_cpu_kernel.cc``). MindSpore runs the operator on the CPU;
+this two-phase API is the project's, in the aclnn conventions (values first, status
+last)::
+
+    workspaceSize, executor, ret = aclnnFusedSparseAdamGetWorkspaceSize(
+        varRef, mRef, vRef, beta1Power, beta2Power, lr, beta1, beta2, epsilon, grad,
+        indices, useNesterov)
+    ret = aclnnFusedSparseAdam(workspace, workspaceSize, executor, stream)
+
+Semantics (not lazy): duplicate indices are summed first and indices outside
+``[0, varRef.shape[0])`` are dropped; then every row has ``m = beta1*m`` and ``v = beta2*v``,
+the indexed rows ``m += (1-beta1)*g`` and ``v += (1-beta2)*g*g``, and every row
+``var -= lr*sqrt(1-beta2Power)/(1-beta1Power) * M / (sqrt(v) + epsilon)`` (epsilon added to
+``sqrt(v)``, not to the bias-corrected v), ``M = m``. With useNesterov,
+``M = beta1*m + (1-beta1)*g`` on the indexed rows and, **a choice of this project**,
+``M = beta1*m`` (the same update with a zero gradient) on the rows no index names: the CPU
+kernel leaves those rows undefined (it reads a workspace it never wrote).
+
+The graph: ``Cast`` of int64 indices to int32 (saturating, so an index beyond the int32
+range stays out of range and is dropped) -> the shared ``Sort`` kernel (indices with their
+positions) -> the ``FusedSparseAdam`` kernel, which merges the duplicates from the sorted
+order on the device (kernels/fused_sparse_adam/kernel.py).
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from aclnn.constants import ACL_FLOAT, ACL_INT32, ACL_INT64, ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS
+from aclnn.errmsg import report_error
+from aclnn.executor import aclOpExecutor, run_executor
+from aclnn.ops import _check
+from aclnn.ops._check import ParamError
+from kernels.common.chain import KernelLaunch, enqueue_chain
+from kernels.common.elementwise import cast, elementwise_tiling
+from kernels.common.sorted_index import sort_tiling, sort_with_index
+from kernels.fused_sparse_adam.kernel import fused_sparse_adam
+from kernels.fused_sparse_adam.tiling import tiling
+
+API = "aclnnFusedSparseAdam"
+#: The Sort and MrgSort instructions the duplicate merge uses exist on A2/A3 only.
+_SUPPORTED_SHORT_SOC = ("Ascend910B", "Ascend910_93")
+_WS_ALIGN = 512
+
+
+def _align(n: int) -> int:
+    return -(-int(n) // _WS_ALIGN) * _WS_ALIGN
+
+
+def _bool(name: str, value) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral) and int(value) in (0, 1):
+        return bool(value)
+    raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} must be a bool, got {value!r}")
+
+
+def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Power, lr, beta1,
+                                         beta2, epsilon, grad, indices, useNesterov):
+    """First phase: validate, tile, and build the executor.
+
+    Args:
+        varRef, mRef, vRef: aclTensors, FLOAT, same shape, >= 1 dim, ND, contiguous;
+            updated in place.
+        beta1Power, beta2Power, lr, beta1, beta2, epsilon: numbers (the seed's float32
+            scalar tensors, read as float32 by the kernel); ``beta1Power`` must not be 1
+            (the CPU kernel raises "the 'beta1_power' can not be 1").
+        grad: aclTensor, FLOAT, ``grad.shape[0] == indices`` count and ``grad.shape[1:] ==
+            varRef.shape[1:]``.
+        indices: aclTensor, INT32 or INT64, 1-D. Values outside ``[0, varRef.shape[0])`` are
+            dropped.
+        useNesterov: bool.
+
+    Returns:
+        ``(workspaceSize, executor, ret)``: workspaceSize in bytes (the 16 MiB system
+        workspace, the Sort kernel's merge buffers, the sorted indices and positions and the
+        int32 indices of int64 input, each 512 B aligned; 0 when var is empty); ret 0,
+        161001 for a null tensor, 161002 for a dtype, shape, dimension count, format,
+        scalar (not a number, or beta1Power == 1) or useNesterov the rules do not allow, an
+        unsupported SoC, non-contiguous or non-device data; 361001 with no device. The
+        message names the argument.
+    """
+    api = API + "GetWorkspaceSize"
+    try:
+        _check.not_null(varRef=varRef, mRef=mRef, vRef=vRef, grad=grad, indices=indices)
+        dev = _check.device()
+        soc = dev.soc
+        if soc.short_soc_version not in _SUPPORTED_SHORT_SOC:
+            raise ParamError(ACLNN_ERR_PARAM_INVALID, f"FusedSparseAdam is not supported on "
+                             f"{soc.soc_version}: its duplicate merge uses the Sort32/MrgSort "
+                             "instructions of Atlas A2/A3")
+        for name, t in (("varRef", varRef), ("mRef", mRef), ("vRef", vRef), ("grad", grad)):
+            _check.dtype_in(name, t, (ACL_FLOAT,))
+        _check.dtype_in("indices", indices, (ACL_INT32, ACL_INT64))
+        _check.ndim_between("varRef", varRef, 1, 8)
+        _check.same_dtype_shape("varRef", varRef, mRef=mRef, vRef=vRef)
+        if indices.ndim != 1:
+            raise ParamError(ACLNN_ERR_PARAM_INVALID, f"indices has {indices.ndim} dimensions; "
+                             "it must be 1-D")
+        if grad.ndim != varRef.ndim:
+            raise ParamError(ACLNN_ERR_PARAM_INVALID, f"grad has {grad.ndim} dimensions but "
+                             f"varRef has {varRef.ndim}; they must be equal")
+        if grad.view_dims[0] != indices.view_dims[0]:
+            raise ParamError(ACLNN_ERR_PARAM_INVALID, f"grad.shape[0] = {grad.view_dims[0]} must "
+                             f"equal the number of indices, {indices.view_dims[0]}")
+        if grad.view_dims[1:] != varRef.view_dims[1:]:
+            raise ParamError(ACLNN_ERR_PARAM_INVALID, f"grad.shape[1:] = {list(grad.view_dims[1:])}"
+                             f" must equal varRef.shape[1:] = {list(varRef.view_dims[1:])}")
+        scalars = {name: np.float32(_check.number(name, value)) for name, value in (
+            ("beta1Power", beta1Power), ("beta2Power", beta2Power), ("lr", lr),
+            ("beta1", beta1), ("beta2", beta2), ("epsilon", epsilon))}
+        if scalars["beta1Power"] == np.float32(1.0):
+            raise ParamError(ACLNN_ERR_PARAM_INVALID, "beta1Power must not be 1: the step size "
+                             "lr*sqrt(1-beta2Power)/(1-beta1Power) divides by 1 - beta1Power")
+        nesterov = _bool("useNesterov", useNesterov)
+        tensors = dict(varRef=varRef, mRef=mRef, vRef=vRef, grad=grad, indices=indices)
+        for name, t in tensors.items():
+            _check.nd_format(name, t)
+        for name, t in tensors.items():
+            _check.contiguous_on_device(name, t, dev)
+    except ParamError as exc:
+        return 0, None, report_error(exc.code, f"{api}: {exc}")
+
+    rows = varRef.view_dims[0]
+    E = int(np.prod(varRef.view_dims[1:], dtype=np.int64)) if varRef.ndim > 1 else 1
+    n = indices.numel()
+    td = tiling(soc, rows, E, n, beta1_power=scalars["beta1Power"],
+                beta2_power=scalars["beta2Power"], lr=scalars["lr"], beta1=scalars["beta1"],
+                beta2=scalars["beta2"], epsilon=scalars["epsilon"], use_nesterov=nesterov)
+    st = sort_tiling(soc, n)
+    parts, ws = {}, td.workspaceSize
+    for name, nbytes in (("sort", st.workspaceSize), ("sorted", 4 * n), ("pos", 4 * n),
+                         ("indices", 4 * n if indices.np_dtype == np.int64 else 0)):
+        parts[name] = ws
+        ws += _align(nbytes)
+    if td.blockDim == 0:
+        ws = 0
+    kernels = []
+
+    def launch(device, stream, workspace):
+        if td.blockDim == 0:
+            return
+        at = {k: workspace + off for k, off in parts.items()}
+        i_addr = indices.data_address()
+        steps = []
+        if n and indices.np_dtype == np.int64:
+            ct = elementwise_tiling(soc, n, 8, 4)
+            steps.append(KernelLaunch(cast, ct.blockDim, (i_addr, at["indices"], ct,
+                                                          np.dtype(np.int64), np.dtype(np.int32)),
+                                      "Cast"))
+            i_addr = at["indices"]
+        if n:
+            steps.append(KernelLaunch(sort_with_index, st.blockDim,
+                                      (i_addr, at["sorted"], at["pos"], at["sort"], st), "Sort",
+                                      sync_all=st.chunkNum > 1))
+        steps.append(KernelLaunch(fused_sparse_adam, td.blockDim,
+                                  (varRef.data_address(), mRef.data_address(), vRef.data_address(),
+                                   grad.data_address(), at["sorted"], at["pos"], td),
+                                  "FusedSparseAdam"))
+        kernels[:] = [s.name for s in steps]
+        enqueue_chain(device, stream, steps, API)
+
+    executor = aclOpExecutor(API, ws, launch, dev, inputs=[grad, indices],
+                             outputs=[varRef, mRef, vRef])
+    executor.tiling = td
+    executor.sort_tiling = st
+    executor.kernels = kernels
+    return ws, executor, ACLNN_SUCCESS
+
+
+def aclnnFusedSparseAdam(workspace, workspaceSize, executor, stream):
+    """Second phase: enqueue the kernels on ``stream`` (None or 0: the default stream).
+
+    Returns:
+        ``ret``: 0 when enqueued (varRef, mRef, vRef are updated when the stream is
+        synchronised); 161001 null executor or workspace; 161002 released executor or
+        too-small workspace; 361001 invalid stream (reference/api.md §4).
+    """
+    return run_executor(API, workspace, workspaceSize, executor, stream)

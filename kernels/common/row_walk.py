@@ -1,0 +1,386 @@
+"""Simulator fast path for kernels that walk sorted rows one at a time and sum runs of
+equal indices in UB (EmbeddingDenseGradV2 keys 0/1 and 10/11).
+
+The Ascend C kernels issue about twenty instructions per row (three DataCopyPads, scalar
+reads, an Add, queue hand-offs) and a flush (atomic DataCopyPad) per run; run one by one in
+Python that is ~0.2 ms per row. This module executes the same walk for a whole range of
+rows at once:
+
+1. **Schedule** — the kernel's row loop, reduced to its integer state (last index, active
+   accumulator, counts), runs in plain Python and yields the flushes in issue order: for
+   each, the output row, the rows summed (a contiguous stretch of the walk) and the count.
+   The state machine is the kernel's (``ComputeAndCopyOut``), including its zero flushes.
+2. **Numerics** — each flushed accumulator is ``((0 + r1) + r2) + ...`` in fp32, the
+   order of the UB Adds; flushes are atomically added to ``out`` in issue order (fp32 adds
+   in the order the core issues them; different cores run in block order, as everywhere
+   in the simulator). Bit-identical to the row-by-row kernel.
+3. **Timing** — the instructions are recorded per batch of :data:`BATCH_ROWS` walk steps,
+   chained by flags as the single-buffered kernel runs row by row: MTE2 reads the batch's
+   sorted indices and positions (one transfer per index tensor, over their span) and its
+   grad rows (one transfer of all their bytes), each with the latency of the DataCopyPads
+   it stands for; V does the Adds and the accumulator resets; MTE3 writes the batch's
+   flushes (one transfer, with the latency of each atomic DataCopyPad) while MTE2 already
+   loads the next batch — the overlap the per-row kernel gets from the flush of one index
+   running while the next row loads. The grad rows and the flushes go past the L2 model
+   (each grad row is read once, so it would miss; the flushed rows are written back to
+   HBM rather than kept dirty in L2) [R]. The bytes equal the row-by-row kernel's; its
+   MTE2/MTE3 busy times and its kernel time agree within a few percent (the tests bound
+   them at 10% and 12%).
+
+Every index the walk uses is checked first (:func:`~kernels.common.sorted_index.check_index`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from npusim.ascendc import core as _core
+from npusim.ascendc.types import PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V, CacheMode
+from kernels.common.sorted_index import check_index
+
+LIMIT_COUNT_NUM = 10
+INDICE_INIT_PARAM = -1
+#: Walk steps per recorded batch.
+BATCH_ROWS = 16
+#: Flushes whose fp32 sums are formed at once (bounds the host memory of the numerics).
+EVENT_CHUNK = 8192
+
+
+class FlushSchedule:
+    """The flushes of a walk, in issue order.
+
+    ``out_row[e]`` receives the sum of the walk's rows ``walk[start[e] : start[e] +
+    length[e]]`` (``length`` 0 for a zero flush); ``count[e]`` is what AddFreq adds
+    (= length). ``step[e]`` is the walk step after which flush ``e`` is issued.
+    """
+
+    def __init__(self):
+        self.out_row, self.start, self.length, self.step = [], [], [], []
+
+    def add(self, out_row: int, start: int, length: int, step: int) -> None:
+        self.out_row.append(out_row)
+        self.start.append(start)
+        self.length.append(length)
+        self.step.append(step)
+
+    def arrays(self):
+        return (np.asarray(self.out_row, np.int64), np.asarray(self.start, np.int64),
+                np.asarray(self.length, np.int64), np.asarray(self.step, np.int64))
+
+
+class _Walker:
+    """The integer state of ``ComputeAndCopyOut``: two accumulators, each holding the
+    stretch of walk steps added since its last flush."""
+
+    def __init__(self, schedule: FlushSchedule, padding: int):
+        self.s = schedule
+        self.padding = padding
+        self.switch = 0
+        self.last = INDICE_INIT_PARAM
+        self.count = [0, 0]
+        self.begin = [0, 0]              # walk step of each accumulator's first row
+
+    def flush(self, b: int, index: int, step: int) -> None:
+        self.s.add(index, self.begin[b], self.count[b], step)
+        self.count[b] = 0
+
+    def add(self, step: int) -> None:
+        b = self.switch
+        if self.count[b] == 0:
+            self.begin[b] = step
+        self.count[b] += 1
+
+    def switch_if_needed(self, cur: int, step: int) -> bool:
+        if self.last != INDICE_INIT_PARAM and cur != self.last:
+            self.switch = 1 - self.switch
+            self.count[self.switch] = 0
+            return True
+        return False
+
+    def row_base(self, step: int, cur: int, is_last: bool) -> None:
+        """EmbeddingDenseGradV2Kernel::ComputeAndCopyOut (limit checked before the add)."""
+        if cur != self.padding:
+            need_switch = self.switch_if_needed(cur, step)
+            limit = self.count[self.switch] == LIMIT_COUNT_NUM
+            self.add(step)
+            if limit or is_last:
+                self.flush(self.switch, cur, step)
+            if need_switch:
+                self.flush(1 - self.switch, self.last, step)
+            self.last = cur
+        elif self.last != INDICE_INIT_PARAM:
+            self.flush(self.switch, self.last, step)
+            self.last = INDICE_INIT_PARAM
+
+    def row_det(self, step: int, cur: int, at_limit: bool) -> None:
+        """EmbeddingDenseGradV2DeterministKernel::ComputeAndCopyOut (limit after the add)."""
+        if cur != self.padding:
+            need_switch = self.switch_if_needed(cur, step)
+            self.add(step)
+            if self.count[self.switch] == LIMIT_COUNT_NUM or at_limit:
+                self.flush(self.switch, cur, step)
+            if need_switch:
+                self.flush(1 - self.switch, self.last, step)
+            self.last = cur
+        elif self.last != INDICE_INIT_PARAM:
+            self.flush(self.switch, self.last, step)
+            self.last = INDICE_INIT_PARAM
+
+    def break_flush(self, step: int) -> None:
+        if self.last != INDICE_INIT_PARAM:
+            self.flush(self.switch, self.last, step)
+
+
+# -- numerics --------------------------------------------------------------------------------
+def apply_flushes(out: np.ndarray, grad: np.ndarray, walk_rows: np.ndarray,
+                  schedule: FlushSchedule, col0: int, width: int,
+                  counts: np.ndarray | None = None) -> None:
+    """Apply a schedule: fp32 sums in walk order, atomic adds in issue order.
+
+    Args:
+        out: float32 [numWeights, E] view of the output in GM (updated in place).
+        grad: float32 [gradRow, E] view of grad.
+        walk_rows: grad row of each walk step (posIdx values).
+        col0, width: the column chunk.
+        counts: float32 view of the counts (scale, first column chunk), or None.
+    """
+    out_row, start, length, _ = schedule.arrays()
+    cols = slice(col0, col0 + width)
+    for e0 in range(0, len(out_row), EVENT_CHUNK):
+        rows = out_row[e0:e0 + EVENT_CHUNK]
+        st, ln = start[e0:e0 + EVENT_CHUNK], length[e0:e0 + EVENT_CHUNK]
+        acc = np.zeros((len(rows), width), np.float32)
+        for t in range(int(ln.max()) if len(ln) else 0):
+            sel = np.flatnonzero(ln > t)
+            acc[sel] += grad[walk_rows[st[sel] + t], cols]
+        # atomic adds: flushes to one row land in issue order
+        order = np.argsort(rows, kind="stable")
+        sorted_rows = rows[order]
+        first = np.r_[0, np.flatnonzero(sorted_rows[1:] != sorted_rows[:-1]) + 1]
+        rank = np.empty(len(rows), np.int64)
+        rank[order] = np.arange(len(rows)) - np.repeat(first, np.diff(np.r_[first, len(rows)]))
+        for r in range(int(rank.max()) + 1 if len(rank) else 0):
+            sel = np.flatnonzero(rank == r)
+            out[rows[sel], cols] += acc[sel]
+        if counts is not None:
+            np.add.at(counts, rows, ln.astype(np.float32))
+
+
+# -- timing -----------------------------------------------------------------------------------
+def _bypass(gm) -> bool:
+    return gm.cache_mode is CacheMode.CACHE_MODE_DISABLE
+
+
+def _vec_cycles(ctx, count: int, rate: int = 64) -> float:
+    return ctx.soc.vec_head_cycles + -(-int(count) // rate) if count > 0 else 0.0
+
+
+def _add_cycles(ctx, p) -> float:
+    return _vec_cycles(ctx, p.computeFormerNum) + _vec_cycles(ctx, p.computeTailNum)
+
+
+def record_walk(ctx, tag, name: str, streams: list, grad_addr: np.ndarray, row_bytes: int,
+                flush_step: np.ndarray, flush_addr: np.ndarray, count_addr, bypass: dict,
+                add_cycles: float, reset_cycles: float) -> None:
+    """Record a walk in batches of :data:`BATCH_ROWS` steps (module docstring, step 3).
+
+    Args:
+        streams: per index tensor read 4 bytes at a time (sorted indices, posIdx), the GM
+            address each step reads (-1: not read). A batch reads each stream's addresses
+            as one transfer over their span, plus the latency of the other transfers.
+        grad_addr: GM address of the grad row each step loads (-1: none); ``row_bytes``
+            per row.
+        flush_step, flush_addr: after which step each flush is issued, and the GM address
+            of its atomic DataCopyPad (``row_bytes``). count_addr: GM addresses of the
+            flushes' 4-byte count adds (scaleGradByFreq), or None when there are none.
+        bypass: {"idx": bool}: the index tensors' SetL2CacheHint(CACHE_MODE_DISABLE) state
+            (the grad and flush transfers always go past the L2 model, see above).
+        add_cycles / reset_cycles: V cycles of one row's Adds / one accumulator reset.
+    """
+    lat_in = float(ctx.soc.dma_latency_cycles)
+    lat_out = float(ctx.soc.dma_write_latency_cycles)
+    sc = ctx.soc.scalar_cycles
+    rec = ctx.record
+    n = len(grad_addr)
+    flush_step = np.asarray(flush_step, np.int64)
+    fl_order = np.searchsorted(flush_step, np.arange(0, n + BATCH_ROWS, BATCH_ROWS))
+    scale = count_addr is not None
+    prev = None
+    for bi, b0 in enumerate(range(0, n, BATCH_ROWS)):
+        b1 = min(n, b0 + BATCH_ROWS)
+        k = (("rowwalk", tag), bi)
+        if prev is not None:
+            rec(_core.WAIT, PIPE_MTE2, 0.0, 0, prev, name)
+        reads = 0
+        for addrs in streams:
+            a = addrs[b0:b1]
+            a = a[a >= 0]
+            if a.size:
+                lo, hi = int(a.min()), int(a.max()) + 4
+                rec(_core.DMA_IN, PIPE_MTE2, 0.0, 4 * a.size, (lo, hi - lo, bypass["idx"]),
+                    "DataCopyPad")
+                ctx.bytes_read += 4 * int(a.size)
+                if a.size > 1:
+                    rec(_core.OP, PIPE_MTE2, (a.size - 1) * lat_in, 0, None, "DataCopyPad")
+                reads += int(a.size)
+        g = grad_addr[b0:b1]
+        g = g[g >= 0]
+        if g.size:
+            # the batch's rows as one transfer past the L2 model (each grad row is read
+            # once, so it would miss), plus the latency of the other row transfers
+            rec(_core.DMA_IN, PIPE_MTE2, 0.0, row_bytes * int(g.size),
+                (int(g.min()), row_bytes, True), "DataCopyPad")
+            if g.size > 1:
+                rec(_core.OP, PIPE_MTE2, (g.size - 1) * lat_in, 0, None, "DataCopyPad")
+        ctx.bytes_read += row_bytes * int(g.size)
+        rec(_core.SET, PIPE_MTE2, 0.0, 0, (k, "in"), name)
+        f0, f1 = int(fl_order[bi]), int(fl_order[bi + 1])
+        if bi == -(-n // BATCH_ROWS) - 1:
+            f1 = len(flush_step)
+        nf = f1 - f0
+        rec(_core.OP, PIPE_S, float(sc * (reads + nf * (2 + (3 if scale else 0)))), 0, None,
+            "GetValue")
+        rec(_core.WAIT, PIPE_V, 0.0, 0, (k, "in"), name)
+        rec(_core.OP, PIPE_V, float(g.size * add_cycles + nf * reset_cycles), 0, None, "Add")
+        rec(_core.SET, PIPE_V, 0.0, 0, (k, "v.mte3"), name)
+        rec(_core.SET, PIPE_V, 0.0, 0, (k, "v.mte2"), name)
+        rec(_core.WAIT, PIPE_MTE3, 0.0, 0, (k, "v.mte3"), name)
+        if nf:
+            # the batch's flushes as one transfer past the L2 model, plus the latency of
+            # the other atomic DataCopyPads (and of the 4-byte count adds with scale)
+            n_out = nf * (2 if scale else 1)
+            rec(_core.DMA_OUT, PIPE_MTE3, 0.0, nf * (row_bytes + (4 if scale else 0)),
+                (int(flush_addr[f0:f1].min()), row_bytes, True), "DataCopyPad")
+            if n_out > 1:
+                rec(_core.OP, PIPE_MTE3, (n_out - 1) * lat_out, 0, None, "DataCopyPad")
+        ctx.bytes_written += nf * (row_bytes + (4 if scale else 0))
+        prev = (k, "v.mte2")
+    if prev is not None:
+        rec(_core.WAIT, PIPE_MTE2, 0.0, 0, prev, name)
+
+
+# -- the two walks -------------------------------------------------------------------------------
+def _views(k):
+    t = k.tiling
+    grad = k.gradGm.bytes_view(4 * t.gradRow * t.embeddingDim, "DataCopyPad", "PIPE_MTE2")
+    out = k.outputGm.bytes_view(4 * t.numWeights * t.embeddingDim, "DataCopyPad", "PIPE_MTE3")
+    grad = grad.view(np.float32).reshape(t.gradRow, t.embeddingDim)
+    out = out.view(np.float32).reshape(t.numWeights, t.embeddingDim)
+    counts = None
+    if t.scaleGradByFreq:
+        counts = k.idxNumGm.bytes_view(4 * t.numWeights, "DataCopyPad", "PIPE_MTE3").view(
+            np.float32)
+    return grad, out, counts
+
+
+def _check_rows(values: np.ndarray, positions: np.ndarray, bound: int) -> None:
+    signed = values.astype(np.int64)
+    signed = np.where(signed >= 1 << 31, signed - (1 << 32), signed)
+    bad = np.flatnonzero((signed < 0) | (signed >= bound))
+    if bad.size:
+        i = int(bad[0])
+        check_index(int(signed[i]), int(positions[i]), bound, "numWeights", "DataCopyPad")
+
+
+def walk_base_rows(k, dimJ: int) -> None:
+    """The rows of one column chunk of ``KernelEmbeddingDenseGradV2.ProcessForFp32``."""
+    ctx = _core.current_core()
+    t, R = k.tiling, k.rowNum
+    idx = k.indiceGm.bytes_view(4 * R, "DataCopyPad", "PIPE_MTE2").view(np.uint32).astype(np.int64)
+    pos = k.posIdxGm.bytes_view(4 * R, "DataCopyPad", "PIPE_MTE2").view(np.uint32).astype(np.int64)
+    _check_rows(idx, pos, t.numWeights)
+    sched = FlushSchedule()
+    w = _Walker(sched, t.paddingIdx)
+    idx_list = idx.tolist()
+    for i in range(R):
+        w.row_base(i, idx_list[i], i == R - 1)
+    grad, out, counts = _views(k)
+    col0 = t.formerEmbeddingDim * dimJ
+    apply_flushes(out, grad, pos, sched, col0, k.curEmbeddingDim,
+                  counts if dimJ == 0 else None)
+    out_rows = np.asarray(sched.out_row, np.int64)
+    record_walk(ctx, (id(k), dimJ), "EmbeddingDenseGradV2 rows",
+                [k.indiceGm.address + 4 * np.arange(R), k.posIdxGm.address + 4 * np.arange(R)],
+                k.gradGm.address + 4 * (pos * t.embeddingDim + col0), 4 * k.curEmbeddingDim,
+                np.asarray(sched.step, np.int64),
+                k.outputGm.address + 4 * (out_rows * t.embeddingDim + col0),
+                (k.idxNumGm.address + 4 * out_rows) if (t.scaleGradByFreq and dimJ == 0) else None,
+                _bypass_of(k), _add_cycles(ctx, k.addParam), _vec_cycles(ctx, k.gradAlignNum))
+
+
+def walk_determinist_rows(k, dimJ: int) -> None:
+    """``SubProcess`` + ``ContinueCompute`` of the determinist kernel for one column chunk
+    (``k.standIdice`` was read by the kernel's InitStandIndice(0))."""
+    ctx = _core.current_core()
+    t = k.tiling
+    start, R = k.indicesAddrOffset, k.processRowNum
+    allIdx = k.indiceGlobalGm.bytes_view(4 * t.gradRow, "DataCopyPad", "PIPE_MTE2").view(
+        np.int32).astype(np.int64)
+    allPos = k.posIdxGm.bytes_view(4 * (t.gradRow - start), "DataCopyPad", "PIPE_MTE2").view(
+        np.int32).astype(np.int64)
+    idx = allIdx[start:]
+    stand = k.standIdice
+    # part A: backwards from the core's last row, stopping at the previous core's run
+    j = R - 1
+    back = []
+    while j >= 0 and idx[j] != stand:
+        back.append(j)
+        j -= 1
+    stopped_back = j >= 0
+    cont = []
+    stopped_fwd = False
+    need_continue = not (stopped_back and j == R - 1)
+    if need_continue:
+        stand2 = int(idx[R - 1])
+        i = R
+        while i < t.gradRow - start and idx[i] == stand2:
+            cont.append(i)
+            i += 1
+        stopped_fwd = i < t.gradRow - start
+    walk = np.asarray(back + cont, np.int64)
+    _check_rows(idx[walk] & 0xFFFFFFFF, allPos[walk], t.numWeights)
+    sched = FlushSchedule()
+    w = _Walker(sched, t.paddingIdx)
+    values = (idx[walk] & 0xFFFFFFFF).tolist()
+    for s in range(len(back)):
+        w.row_det(s, values[s], back[s] == 0)
+    if stopped_back:
+        w.break_flush(max(len(back) - 1, 0))
+    if need_continue:
+        w.last = INDICE_INIT_PARAM
+        loop_limit = t.gradRow - start - 1
+        for s in range(len(back), len(walk)):
+            w.row_det(s, values[s], cont[s - len(back)] == loop_limit)
+        if stopped_fwd:
+            w.break_flush(max(len(walk) - 1, 0))
+    grad, out, counts = _views(k)
+    col0 = t.formerEmbeddingDim * dimJ
+    apply_flushes(out, grad, allPos[walk], sched, col0, k.curEmbeddingDim,
+                  counts if dimJ == 0 else None)
+    # timing: every processed row reads its index and posIdx and loads grad; each stop
+    # (and the InitStandIndice of ContinueCompute) reads one index
+    steps = list(walk)
+    if stopped_back:
+        steps.append(j)
+    if need_continue:
+        steps.append(R - 1)                     # InitStandIndice(processRowNum)
+        if stopped_fwd:
+            steps.append(R + len(cont))
+    steps = np.asarray(steps, np.int64)
+    n = len(steps)
+    base = k.indiceGlobalGm.address + 4 * start
+    loaded = np.arange(n) < len(walk)
+    pos_addr = np.where(loaded, k.posIdxGm.address + 4 * steps, -1)
+    grad_addr = np.full(n, -1, np.int64)
+    grad_addr[:len(walk)] = k.gradGm.address + 4 * (allPos[walk] * t.embeddingDim + col0)
+    out_rows = np.asarray(sched.out_row, np.int64)
+    flush_step = np.minimum(np.asarray(sched.step, np.int64), max(n - 1, 0))
+    record_walk(ctx, (id(k), dimJ), "EmbeddingDenseGradV2Determinist rows",
+                [base + 4 * steps, pos_addr], grad_addr, 4 * k.curEmbeddingDim, flush_step,
+                k.outputGm.address + 4 * (out_rows * t.embeddingDim + col0),
+                (k.idxNumGm.address + 4 * out_rows) if (t.scaleGradByFreq and dimJ == 0) else None,
+                _bypass_of(k), _add_cycles(ctx, k.addParam), _vec_cycles(ctx, t.formerEmbeddingDim))
+
+
+def _bypass_of(k) -> dict:
+    idx = getattr(k, "indiceGm", None) or k.indiceGlobalGm
+    return {"idx": _bypass(idx)}

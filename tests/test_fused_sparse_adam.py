@@ -1,0 +1,272 @@
+"""aclnnFusedSparseAdam: the seed's example (its printed value for the row no index names),
+bit-exactness against MindSpore's order of operations written out in float32, the numpy
+golden on duplicates, out-of-range and empty indices, Nesterov, int64 indices, wide rows and
+a multi-chunk device sort, and every validation path with the in-place tensors unchanged
+(seed mindspore.ops.FusedSparseAdam; reference/operators.md §4)."""
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aclnn
+from aclnn import acl, runtime
+from aclnn.ops.fused_sparse_adam import (aclnnFusedSparseAdam,
+                                         aclnnFusedSparseAdamGetWorkspaceSize)
+from kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
+
+ROOT = Path(__file__).resolve().parents[1]
+SCALARS = dict(beta1_power=0.9 ** 4, beta2_power=0.999 ** 4, lr=0.01, beta1=0.9, beta2=0.999,
+               epsilon=1e-8)
+
+
+@pytest.fixture
+def stream(tmp_path):
+    runtime.reset()
+    cfg = tmp_path / "acl.json"
+    cfg.write_text(json.dumps({"npusim": {"soc": "Ascend910B1"}}))
+    assert acl.init(str(cfg)) == 0
+    assert acl.rt.set_device(0) == 0
+    s, ret = acl.rt.create_stream()
+    assert ret == 0
+    yield s
+    runtime.reset()
+
+
+def to_device(arr, acl_dtype=None):
+    arr = np.ascontiguousarray(arr)
+    ptr, ret = acl.rt.malloc(max(arr.nbytes, 1), aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
+    assert ret == 0
+    if arr.nbytes:
+        assert acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(arr), arr.nbytes,
+                             aclnn.ACL_MEMCPY_HOST_TO_DEVICE) == 0
+    shape = list(arr.shape)
+    strides = [int(s // arr.itemsize) for s in arr.strides]
+    dt = acl_dtype if acl_dtype is not None else aclnn.numpy_to_acl_dtype(arr.dtype)
+    return aclnn.aclCreateTensor(shape, dt, strides, 0, aclnn.ACL_FORMAT_ND, shape, ptr)
+
+
+def from_device(t, dtype=np.float32):
+    n = int(np.prod(t.view_dims))
+    out = np.zeros(n, dtype=dtype)
+    if n:
+        assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), out.nbytes, t.tensor_data, out.nbytes,
+                             aclnn.ACL_MEMCPY_DEVICE_TO_HOST) == 0
+    return out.reshape(t.view_dims)
+
+
+def make_state(shape, n, seed, low=-2, high=None):
+    rng = np.random.default_rng(seed)
+    var = rng.standard_normal(shape).astype(np.float32)
+    m = rng.standard_normal(shape).astype(np.float32)
+    v = np.abs(rng.standard_normal(shape)).astype(np.float32)
+    grad = rng.standard_normal((n,) + tuple(shape[1:])).astype(np.float32)
+    idx = rng.integers(low, (high if high is not None else shape[0] + 2), n)
+    return var, m, v, grad, idx
+
+
+def run(stream, var, m, v, grad, idx, nesterov=False, idx_dtype=np.int32, scalars=SCALARS):
+    tensors = [to_device(a) for a in (var, m, v)]
+    ws, ex, ret = aclnnFusedSparseAdamGetWorkspaceSize(
+        *tensors, scalars["beta1_power"], scalars["beta2_power"], scalars["lr"],
+        scalars["beta1"], scalars["beta2"], scalars["epsilon"], to_device(grad),
+        to_device(np.asarray(idx, idx_dtype)), nesterov)
+    assert ret == 0, acl.get_recent_err_msg()
+    wptr = 0
+    if ws:
+        wptr, ret = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
+    assert aclnnFusedSparseAdam(wptr, ws, ex, stream) == 0
+    assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
+    return [from_device(t) for t in tensors], ex
+
+
+def documented_order_fp32(var, m, v, grad, idx, nesterov, s):
+    """MindSpore's CPU kernel in float32, statement by statement (reference/operators.md §4)."""
+    f = np.float32
+    b1p, b2p, lr, b1, b2, eps = (f(s[k]) for k in ("beta1_power", "beta2_power", "lr", "beta1",
+                                                   "beta2", "epsilon"))
+    rows = var.shape[0]
+    var, m, v = var.copy(), m.copy(), v.copy()
+    summed = {}                                          # first occurrence copied, then +=
+    for i, k in enumerate(np.asarray(idx).tolist()):
+        if 0 <= k < rows:
+            summed[k] = grad[i].copy() if k not in summed else summed[k] + grad[i]
+    lr = lr * np.sqrt(f(1) - b2p) / (f(1) - b1p)
+    m *= b1
+    v *= b2
+    m_t = m * b1 if nesterov else None                 # rows without an index: zero gradient
+    for k, g in summed.items():
+        m[k] += (f(1) - b1) * g
+        v[k] += (f(1) - b2) * g * g
+        if nesterov:
+            m_t[k] = m[k] * b1 + (f(1) - b1) * g
+    M = m_t if nesterov else m
+    var -= lr * M / (np.sqrt(v) + eps)
+    return var, m, v
+
+
+def test_seed_example_and_its_printed_value(capsys):
+    spec = importlib.util.spec_from_file_location("sample", ROOT / "examples/fused_sparse_adam_sample.py")
+    sample = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sample)
+    runtime.reset()
+    try:
+        res = sample.main([])
+    finally:
+        runtime.reset()
+    # row 2 is named by no index: m = 0.9, v = 0.999 decay only; the seed prints 0.99971527
+    np.testing.assert_allclose(res["var"][2], [[0.99971527, 0.99971527]], rtol=0, atol=1e-7)
+    ones = np.ones((3, 1, 2), np.float32)
+    golden = fused_sparse_adam_golden(ones, ones, ones, 0.9, 0.999, 0.001, 0.9, 0.999, 1e-8,
+                                      res["grad"], [0, 1])
+    for got, want in zip((res["var"], res["m"], res["v"]), golden):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert "[[[0.99" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("nesterov", [False, True])
+@pytest.mark.parametrize("shape,n", [((40, 16), 120), ((7, 3, 5), 20), ((300, 24), 5000)])
+def test_bit_exact_with_mindspore_order(stream, nesterov, shape, n):
+    var, m, v, grad, idx = make_state(shape, n, seed=n)
+    got, ex = run(stream, var, m, v, grad, idx, nesterov)
+    want = documented_order_fp32(var, m, v, grad, idx, nesterov, SCALARS)
+    for name, g, w in zip(("var", "m", "v"), got, want):
+        np.testing.assert_array_equal(g, w, err_msg=name)
+    assert ex.kernels == ["Sort", "FusedSparseAdam"]
+    if n > 4096:
+        assert ex.sort_tiling.chunkNum == 2             # the multi-core merge sort ran
+
+
+@pytest.mark.parametrize("case", ["duplicates", "out_of_range", "all_same", "int64", "empty",
+                                  "wide_rows"])
+def test_against_golden(stream, case):
+    shape, n, idx_dtype = (50, 8), 200, np.int32
+    low, high = 0, 50
+    if case == "out_of_range":
+        low, high = -60, 110
+    elif case == "all_same":
+        low, high = 7, 8
+    elif case == "empty":
+        n = 0
+    elif case == "wide_rows":
+        shape, n = (6, 20000), 9                         # two column chunks
+    var, m, v, grad, idx = make_state(shape, n, seed=3, low=low, high=high)
+    if case == "int64":
+        idx_dtype = np.int64
+        idx = idx.astype(np.int64)
+        idx[::7] += 2 ** 32                              # beyond int32: dropped after the cast
+    got, ex = run(stream, var, m, v, grad, idx, False, idx_dtype)
+    want = fused_sparse_adam_golden(var, m, v, *SCALARS.values(), grad, idx)
+    tol = 3e-5 if case == "all_same" else 2e-6      # 200 rows summed in fp32 vs float64
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+    if case == "empty":
+        assert ex.kernels == ["FusedSparseAdam"]
+        np.testing.assert_allclose(got[1], m * np.float32(0.9), rtol=1e-7)   # still decays
+    if case == "int64":
+        assert ex.kernels[0] == "Cast"
+
+
+def test_nesterov_rows_without_an_index_use_a_zero_gradient(stream):
+    var, m, v, grad, idx = make_state((10, 4), 3, seed=5, low=0, high=3)
+    got, _ = run(stream, var, m, v, grad, idx, True)
+    want = fused_sparse_adam_golden(var, m, v, *SCALARS.values(), grad, idx, use_nesterov=True)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-6, atol=2e-6)
+    # rows 3..9: M = beta1 * (beta1 * m)
+    f = np.float32
+    lr_t = f(0.01) * np.sqrt(f(1) - f(SCALARS["beta2_power"])) / (f(1) - f(SCALARS["beta1_power"]))
+    mm = m[5] * f(0.9) * f(0.9)
+    expect = var[5] - lr_t * mm / (np.sqrt(v[5] * f(0.999)) + f(1e-8))
+    np.testing.assert_allclose(got[0][5], expect, rtol=1e-6)
+
+
+# -- validation ------------------------------------------------------------------------------
+def _fresh():
+    var, m, v, grad, idx = make_state((6, 4), 5, seed=9, low=0, high=6)
+    arrays = [var, m, v, grad, idx.astype(np.int32)]
+    return arrays, [to_device(a) for a in arrays]
+
+
+def _args(T, **over):
+    a = dict(varRef=T[0], mRef=T[1], vRef=T[2], beta1Power=0.9, beta2Power=0.999, lr=0.001,
+             beta1=0.9, beta2=0.999, epsilon=1e-8, grad=T[3], indices=T[4], useNesterov=False)
+    a.update(over)
+    return a
+
+
+def _retype(t, dt):
+    return aclnn.aclCreateTensor(list(t.view_dims), dt, list(t.strides), 0, t.format,
+                                 list(t.storage_dims), t.tensor_data)
+
+
+def _reshape(t, shape, storage=None):
+    return aclnn.aclCreateTensor(list(shape), t.data_type, list(aclnn.contiguous_strides(shape)),
+                                 0, aclnn.ACL_FORMAT_ND, list(storage or shape), t.tensor_data)
+
+
+BAD = {
+    "null var": (lambda T: _args(T, varRef=None), 161001, "varRef"),
+    "null grad": (lambda T: _args(T, grad=None), 161001, "grad"),
+    "null indices": (lambda T: _args(T, indices=None), 161001, "indices"),
+    "fp16 var": (lambda T: _args(T, varRef=_retype(T[0], aclnn.ACL_FLOAT16)), 161002, "varRef"),
+    "fp16 m": (lambda T: _args(T, mRef=_retype(T[1], aclnn.ACL_FLOAT16)), 161002, "mRef"),
+    "float indices": (lambda T: _args(T, indices=_retype(T[4], aclnn.ACL_FLOAT)), 161002,
+                      "indices"),
+    "v shape": (lambda T: _args(T, vRef=_reshape(T[2], [4, 6])), 161002, "vRef"),
+    "2-D indices": (lambda T: _args(T, indices=_reshape(T[4], [5, 1])), 161002, "indices"),
+    "grad rows": (lambda T: _args(T, grad=_reshape(T[3], [4, 5], [20])), 161002, "grad"),
+    "grad cols": (lambda T: _args(T, grad=_reshape(T[3], [5, 2, 2])), 161002, "grad"),
+    "beta1Power 1": (lambda T: _args(T, beta1Power=1.0), 161002, "beta1Power"),
+    "lr not a number": (lambda T: _args(T, lr="0.1"), 161002, "lr"),
+    "nesterov not bool": (lambda T: _args(T, useNesterov=2), 161002, "useNesterov"),
+    "NZ var": (lambda T: _args(T, varRef=aclnn.aclCreateTensor(
+        [6, 4], aclnn.ACL_FLOAT, [4, 1], 0, aclnn.ACL_FORMAT_FRACTAL_NZ, [6, 4],
+        T[0].tensor_data)), 161002, "varRef"),
+    "non-contiguous m": (lambda T: _args(T, mRef=aclnn.aclCreateTensor(
+        [6, 4], aclnn.ACL_FLOAT, [1, 6], 0, aclnn.ACL_FORMAT_ND, [24], T[1].tensor_data)),
+        161002, "mRef"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_invalid_arguments_change_nothing(stream, case):
+    build, code, arg = BAD[case]
+    arrays, tensors = _fresh()
+    ws, ex, ret = aclnnFusedSparseAdamGetWorkspaceSize(**build(tensors))
+    assert (ws, ex, ret) == (0, None, code)
+    msg = acl.get_recent_err_msg()
+    assert msg and arg in msg
+    assert acl.rt.synchronize_stream(stream) == 0
+    for t, a in zip(tensors, arrays):
+        np.testing.assert_array_equal(from_device(t, a.dtype), a)
+
+
+def test_unsupported_soc_and_no_device(tmp_path):
+    runtime.reset()
+    try:
+        cfg = tmp_path / "acl.json"
+        cfg.write_text(json.dumps({"npusim": {"soc": "Ascend910A"}}))
+        assert acl.init(str(cfg)) == 0
+        t = aclnn.aclCreateTensor([4], aclnn.ACL_FLOAT, [1], 0, aclnn.ACL_FORMAT_ND, [4], 0)
+        args = dict(varRef=t, mRef=t, vRef=t, beta1Power=0.5, beta2Power=0.5, lr=0.1, beta1=0.9,
+                    beta2=0.9, epsilon=1e-8, grad=t, indices=t, useNesterov=False)
+        _, _, ret = aclnnFusedSparseAdamGetWorkspaceSize(**args)
+        assert ret == aclnn.ACLNN_ERR_RUNTIME_ERROR
+        assert acl.rt.set_device(0) == 0
+        _, _, ret = aclnnFusedSparseAdamGetWorkspaceSize(**args)
+        assert ret == 161002 and "Ascend910A" in acl.get_recent_err_msg()
+    finally:
+        runtime.reset()
+
+
+def test_workspace_and_second_phase_errors(stream):
+    arrays, tensors = _fresh()
+    ws, ex, ret = aclnnFusedSparseAdamGetWorkspaceSize(**_args(tensors))
+    # 16 MiB system workspace + sorted indices and positions (one Sort chunk: no buffers)
+    assert ret == 0 and ws == 16 * (1 << 20) + 2 * 512
+    assert aclnnFusedSparseAdam(0, ws, ex, stream) == aclnn.ACLNN_ERR_PARAM_NULLPTR
+    assert acl.rt.synchronize_stream(stream) == 0
+    for t, a in zip(tensors, arrays):
+        np.testing.assert_array_equal(from_device(t, a.dtype), a)
