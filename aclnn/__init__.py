@@ -31,6 +31,10 @@ from aclnn.ops.add import (aclnnAdd, aclnnAddGetWorkspaceSize, aclnnInplaceAdd,
 from aclnn.ops.apply_add_sign import aclnnApplyAddSign, aclnnApplyAddSignGetWorkspaceSize
 from aclnn.ops.apply_fused_ema_adam import (aclnnApplyFusedEmaAdam,
                                             aclnnApplyFusedEmaAdamGetWorkspaceSize)
+from aclnn.ops.embedding_dense_backward import (PrecisionCaveatWarning,
+                                                aclnnEmbeddingDenseBackward,
+                                                aclnnEmbeddingDenseBackwardGetWorkspaceSize)
+from aclnn.ops.fused_sparse_adam import aclnnFusedSparseAdam, aclnnFusedSparseAdamGetWorkspaceSize
 from aclnn.tensor import *  # noqa: F401,F403
 from aclnn.tensor import __all__ as _tensor_all
 
@@ -40,4 +44,6 @@ __all__ = list(_constants_all) + list(_tensor_all) + [
     "aclnnApplyFusedEmaAdam", "aclnnApplyFusedEmaAdamGetWorkspaceSize",
     "aclnnAdd", "aclnnAddGetWorkspaceSize", "aclnnInplaceAdd", "aclnnInplaceAddGetWorkspaceSize",
     "aclnnApplyAddSign", "aclnnApplyAddSignGetWorkspaceSize", "optim",
+    "aclnnEmbeddingDenseBackward", "aclnnEmbeddingDenseBackwardGetWorkspaceSize",
+    "PrecisionCaveatWarning", "aclnnFusedSparseAdam", "aclnnFusedSparseAdamGetWorkspaceSize",
 ]

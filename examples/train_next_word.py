@@ -45,11 +45,13 @@ import tempfile
 import time
 from collections import Counter
 
+import ml_dtypes
 import numpy as np
 
 import aclnn                    # aclnn operators, aclTensor and the ACL_* constants
 from aclnn import acl           # pyACL-style runtime: acl.init, acl.rt.*, acl.util.*
 from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
+from kernels.embedding_dense_backward.golden import embedding_dense_backward_golden
 
 PAD, UNK = 0, 1                 # reserved token ids
 # words, numbers, and punctuation one character at a time, except that a run of one
@@ -65,6 +67,8 @@ ADAM_DEFAULTS = dict(
     beta1=0.9, beta2=0.999, eps=1e-8, mode=1, bias_correction=True, weight_decay=0.01,
 )
 EMA_MAX_DECAY = 0.999
+#: dtype name -> (numpy dtype, aclDataType name) of the device tensors
+DTYPES = {"float32": (np.float32, "ACL_FLOAT"), "bfloat16": (ml_dtypes.bfloat16, "ACL_BF16")}
 
 
 # --------------------------------------------------------------------------- data
@@ -158,14 +162,17 @@ def forward(params: dict[str, np.ndarray], X: np.ndarray, y: np.ndarray):
     return float(loss), cache
 
 
-def backward(params: dict[str, np.ndarray], cache: dict) -> dict[str, np.ndarray]:
-    """Gradients of the mean loss: ``{"E": [V, D], "W": [D, V], "b": [V]}``.
+def output_backward(params: dict[str, np.ndarray], cache: dict):
+    """The host's share of the backward pass.
 
-    dlogits [B, V] = (probs - onehot(y)) / B; dW = h.T @ dlogits; db = sum of dlogits;
-    dh [B, D] = dlogits @ W.T; each non-pad context position i of example n gets
-    dh[n] / count[n] scattered into row X[n, i] of dE (rows of ``<pad>`` get nothing).
+    Returns:
+        ``({"W": dW [D, V], "b": db [V]}, grad_pos [B*C, D], ids [B*C])``: dlogits [B, V] =
+        (probs - onehot(y)) / B; dW = h.T @ dlogits; db = sum of dlogits; dh = dlogits @ W.T;
+        every context position of example n gets dh[n] / count[n] (``grad_pos``), to be
+        scattered into row ``ids`` of dE — the embedding backward, which ignores the rows
+        of ``<pad>`` (paddingIdx).
     """
-    X, y, mask, count, h = cache["X"], cache["y"], cache["mask"], cache["count"], cache["h"]
+    X, y, count, h = cache["X"], cache["y"], cache["count"], cache["h"]
     batch = len(y)
     dlogits = cache["probs"].copy()
     dlogits[np.arange(batch), y] -= 1.0
@@ -173,10 +180,22 @@ def backward(params: dict[str, np.ndarray], cache: dict) -> dict[str, np.ndarray
     dW = h.T @ dlogits                                                   # [D, V]
     db = dlogits.sum(axis=0)                                             # [V]
     dh = dlogits @ params["W"].T                                         # [B, D]
-    per_position = np.broadcast_to((dh / count)[:, None, :], X.shape + dh.shape[1:])
-    dE = np.zeros_like(params["E"])                                      # [V, D]
-    np.add.at(dE, X[mask], per_position[mask])
-    return {"E": dE, "W": dW, "b": db}
+    grad_pos = np.repeat(dh / count, X.shape[1], axis=0)                 # [B*C, D]
+    return {"W": dW, "b": db}, grad_pos, X.reshape(-1)
+
+
+def backward(params: dict[str, np.ndarray], cache: dict,
+             scale_grad_by_freq: bool = False) -> dict[str, np.ndarray]:
+    """All gradients on the host: ``{"E": [V, D], "W": [D, V], "b": [V]}``.
+
+    dE is the embedding backward's numpy golden (PyTorch semantics: ``<pad>`` rows get
+    nothing; with ``scale_grad_by_freq`` each contribution is divided by how often its
+    row occurs in the batch), i.e. what aclnnEmbeddingDenseBackward computes on the device.
+    """
+    grads, grad_pos, ids = output_backward(params, cache)
+    grads["E"] = embedding_dense_backward_golden(grad_pos, ids, params["E"].shape[0], PAD,
+                                                 scale_grad_by_freq, out_dtype=params["E"].dtype)
+    return grads
 
 
 def evaluate(params: dict[str, np.ndarray], X: np.ndarray, y: np.ndarray,
@@ -238,73 +257,129 @@ def _check(call: str, ret: int) -> None:
         raise RuntimeError(f"{call} failed with error {ret}: {acl.get_recent_err_msg()}")
 
 
-class NpuEmaAdam:
-    """Fused EMA-AdamW on the simulated NPU, written like the official aclnn sample.
+class NpuTraining:
+    """The device side of a training step, written like the official aclnn samples.
 
-    One set of device buffers (grad, var, m, v, s) per parameter tensor stays on the
-    device for the whole run; a step copies the gradients in, launches
-    ``aclnnApplyFusedEmaAdam`` for every tensor on one stream and copies var (the new
-    weights) and s (the EMA weights) back.
+    Per step, on the compute stream: copy the host's gradients in (``grad_pos`` for the
+    embedding, dW, db) and the step number; wait for the event that says this batch's
+    token ids have arrived; run ``aclnnEmbeddingDenseBackward`` (paddingIdx = ``<pad>``),
+    whose output is directly the gradient tensor of E; run ``aclnnApplyFusedEmaAdam`` for
+    E, W and b; copy the new weights and the EMA weights back. On the copy stream, in the
+    meantime: once the gradients are in, the next batch's token ids go host -> device into
+    the other of two buffers, and an event marks their arrival — that copy overlaps this
+    step's kernels.
+
+    On a SoC where aclnnApplyFusedEmaAdam is not supported (its document lists only
+    Atlas A2/A3; the first phase returns 161002 on Ascend910A) the update runs on the
+    host with the operator's golden, and the run says so.
+
+    Args:
+        params: the initial weights (E [V, D], W [D, V], b [V]), float32 on the host.
+        dtype: "float32" or "bfloat16": the dtype of every device tensor.
+        soc: the simulated SoC. scale_grad_by_freq: the embedding backward's flag.
     """
 
     ROLES = ("grad", "var", "m", "v", "s")
 
     def __init__(self, params: dict[str, np.ndarray], lr: float = DEFAULTS["lr"],
-                 soc: str = DEFAULTS["soc"], device_id: int = 0, **adam):
+                 soc: str = DEFAULTS["soc"], dtype: str = "float32",
+                 scale_grad_by_freq: bool = False, batch_positions: int = 0,
+                 device_id: int = 0, verbose: bool = True, **adam):
         self.lr = lr
         self.adam = {**ADAM_DEFAULTS, **adam}
+        self.np_dtype = np.dtype(DTYPES[dtype][0])
+        self.acl_dtype = getattr(aclnn, DTYPES[dtype][1])
+        self.scale_grad_by_freq = scale_grad_by_freq
         self.device_id = device_id
         self.step_count = 0
+        self.vocab, self.dim = params["E"].shape
         self.ema = {name: p.copy() for name, p in params.items()}
-        self.buffers: dict[str, dict[str, int]] = {}   # name -> role -> device pointer
+        self.buffers: dict[str, dict[str, int]] = {}     # name -> role -> device pointer
         self.tensors: dict[str, dict[str, object]] = {}  # name -> role -> aclTensor
         self.workspace, self.workspace_size = 0, 0
+        self.timeline: list[dict] = []                   # device spans of each step
         self.closed = False
 
-        # 1. Initialise ACL; the JSON config tells the simulator which SoC to be.
+        # 1. Initialise ACL (the JSON tells the simulator which SoC to be), choose the
+        #    device, and create two streams: one computes, one copies ahead.
         fd, config_path = tempfile.mkstemp(suffix=".json", prefix="acl_")
         with os.fdopen(fd, "w") as f:
             json.dump({"npusim": {"soc": soc}}, f)
         try:
             ret = acl.init(config_path)
         finally:
-            os.unlink(config_path)  # read by acl.init, not needed afterwards
+            os.unlink(config_path)
         _check("acl.init", ret)
-        # 2. Choose the device.
-        ret = acl.rt.set_device(device_id)
-        _check("acl.rt.set_device", ret)
-        # 3. Create a stream for the launches.
+        _check("acl.rt.set_device", acl.rt.set_device(device_id))
         self.stream, ret = acl.rt.create_stream()
         _check("acl.rt.create_stream", ret)
+        self.copy_stream, ret = acl.rt.create_stream()
+        _check("acl.rt.create_stream", ret)
 
-        # 4. Allocate device memory, copy the initial values in and create the tensors.
+        # 2. Device memory and tensors: grad/var/m/v/s per parameter, the step, the
+        #    per-position gradient of the embedding and two buffers of token ids.
         for name, p in params.items():
-            p = np.ascontiguousarray(p, dtype=np.float32)  # dtype fixed to float32 for now
+            p = p.astype(self.np_dtype)
             initial = {"grad": np.zeros_like(p), "var": p, "m": np.zeros_like(p),
                        "v": np.zeros_like(p), "s": p.copy()}
             self.buffers[name], self.tensors[name] = {}, {}
             for role in self.ROLES:
                 ptr = self._to_device(initial[role])
                 self.buffers[name][role] = ptr
-                self.tensors[name][role] = self._create_tensor(p.shape, aclnn.ACL_FLOAT, ptr)
-        self.step_host = np.zeros(1, dtype=np.int64)    # the int64 step tensor [1]
+                self.tensors[name][role] = self._create_tensor(p.shape, self.acl_dtype, ptr)
+        self.step_host = np.zeros(1, dtype=np.int64)
         self.step_ptr = self._to_device(self.step_host)
         self.step_tensor = self._create_tensor((1,), aclnn.ACL_INT64, self.step_ptr)
+        n = batch_positions
+        self.grad_pos_ptr = self._to_device(np.zeros((n, self.dim), self.np_dtype))
+        self.grad_pos_tensor = self._create_tensor((n, self.dim), self.acl_dtype,
+                                                   self.grad_pos_ptr)
+        self.ids_ptrs = [self._to_device(np.zeros(n, np.int32)) for _ in range(2)]
+        self.ids_tensors = [self._create_tensor((n,), aclnn.ACL_INT32, ptr)
+                            for ptr in self.ids_ptrs]
+        self.ids_host = [np.zeros(n, np.int32) for _ in range(2)]  # alive until copied
 
-        # 5. Two events to time the launches of a step on the device clock.
+        # 3. Events: the start and end of each step's kernels, and "ids arrived" per buffer.
         self.start_event, ret = acl.rt.create_event()
         _check("acl.rt.create_event", ret)
         self.end_event, ret = acl.rt.create_event()
         _check("acl.rt.create_event", ret)
+        self.grads_in_event, ret = acl.rt.create_event()
+        _check("acl.rt.create_event", ret)
+        self.ids_events = []
+        for _ in range(2):
+            event, ret = acl.rt.create_event()
+            _check("acl.rt.create_event", ret)
+            self.ids_events.append(event)
+
+        # 4. Does this SoC run aclnnApplyFusedEmaAdam? Ask its first phase once.
+        self.host_update = None
+        t = self.tensors["b"]
+        _, probe, ret = aclnn.aclnnApplyFusedEmaAdamGetWorkspaceSize(
+            t["grad"], t["var"], t["m"], t["v"], t["s"], self.step_tensor, lr, 0.5,
+            self.adam["beta1"], self.adam["beta2"], self.adam["eps"], self.adam["mode"],
+            self.adam["bias_correction"], self.adam["weight_decay"])
+        if ret == aclnn.ACLNN_ERR_PARAM_INVALID:
+            message = acl.get_recent_err_msg()
+            self.host_update = NumpyEmaAdam({k: v.astype(self.np_dtype) for k, v in
+                                             params.items()}, lr=lr, **adam)
+            if verbose:
+                print(f"note: {message.splitlines()[0] if message else ret}\n"
+                      "      the parameter update runs on the host (the operator's golden); "
+                      "the embedding backward stays on the device", flush=True)
+        else:
+            _check("aclnnApplyFusedEmaAdamGetWorkspaceSize", ret)
+            _check("aclDestroyAclOpExecutor", aclnn.aclDestroyAclOpExecutor(probe))
 
     def _to_device(self, host: np.ndarray) -> int:
         """aclrtMalloc + aclrtMemcpy host -> device; returns the device pointer."""
-        nbytes = host.nbytes
+        nbytes = max(host.nbytes, 1)
         ptr, ret = acl.rt.malloc(nbytes, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
         _check("acl.rt.malloc", ret)
-        ret = acl.rt.memcpy(ptr, nbytes, acl.util.numpy_to_ptr(host), nbytes,
-                            aclnn.ACL_MEMCPY_HOST_TO_DEVICE)
-        _check("acl.rt.memcpy", ret)
+        if host.nbytes:
+            ret = acl.rt.memcpy(ptr, host.nbytes, acl.util.numpy_to_ptr(host), host.nbytes,
+                                aclnn.ACL_MEMCPY_HOST_TO_DEVICE)
+            _check("acl.rt.memcpy", ret)
         return ptr
 
     @staticmethod
@@ -319,94 +394,155 @@ class NpuEmaAdam:
         return tensor
 
     def _workspace_for(self, size: int) -> int:
-        """A workspace of at least ``size`` bytes (0 when none is needed); one buffer,
-        grown to the largest request and reused."""
+        """A workspace of at least ``size`` bytes (0 when none is needed), grown to the
+        largest request and reused."""
         if size <= 0:
             return 0
         if size > self.workspace_size:
             if self.workspace:
-                # Earlier launches of this step may still use the old buffer.
-                ret = acl.rt.synchronize_stream(self.stream)
-                _check("acl.rt.synchronize_stream", ret)
-                ret = acl.rt.free(self.workspace)
-                _check("acl.rt.free", ret)
+                _check("acl.rt.synchronize_stream", acl.rt.synchronize_stream(self.stream))
+                _check("acl.rt.free", acl.rt.free(self.workspace))
             self.workspace, ret = acl.rt.malloc(size, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
             _check("acl.rt.malloc", ret)
             self.workspace_size = size
         return self.workspace
 
-    def step(self, params: dict[str, np.ndarray], grads: dict[str, np.ndarray]) -> float:
-        """Update ``params`` (in place) and ``self.ema``; return the simulated device time
-        of the step's launches in microseconds."""
+    def prefetch_ids(self, step: int, ids: np.ndarray) -> None:
+        """Copy the token ids of ``step``'s batch ahead, on the copy stream, and record
+        the event the compute stream will wait for."""
+        slot = step % 2
+        self.ids_host[slot][...] = ids
+        host = self.ids_host[slot]
+        ret = acl.rt.memcpy_async(self.ids_ptrs[slot], host.nbytes, acl.util.numpy_to_ptr(host),
+                                  host.nbytes, aclnn.ACL_MEMCPY_HOST_TO_DEVICE,
+                                  self.copy_stream)
+        _check("acl.rt.memcpy_async", ret)
+        _check("acl.rt.record_event", acl.rt.record_event(self.ids_events[slot],
+                                                          self.copy_stream))
+
+    def step(self, params, grads, grad_pos, next_ids=None) -> float:
+        """One update: ``grads`` holds dW and db from the host, ``grad_pos`` [B*C, D] the
+        embedding's per-position gradient (its ids were prefetched); ``next_ids`` are
+        copied ahead for the next step. Updates ``params`` and ``self.ema`` in place and
+        returns the simulated device time of the step's kernels (µs)."""
         self.step_count += 1
+        slot = self.step_count % 2
         ema_decay = ema_decay_at(self.step_count)
+        dev = aclnn.runtime.current_device()
+        t_begin = dev.env.now
 
-        # 1. Copy the gradients and the new step value host -> device.
-        for name, grad in grads.items():
-            grad = np.ascontiguousarray(grad, dtype=np.float32)
-            ret = acl.rt.memcpy(self.buffers[name]["grad"], grad.nbytes,
-                                acl.util.numpy_to_ptr(grad), grad.nbytes,
-                                aclnn.ACL_MEMCPY_HOST_TO_DEVICE)
-            _check("acl.rt.memcpy", ret)
+        # 1. Host -> device on the compute stream: gradients and the step number.
+        hosts = {"W": grads["W"], "b": grads["b"]}
+        keep = [np.ascontiguousarray(g, dtype=self.np_dtype) for g in hosts.values()]
+        keep.append(np.ascontiguousarray(grad_pos, dtype=self.np_dtype))
         self.step_host[0] = self.step_count
-        ret = acl.rt.memcpy(self.step_ptr, self.step_host.nbytes,
-                            acl.util.numpy_to_ptr(self.step_host), self.step_host.nbytes,
-                            aclnn.ACL_MEMCPY_HOST_TO_DEVICE)
-        _check("acl.rt.memcpy", ret)
-
-        # 2. Mark the start of the step on the stream.
-        ret = acl.rt.record_event(self.start_event, self.stream)
-        _check("acl.rt.record_event", ret)
-        for name in params:
-            t = self.tensors[name]
-            # 3. Phase one: validate, tile, and get the workspace size and an executor.
-            ws_size, executor, ret = aclnn.aclnnApplyFusedEmaAdamGetWorkspaceSize(
-                t["grad"], t["var"], t["m"], t["v"], t["s"], self.step_tensor,
-                self.lr, ema_decay, self.adam["beta1"], self.adam["beta2"],
-                self.adam["eps"], self.adam["mode"], self.adam["bias_correction"],
-                self.adam["weight_decay"])
-            _check("aclnnApplyFusedEmaAdamGetWorkspaceSize", ret)
-            # 4. Allocate a workspace only if one is needed.
-            ws_ptr = self._workspace_for(ws_size)
-            # 5. Phase two: launch the kernel on the stream (var, m, v, s in place).
-            ret = aclnn.aclnnApplyFusedEmaAdam(ws_ptr, ws_size, executor, self.stream)
-            _check("aclnnApplyFusedEmaAdam", ret)
-        # 6. Mark the end, wait for the stream and read the simulated elapsed time.
-        ret = acl.rt.record_event(self.end_event, self.stream)
-        _check("acl.rt.record_event", ret)
-        ret = acl.rt.synchronize_stream(self.stream)
-        _check("acl.rt.synchronize_stream", ret)
+        targets = [self.buffers["W"]["grad"], self.buffers["b"]["grad"], self.grad_pos_ptr]
+        for ptr, host in list(zip(targets, keep)) + [(self.step_ptr, self.step_host)]:
+            ret = acl.rt.memcpy_async(ptr, host.nbytes, acl.util.numpy_to_ptr(host),
+                                      host.nbytes, aclnn.ACL_MEMCPY_HOST_TO_DEVICE, self.stream)
+            _check("acl.rt.memcpy_async", ret)
+        # 2. The next batch's ids travel on the copy stream while this step computes: the
+        #    copy stream first waits until the gradients are in, so that the prefetch does
+        #    not hold up this step's copies on the host link.
+        if next_ids is not None:
+            _check("acl.rt.record_event", acl.rt.record_event(self.grads_in_event, self.stream))
+            _check("acl.rt.stream_wait_event",
+                   acl.rt.stream_wait_event(self.copy_stream, self.grads_in_event))
+            self.prefetch_ids(self.step_count + 1, next_ids)
+        # 3. Wait for this batch's ids, then the kernels between two events.
+        _check("acl.rt.stream_wait_event",
+               acl.rt.stream_wait_event(self.stream, self.ids_events[slot]))
+        _check("acl.rt.record_event", acl.rt.record_event(self.start_event, self.stream))
+        #    3a. dE on the device: the embedding backward writes E's gradient tensor.
+        ws, executor, ret = aclnn.aclnnEmbeddingDenseBackwardGetWorkspaceSize(
+            self.grad_pos_tensor, self.ids_tensors[slot], self.vocab, PAD,
+            self.scale_grad_by_freq, self.tensors["E"]["grad"])
+        _check("aclnnEmbeddingDenseBackwardGetWorkspaceSize", ret)
+        ret = aclnn.aclnnEmbeddingDenseBackward(self._workspace_for(ws), ws, executor, self.stream)
+        _check("aclnnEmbeddingDenseBackward", ret)
+        #    3b. The update of E, W and b: phase one, workspace if > 0, phase two.
+        if self.host_update is None:
+            for name in params:
+                t = self.tensors[name]
+                ws, executor, ret = aclnn.aclnnApplyFusedEmaAdamGetWorkspaceSize(
+                    t["grad"], t["var"], t["m"], t["v"], t["s"], self.step_tensor,
+                    self.lr, ema_decay, self.adam["beta1"], self.adam["beta2"],
+                    self.adam["eps"], self.adam["mode"], self.adam["bias_correction"],
+                    self.adam["weight_decay"])
+                _check("aclnnApplyFusedEmaAdamGetWorkspaceSize", ret)
+                ret = aclnn.aclnnApplyFusedEmaAdam(self._workspace_for(ws), ws, executor,
+                                                   self.stream)
+                _check("aclnnApplyFusedEmaAdam", ret)
+        _check("acl.rt.record_event", acl.rt.record_event(self.end_event, self.stream))
+        # 4. Synchronise and read the simulated time between the two events.
+        _check("acl.rt.synchronize_stream", acl.rt.synchronize_stream(self.stream))
         ms, ret = acl.rt.event_elapsed_time(self.start_event, self.end_event)
         _check("acl.rt.event_elapsed_time", ret)
+        self._note_timeline(dev, t_begin)
 
-        # 7. Copy the results device -> host: var into the parameters, s into the EMA.
+        # 5. Device -> host: new weights and EMA weights (or dE, for a host update).
+        if self.host_update is not None:
+            dE = np.empty_like(params["E"], dtype=self.np_dtype)
+            self._from_device(dE, self.buffers["E"]["grad"])
+            host_grads = {"E": dE, **{k: np.asarray(g, self.np_dtype) for k, g in hosts.items()}}
+            self.host_update.step(self.host_update_params(params), host_grads)
+            for name, p in params.items():
+                p[...] = self._host_params[name]
+                self.ema[name][...] = self.host_update.ema[name]
+            return ms * 1000.0
         for name, var in params.items():
             for host, role in ((var, "var"), (self.ema[name], "s")):
-                ret = acl.rt.memcpy(acl.util.numpy_to_ptr(host), host.nbytes,
-                                    self.buffers[name][role], host.nbytes,
-                                    aclnn.ACL_MEMCPY_DEVICE_TO_HOST)
-                _check("acl.rt.memcpy", ret)
+                buf = np.empty(host.shape, self.np_dtype)
+                self._from_device(buf, self.buffers[name][role])
+                host[...] = buf
         return ms * 1000.0
 
+    def host_update_params(self, params):
+        if not hasattr(self, "_host_params"):
+            self._host_params = {k: v.astype(self.np_dtype) for k, v in params.items()}
+        return self._host_params
+
+    def _from_device(self, host: np.ndarray, ptr: int) -> None:
+        ret = acl.rt.memcpy(acl.util.numpy_to_ptr(host), host.nbytes, ptr, host.nbytes,
+                            aclnn.ACL_MEMCPY_DEVICE_TO_HOST)
+        _check("acl.rt.memcpy", ret)
+
+    def _note_timeline(self, dev, t_begin: float) -> None:
+        """Keep the device spans of this step: kernels and host -> device copies (µs)."""
+        compute = self._stream_id()
+        spans = [(f"H2D {nbytes} B " + ("(compute stream)" if sid == compute
+                                          else "ids (copy stream)"), start, end)
+                 for kind, start, end, nbytes, sid in dev.copies
+                 if end > t_begin and kind == "H2D"]
+        spans += [(p.op_name, p.start_us, p.start_us + p.duration_us) for p in dev.profiles
+                  if p.start_us >= t_begin]
+        self.timeline.append({"begin": t_begin, "spans": spans})
+
+    def _stream_id(self) -> int:
+        return aclnn.runtime.resolve_stream(self.stream).id
+
     def close(self) -> None:
-        """8. Release everything in reverse order: tensors, device memory, events,
-        stream, device, ACL."""
+        """Release everything in reverse order: tensors, device memory, events, streams,
+        device, ACL."""
         if self.closed:
             return
         self.closed = True
-        for role_tensors in self.tensors.values():
-            for tensor in role_tensors.values():
-                _check("aclDestroyTensor", aclnn.aclDestroyTensor(tensor))
-        _check("aclDestroyTensor", aclnn.aclDestroyTensor(self.step_tensor))
-        for role_ptrs in self.buffers.values():
-            for ptr in role_ptrs.values():
-                _check("acl.rt.free", acl.rt.free(ptr))
-        _check("acl.rt.free", acl.rt.free(self.step_ptr))
+        for stream in (self.stream, self.copy_stream):    # no task may outlive its memory
+            _check("acl.rt.synchronize_stream", acl.rt.synchronize_stream(stream))
+        tensors = [t for roles in self.tensors.values() for t in roles.values()]
+        tensors += [self.step_tensor, self.grad_pos_tensor, *self.ids_tensors]
+        for tensor in tensors:
+            _check("aclDestroyTensor", aclnn.aclDestroyTensor(tensor))
+        ptrs = [p for roles in self.buffers.values() for p in roles.values()]
+        ptrs += [self.step_ptr, self.grad_pos_ptr, *self.ids_ptrs]
         if self.workspace:
-            _check("acl.rt.free", acl.rt.free(self.workspace))
-        _check("acl.rt.destroy_event", acl.rt.destroy_event(self.start_event))
-        _check("acl.rt.destroy_event", acl.rt.destroy_event(self.end_event))
-        _check("acl.rt.destroy_stream", acl.rt.destroy_stream(self.stream))
+            ptrs.append(self.workspace)
+        for ptr in ptrs:
+            _check("acl.rt.free", acl.rt.free(ptr))
+        for event in (self.start_event, self.end_event, self.grads_in_event, *self.ids_events):
+            _check("acl.rt.destroy_event", acl.rt.destroy_event(event))
+        for stream in (self.stream, self.copy_stream):
+            _check("acl.rt.destroy_stream", acl.rt.destroy_stream(stream))
         _check("acl.rt.reset_device", acl.rt.reset_device(self.device_id))
         _check("acl.finalize", acl.finalize())
 
@@ -424,22 +560,36 @@ def train(steps: int = DEFAULTS["steps"], optimizer: str = "npu",
           vocab: int = DEFAULTS["vocab"], dim: int = DEFAULTS["dim"],
           batch: int = DEFAULTS["batch"], context: int = DEFAULTS["context"],
           lr: float = DEFAULTS["lr"], eval_every: int = DEFAULTS["eval_every"],
+          dtype: str = "float32", scale_grad_by_freq: bool = False,
           verbose: bool = True) -> dict:
     """Train for ``steps`` updates and return the curves.
 
+    ``optimizer="npu"`` runs the embedding backward and every update on the simulated NPU
+    (:class:`NpuTraining`); ``"numpy"`` runs the same arithmetic on the host (the
+    operators' goldens). ``dtype`` ("float32" or "bfloat16") is the dtype of the weights,
+    gradients and optimizer state that the update sees; the host forward pass is float32.
+
     Returns a dict with ``train_loss`` (one per step, measured before that step's
-    update), ``device_us`` (simulated device time of each update; 0.0 for numpy),
+    update), ``device_us`` (simulated device time of each step's kernels; 0.0 for numpy),
     ``heldout_steps`` / ``heldout_loss`` (held-out loss of the EMA weights after that
     many updates, starting at 0), ``heldout_start``, ``heldout_end``, ``wall_s``,
-    ``optimizer`` and ``params`` / ``ema`` (the final weights).
+    ``optimizer``, ``timeline`` (the device spans of the last step that copied the next
+    batch's ids ahead, npu only) and ``params`` /
+    ``ema`` (the final weights).
     """
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, not {dtype!r}")
     data = load_dataset(vocab, context)
     rng = np.random.default_rng(seed)
     params = init_params(vocab, dim, rng)
+    np_dtype = np.dtype(DTYPES[dtype][0])
     if optimizer == "npu":
-        opt = NpuEmaAdam(params, lr=lr, soc=soc)
+        opt = NpuTraining(params, lr=lr, soc=soc, dtype=dtype,
+                          scale_grad_by_freq=scale_grad_by_freq,
+                          batch_positions=batch * context, verbose=verbose)
     elif optimizer == "numpy":
-        opt = NumpyEmaAdam(params, lr=lr)
+        state = {name: p.astype(np_dtype) for name, p in params.items()}
+        opt = NumpyEmaAdam(state, lr=lr)
     else:
         raise ValueError(f"optimizer must be 'npu' or 'numpy', not {optimizer!r}")
 
@@ -449,27 +599,46 @@ def train(steps: int = DEFAULTS["steps"], optimizer: str = "npu",
 
     X_train, y_train = data["X_train"], data["y_train"]
     X_held, y_held = data["X_held"], data["y_held"]
-    log(f"[{optimizer}] {len(y_train)} training / {len(y_held)} held-out examples, "
-        f"V={vocab} D={dim} C={context} B={batch} lr={lr:g}")
-    result = dict(optimizer=optimizer, train_loss=[], device_us=[],
-                  heldout_steps=[0], heldout_loss=[evaluate(opt.ema, X_held, y_held)])
+    log(f"[{optimizer}, {dtype}, {soc if optimizer == 'npu' else 'host'}] {len(y_train)} "
+        f"training / {len(y_held)} held-out examples, V={vocab} D={dim} C={context} "
+        f"B={batch} lr={lr:g}")
+
+    def ema_f32():
+        return {name: p.astype(np.float32) for name, p in opt.ema.items()}
+
+    result = dict(optimizer=optimizer, dtype=dtype, train_loss=[], device_us=[],
+                  heldout_steps=[0], heldout_loss=[evaluate(ema_f32(), X_held, y_held)])
     log(f"step {0:3d}  held-out loss (EMA weights) {result['heldout_loss'][0]:.4f}")
     t0 = time.perf_counter()
+    idx = rng.integers(0, len(y_train), size=batch)
     with opt:
+        if optimizer == "npu":
+            opt.prefetch_ids(1, X_train[idx].reshape(-1))
         for step in range(1, steps + 1):
-            idx = rng.integers(0, len(y_train), size=batch)
+            next_idx = rng.integers(0, len(y_train), size=batch) if step < steps else None
             loss, cache = forward(params, X_train[idx], y_train[idx])   # host
-            grads = backward(params, cache)                             # host
-            device_us = opt.step(params, grads)                         # device
+            if optimizer == "npu":
+                grads, grad_pos, _ = output_backward(params, cache)     # host
+                next_ids = None if next_idx is None else X_train[next_idx].reshape(-1)
+                device_us = opt.step(params, grads, grad_pos, next_ids)  # device
+            else:
+                grads = backward(params, cache, scale_grad_by_freq)     # host
+                device_us = opt.step(state, grads)
+                for name, p in params.items():
+                    p[...] = state[name]
             result["train_loss"].append(loss)
             result["device_us"].append(device_us)
             log(f"step {step:3d}  loss {loss:.4f}  device {device_us:.1f} us")
             if step % eval_every == 0 or step == steps:
-                held = evaluate(opt.ema, X_held, y_held)
+                held = evaluate(ema_f32(), X_held, y_held)
                 result["heldout_steps"].append(step)
                 result["heldout_loss"].append(held)
                 log(f"step {step:3d}  held-out loss (EMA weights) {held:.4f}")
-        result["ema"] = {name: p.copy() for name, p in opt.ema.items()}
+            idx = next_idx
+        result["ema"] = ema_f32()
+        if optimizer == "npu" and opt.timeline:
+            # the last step that also copied the next batch's ids ahead
+            result["timeline"] = opt.timeline[-2] if len(opt.timeline) > 1 else opt.timeline[-1]
     result["params"] = params
     result["wall_s"] = time.perf_counter() - t0
     result["heldout_start"] = result["heldout_loss"][0]
@@ -477,7 +646,18 @@ def train(steps: int = DEFAULTS["steps"], optimizer: str = "npu",
     log(f"held-out loss (EMA weights): start {result['heldout_start']:.2f} -> "
         f"end {result['heldout_end']:.2f}   ({steps} steps, {result['wall_s']:.1f} s, "
         f"device total {sum(result['device_us']):.1f} us)")
+    if "timeline" in result:
+        log(describe_timeline(result["timeline"]))
     return result
+
+
+def describe_timeline(timeline: dict) -> str:
+    """One line per device span of a step, times in µs from the step's start."""
+    lines = ["device timeline of the last step that prefetched ids (µs from its start):"]
+    for name, start, end in sorted(timeline["spans"], key=lambda s: s[1]):
+        lines.append(f"  {start - timeline['begin']:8.2f} .. {end - timeline['begin']:8.2f}  "
+                     f"{name}")
+    return "\n".join(lines)
 
 
 def compare_losses(a: dict, b: dict) -> tuple[float, bool]:
@@ -488,23 +668,39 @@ def compare_losses(a: dict, b: dict) -> tuple[float, bool]:
 
 
 def plot(result: dict, path: str) -> None:
-    """Save train loss, held-out loss (EMA weights) and device time per step to ``path``."""
+    """Save train loss, held-out loss (EMA weights), device time per step and, for a
+    device run, the last step's device timeline to ``path``."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     steps = np.arange(1, len(result["train_loss"]) + 1)
-    fig, (ax_loss, ax_time) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    timeline = result.get("timeline")
+    fig, axes = plt.subplots(3 if timeline else 2, 1, figsize=(8, 10 if timeline else 7))
+    ax_loss, ax_time = axes[0], axes[1]
     ax_loss.plot(steps, result["train_loss"], label="train loss (batch)")
     ax_loss.plot(result["heldout_steps"], result["heldout_loss"], "o-",
                  label="held-out loss (EMA weights)")
     ax_loss.set_ylabel("cross-entropy (nats)")
-    ax_loss.set_title(f"next-word model, optimizer: {result['optimizer']}")
+    ax_loss.set_xlabel("step")
+    ax_loss.set_title(f"next-word model, {result['optimizer']} ({result.get('dtype', 'float32')})")
     ax_loss.legend()
     ax_time.plot(steps, result["device_us"])
-    ax_time.set_title("simulated device time of each update (0 for the numpy optimizer)")
+    ax_time.set_title("simulated device time of each step's kernels (0 on the host)")
     ax_time.set_xlabel("step")
     ax_time.set_ylabel("simulated device time (us)")
+    if timeline:
+        ax = axes[2]
+        spans = sorted(timeline["spans"], key=lambda sp: sp[1])
+        for row, (name, start, end) in enumerate(spans):
+            color = "tab:orange" if "copy stream" in name else (
+                "tab:gray" if name.startswith("copy") else "tab:blue")
+            ax.barh(row, end - start, left=start - timeline["begin"], color=color)
+        ax.set_yticks(range(len(spans)))
+        ax.set_yticklabels([sp[0] for sp in spans], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("µs from the start of the step")
+        ax.set_title("one step: the next batch's ids (orange, copy stream) overlap the kernels")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -516,7 +712,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=DEFAULTS["steps"],
                         help="number of updates")
     parser.add_argument("--optimizer", choices=("npu", "numpy"), default="npu",
-                        help="where the parameter updates run")
+                        help="where the embedding backward and the updates run")
     parser.add_argument("--soc", default=DEFAULTS["soc"],
                         help="simulated SoC (npu optimizer)")
     parser.add_argument("--seed", type=int, default=DEFAULTS["seed"],
@@ -533,6 +729,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="AdamW learning rate")
     parser.add_argument("--eval-every", type=int, default=DEFAULTS["eval_every"],
                         help="held-out evaluation interval (steps)")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32",
+                        help="dtype of the weights, gradients and optimizer state")
+    parser.add_argument("--scale-grad-by-freq", action="store_true",
+                        help="the embedding backward divides by each row's frequency")
     parser.add_argument("--compare", action="store_true",
                         help="run both optimizers with the same seed and compare losses")
     parser.add_argument("--plot", metavar="FILE.png", help="save the curves to FILE.png")
@@ -540,7 +740,8 @@ def main(argv: list[str] | None = None) -> int:
 
     kwargs = dict(steps=args.steps, soc=args.soc, seed=args.seed, vocab=args.vocab,
                   dim=args.dim, batch=args.batch, context=args.context, lr=args.lr,
-                  eval_every=args.eval_every)
+                  eval_every=args.eval_every, dtype=args.dtype,
+                  scale_grad_by_freq=args.scale_grad_by_freq)
     status = 0
     if args.compare:
         result = train(optimizer="npu", **kwargs)

@@ -12,17 +12,18 @@ Layers (see the project README):
 This package imports neither ``kernels`` nor ``aclnn``: a user who writes a kernel of
 their own needs only ``npusim``.
 """
-from npusim.device import Device, Event, Stream
+from npusim.device import Device, Event, Stream, TaskRecord
 from npusim.errors import (AlignmentError, DeviceError, DtypeError, GmAccessError, KernelError,
                            LimitError, NpuSimError, SyncError, UbError)
 from npusim.gm import GlobalMemory
 from npusim.launch import KernelProfile, run_kernel
 from npusim.soc import DEFAULT_SOC, SOC_PRESETS, SocSpec, UnknownSocError, get_soc, list_socs
+from npusim.sweeps import SweepResult, sweep
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Device", "Event", "Stream", "AlignmentError", "DeviceError", "DtypeError",
+    "Device", "Event", "Stream", "TaskRecord", "SweepResult", "sweep", "AlignmentError", "DeviceError", "DtypeError",
     "GmAccessError", "KernelError", "LimitError", "NpuSimError", "SyncError", "UbError",
     "GlobalMemory", "KernelProfile", "run_kernel", "DEFAULT_SOC", "SOC_PRESETS", "SocSpec",
     "UnknownSocError", "get_soc", "list_socs",

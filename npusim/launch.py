@@ -8,10 +8,10 @@ replayed by :func:`npusim.timing.simulate` to give the kernel's time.
 """
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 
+import greenlet
 import numpy as np
 
 from npusim.ascendc import core as _core
@@ -113,74 +113,65 @@ def _bound(soc, cycles: float, duration_us: float, nbytes: float, busy: dict) ->
     return name, 100.0 * frac
 
 
-class _Abort(BaseException):
-    """Unwinds a parked block thread when its launch fails."""
+class _BlockCoroutine:
+    """One block run as a greenlet that hands control back at each SyncAll.
 
-
-class _BlockThread(threading.Thread):
-    """One block run as a thread that hands control back at each SyncAll."""
+    Greenlets switch in about a microsecond and run on the launching thread, so blocks
+    take turns exactly as the scheduler says, with no operating-system threads.
+    """
 
     def __init__(self, kernel, args, ctx):
-        super().__init__(daemon=True, name=f"block{ctx.block_idx}")
-        self.kernel, self.args, self.ctx = kernel, args, ctx
-        self._go = threading.Semaphore(0)
-        self._paused = threading.Semaphore(0)
+        self.ctx = ctx
         self.finished = False
-        self.aborted = False
         self.error = None
+        self._scheduler = greenlet.getcurrent()
+        self._glet = greenlet.greenlet(self._run)
+        self._kernel, self._args = kernel, args
         ctx.yield_to_scheduler = self._yield
 
-    def run(self):
-        self._go.acquire()
+    def _run(self):
         try:
-            if not self.aborted:
-                with np.errstate(all="ignore"):   # IEEE results, no numpy warnings
-                    self.kernel(*self.args)
-        except _Abort:
-            pass
-        except BaseException as exc:   # handed to the launching thread
+            self._kernel(*self._args)
+        except greenlet.GreenletExit:
+            raise
+        except BaseException as exc:   # handed to the scheduler
             self.error = exc
         self.finished = True
-        self._paused.release()
 
     def _yield(self):
-        self._paused.release()
-        self._go.acquire()
-        if self.aborted:
-            raise _Abort
+        self._scheduler.switch()
 
     def step(self):
         """Run the block until its next SyncAll or its end."""
         _core.set_current_core(self.ctx)
-        self._go.release()
-        self._paused.acquire()
+        self._glet.switch()
+
+    def abort(self):
+        if not self.finished and self._glet:
+            self._glet.throw(greenlet.GreenletExit)
 
 
 def _run_blocks_with_sync_all(kernel, args, ctxs) -> None:
     """Run every block to each SyncAll in turn, then on to the next one."""
-    threads = [_BlockThread(kernel, args, ctx) for ctx in ctxs]
-    for t in threads:
-        t.start()
-    live = threads
+    blocks = [_BlockCoroutine(kernel, args, ctx) for ctx in ctxs]
+    live = blocks
     try:
-        while live:
-            for t in live:
-                t.step()
-                if t.error is not None:
-                    raise t.error
-            done = [t for t in live if t.finished]
-            if done and len(done) != len(live):
-                ahead = [t.ctx.block_idx for t in live if not t.finished]
-                raise SyncError("SyncAll", f"blocks {ahead} wait at SyncAll that block "
-                                f"{done[0].ctx.block_idx} never reaches: the kernel hangs",
-                                core=ahead[0], line="?")
-            live = [t for t in live if not t.finished]
+        with np.errstate(all="ignore"):   # IEEE results, no numpy warnings
+            while live:
+                for blk in live:
+                    blk.step()
+                    if blk.error is not None:
+                        raise blk.error
+                done = [blk for blk in live if blk.finished]
+                if done and len(done) != len(live):
+                    ahead = [blk.ctx.block_idx for blk in live if not blk.finished]
+                    raise SyncError("SyncAll", f"blocks {ahead} wait at SyncAll that block "
+                                    f"{done[0].ctx.block_idx} never reaches: the kernel hangs",
+                                    core=ahead[0], line="?")
+                live = [blk for blk in live if not blk.finished]
     finally:
-        for t in threads:          # unwind any thread still parked, so none lingers
-            if not t.finished:
-                t.aborted = True
-                t._go.release()
-            t.join()
+        for blk in blocks:          # unwind any block still parked at a SyncAll
+            blk.abort()
         _core.set_current_core(None)
 
 
@@ -232,8 +223,9 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             (built-in operators compiled without it pass False; reference/hardware.md §1.7).
         keep_spans: keep every instruction's span in ``profile.timing``, and the records and
             kernel source lines in ``profile.records`` / ``profile.lines`` (for traces).
-        sync_all: the kernel calls SyncAll: run its blocks as threads that take turns at
-            each SyncAll (blockDim may then not exceed the SoC's vector cores).
+        sync_all: the kernel calls SyncAll: run its blocks as coroutines (greenlets) that
+            take turns at each SyncAll (blockDim may then not exceed the SoC's vector
+            cores).
         checks: the kernel checker's configuration (:mod:`npusim.ascendc.checker`; default:
             on, every category an error, races tracked on the first and last block).
 

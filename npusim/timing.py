@@ -283,9 +283,21 @@ def _split(records, pipes, merge: bool = True):
     """Per-pipe item lists ``(kind, cost_or_bytes, key, label, n_merged, record_index)``.
 
     With ``merge``, consecutive OP records of one pipe become one item (one simpy timeout).
+    The scalar unit issues every instruction in program order and stalls while it computes
+    or waits on a flag, so after scalar work (or a WaitFlag on PIPE_S) the next instruction
+    of another pipe also waits for it: an ``issue`` flag from PIPE_S to the other pipes.
     """
+    S = Pipe.PIPE_S
     lists = {p: [] for p in pipes}
+    others = [p for p in pipes if p != S]
+    scalar_pending = False
     for i, (kind, pipe, cycles, nbytes, key, name) in enumerate(records):
+        if scalar_pending and pipe != S and kind not in (SET, BARRIER):
+            for p in others:
+                token = ("issue", i, p)
+                lists[S].append((SET, 0, token, "issue", 1, i))
+                lists[p].append((WAIT, 0, token, "issue", 1, i))
+            scalar_pending = False
         if kind == OP:
             lst = lists[pipe]
             if merge and lst and lst[-1][0] == OP:
@@ -293,6 +305,8 @@ def _split(records, pipes, merge: bool = True):
                 lst[-1] = (OP, c + cycles, None, label, n + 1, first)
             else:
                 lst.append((OP, cycles, None, name, 1, i))
+            if pipe == S:
+                scalar_pending = True
         elif kind in (DMA_IN, DMA_OUT):
             lists[pipe].append((kind, nbytes, key, name, 1, i))
         elif kind == BARRIER:
@@ -302,6 +316,8 @@ def _split(records, pipes, merge: bool = True):
                     lst.append((BARRIER, 0, token, name, 1, i))
         else:
             lists[pipe].append((kind, 0, key, name, 1, i))
+            if kind == WAIT and pipe == S:
+                scalar_pending = True
     return lists
 
 

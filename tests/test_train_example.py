@@ -1,8 +1,6 @@
-"""Tests of examples/train_next_word.py: tokenizer, hand-written backward, numpy training.
-
-The device path (NpuEmaAdam through aclnn) is wired and tested later; its test is here,
-skipped, so that it is written down next to the numpy ones.
-"""
+"""Tests of examples/train_next_word.py: tokenizer, hand-written backward, numpy training,
+and the device run (embedding backward and updates on the simulated NPU) against the
+same run on the host."""
 import importlib.util
 import sys
 from pathlib import Path
@@ -141,8 +139,31 @@ def test_main_numpy_prints_steps_and_held_out(capsys):
 
 
 
-def test_device_matches_numpy_short_run():
-    npu = ex.train(steps=5, optimizer="npu", verbose=False)
-    ref = ex.train(steps=5, optimizer="numpy", verbose=False)
-    np.testing.assert_allclose(npu["train_loss"], ref["train_loss"], rtol=0, atol=1e-4)
+@pytest.mark.parametrize("scale", [False, True])
+def test_device_matches_numpy_short_run(scale):
+    npu = ex.train(steps=5, optimizer="npu", scale_grad_by_freq=scale, verbose=False)
+    ref = ex.train(steps=5, optimizer="numpy", scale_grad_by_freq=scale, verbose=False)
+    np.testing.assert_allclose(npu["train_loss"], ref["train_loss"], rtol=0,
+                               atol=ex.COMPARE_TOLERANCE)
     assert all(t > 0.0 for t in npu["device_us"])
+
+
+def test_next_batch_copy_overlaps_the_kernels():
+    run = ex.train(steps=3, optimizer="npu", verbose=False)
+    spans = run["timeline"]["spans"]
+    prefetch = [(s, e) for name, s, e in spans if "copy stream" in name]
+    kernels = [(s, e) for name, s, e in spans if not name.startswith("H2D")]
+    assert len(prefetch) == 1 and {"ApplyFusedEmaAdam", "EmbeddingDenseGradV2"} <= {
+        name for name, _, _ in spans}
+    (ps, pe), ks, ke = prefetch[0], min(s for s, _ in kernels), max(e for _, e in kernels)
+    assert ps < ke and ks < pe                 # the two intervals overlap
+
+
+def test_bfloat16_on_a2_and_float32_on_910a_train():
+    bf16 = ex.train(steps=4, optimizer="npu", dtype="bfloat16", verbose=False)
+    ref = ex.train(steps=4, optimizer="numpy", dtype="bfloat16", verbose=False)
+    np.testing.assert_allclose(bf16["train_loss"], ref["train_loss"], atol=0.05)
+    assert bf16["heldout_end"] < bf16["heldout_start"]
+    a910 = ex.train(steps=4, optimizer="npu", soc="Ascend910A", verbose=False)
+    fp32 = ex.train(steps=4, optimizer="numpy", verbose=False)
+    np.testing.assert_allclose(a910["train_loss"], fp32["train_loss"], atol=ex.COMPARE_TOLERANCE)

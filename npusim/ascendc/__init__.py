@@ -15,6 +15,8 @@ Names are Ascend C's so that a kernel reads line by line like its C++ counterpar
 from npusim.ascendc.atomic import DisableDmaAtomic, SetAtomicAdd, SetAtomicNone
 from npusim.ascendc.broadcast import Broadcast
 from npusim.ascendc.compare import CMPMODE, SELMODE, Compare, CompareScalar, Select
+from npusim.ascendc.sort import (CreateVecIndex, Extract, GetMrgSortResult, IndexCast, MrgSort,
+                                 MrgSortSrcList, Sort, Sort32)
 from npusim.ascendc.core import GetBlockIdx, GetBlockNum
 from npusim.ascendc.datacopy import DataCopy, DataCopyPad
 from npusim.ascendc.pipe import GetTPipePtr, TBuf, TPipe, TQue
@@ -31,7 +33,8 @@ from npusim.ascendc.vector import (Abs, Add, Adds, Cast, Div, Duplicate, Exp, Ln
                                    Min, Mins, Mul, Muls, Power, Reciprocal, Relu, Sqrt, Sub)
 
 __all__ = [
-    "Broadcast", "CMPMODE", "SELMODE", "Compare", "CompareScalar", "Select",
+    "CreateVecIndex", "Extract", "GetMrgSortResult", "IndexCast", "MrgSort", "MrgSortSrcList",
+    "Sort", "Sort32", "Broadcast", "CMPMODE", "SELMODE", "Compare", "CompareScalar", "Select",
     "CacheMode", "DisableDmaAtomic", "SetAtomicAdd", "SetAtomicNone", "SyncAll",
     "GetBlockIdx", "GetBlockNum", "DataCopy", "DataCopyPad", "GetTPipePtr", "TBuf", "TPipe",
     "TQue", "PipeBarrier", "SetFlag", "WaitFlag", "GlobalTensor", "LocalTensor",

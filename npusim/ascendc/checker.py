@@ -25,7 +25,9 @@ warning (kept in ``KernelProfile.warnings``) or switches the checker off.
 
 Pipe-sync races are found with vector clocks: each pipe knows how far every other pipe had
 got at the last flag or queue hand-off it waited for; an access is a race when the last
-conflicting access of another pipe is beyond that point. Race and uninitialised-read
+conflicting access of another pipe is beyond that point. The scalar unit issues every
+instruction in program order and blocks while it works or waits, so everything issued
+after a scalar instruction or a WaitFlag on PIPE_S is ordered after it. Race and uninitialised-read
 tracking costs a few numpy operations per instruction, so by default it runs on the first
 and the last block of a launch (every block runs the same code with other offsets);
 ``CheckerConfig(all_blocks=True)`` tracks every block.
@@ -42,6 +44,7 @@ from npusim.errors import KernelError, SyncError, kernel_source_line
 CATEGORIES = ("UB", "Alignment", "GM", "Uninitialised", "Sync", "Leak")
 _N_PIPES = max(int(p) for p in Pipe) + 1
 _UB_READERS = (int(Pipe.PIPE_V), int(Pipe.PIPE_MTE3), int(Pipe.PIPE_S))
+_S = int(Pipe.PIPE_S)
 
 
 class UninitialisedError(KernelError):
@@ -118,12 +121,16 @@ class UbTracker:
             snaps = self.pending.get(key)
             if snaps:
                 np.maximum(self.vc[pipe], snaps.pop(0), out=self.vc[pipe])
+            if pipe == _S:        # the scalar unit stops issuing: all later work knows it
+                np.maximum(self.vc, self.vc[_S], out=self.vc)
         elif kind == BARRIER:
             if pipe == Pipe.PIPE_ALL:
                 known = np.maximum(self.vc.max(axis=0), self.count)
                 self.vc[:] = known
         else:
             self.count[pipe] += 1
+            if pipe == _S:        # scalar work completes before later instructions issue
+                self.vc[:, _S] = self.count[_S]
 
     # -- accesses --------------------------------------------------------------------
     def _race(self, ctx, pipe: int, b0: int, b1: int, what: str, instruction: str,

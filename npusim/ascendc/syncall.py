@@ -7,7 +7,7 @@ exceed the physical cores (otherwise it deadlocks): the simulator reports that a
 
 The functional model runs blocks one after another, so a kernel that calls SyncAll is
 launched with ``run_kernel(..., sync_all=True)`` (or ``Device.launch(..., sync_all=True)``):
-its blocks then run as threads that take turns, switching at each SyncAll.
+its blocks then run as coroutines that take turns, switching at each SyncAll.
 """
 from __future__ import annotations
 
