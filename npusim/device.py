@@ -259,12 +259,19 @@ class Device:
         """Enqueue a kernel launch on ``stream``; it runs when the device runs.
 
         A kernel error is kept in ``stream.errors`` (reported at synchronize) and the
-        launch then costs no time. ``on_done(profile)`` is called after a clean run. With
-        ``device.profiling`` on, the profile keeps its instruction spans for traces.
+        launch then costs no time; as on hardware, the stream then stops running kernels
+        and copies until the host has synchronised and seen the error (event records and
+        waits still run, so other streams never hang on it). ``on_done(profile)`` is called
+        after a clean run. With ``device.profiling`` on, the profile keeps its instruction
+        spans for traces.
         """
         device = self
 
         def task(s):
+            if s.errors:
+                device._record(s, KERNEL, name, device.env.now, device.env.now,
+                               error="not run: an earlier task of this stream failed")
+                return
             with device.aicore.request() as req:
                 yield req
                 start = device.env.now
@@ -293,6 +300,10 @@ class Device:
         device, soc = self, self.soc
 
         def task(s):
+            if s.errors:
+                device._record(s, MEMCPY, kind, device.env.now, device.env.now, nbytes,
+                               error="not run: an earlier task of this stream failed")
+                return
             with device.links[kind].request() as req:
                 yield req
                 start = device.env.now
@@ -321,6 +332,8 @@ class Device:
         env = self.env
 
         def task(s):
+            if s.errors:                # the stream stopped at an earlier failure
+                return
             try:
                 apply()
             except NpuSimError as exc:

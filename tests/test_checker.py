@@ -204,3 +204,38 @@ def test_apply_fused_ema_adam_runs_clean_on_every_block():
                           (*addrs, step, 0, td, np.dtype(dtype)), soc=SOC, gm=mem,
                           reserve_ub=False, checks=CheckerConfig(all_blocks=True))
         assert prof.warnings == []
+
+
+def test_writes_ordered_by_sync_all_may_overlap():
+    from npusim.ascendc import SyncAll
+
+    def phased(x, y):
+        pipe = TPipe()
+        buf = TBuf()
+        pipe.InitBuffer(buf, 1024)
+        t = buf.Get(float32)
+        Duplicate(t, float(GetBlockIdx()), 64)
+        SetFlag(HardEvent.V_MTE3, 0)
+        WaitFlag(HardEvent.V_MTE3, 0)
+        if GetBlockIdx() == 0:
+            DataCopy(gm(y), t, 64)          # phase 0: block 0 writes
+        SyncAll()
+        if GetBlockIdx() == 1:
+            DataCopy(gm(y), t, 64)          # phase 1: block 1 overwrites, in order
+
+    mem = GlobalMemory(1 << 24)
+    x, y = mem.malloc(4096), mem.malloc(4096)
+    run_kernel(phased, 2, (x, y), soc=SOC, gm=mem, sync_all=True)
+    assert np.all(np.frombuffer(mem.read(y, 256), np.float32) == 1.0)
+
+
+def test_fetched_event_ids_stay_in_range_on_910a():
+    ids = []
+
+    def k():
+        pipe = TPipe()
+        for _ in range(6):
+            ids.append(pipe.FetchEventID(HardEvent.MTE2_V))
+
+    run_kernel(k, 1, (), soc=get_soc("Ascend910A"), gm=GlobalMemory(1 << 20))
+    assert ids == [0, 1, 2, 3, 0, 1]

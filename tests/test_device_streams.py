@@ -61,3 +61,21 @@ def test_copy_on_one_stream_overlaps_kernel_on_another(device):
     k_start, k_end = kernel.start_us, kernel.start_us + kernel.duration_us
     assert kind == "H2D" and nbytes == n * 4
     assert c_start < k_end and k_start < c_end               # the two intervals overlap
+
+
+def test_a_failed_stream_runs_nothing_more_until_synchronized(device):
+    stream, _ = acl.rt.create_stream()
+    ptr, _ = acl.rt.malloc(4096, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
+    host = np.arange(1024, dtype=np.float32)
+    s = runtime.resolve_stream(stream)
+    device.launch(s, overflow_kernel, 1, (ptr,), name="overflow")
+    assert acl.rt.memcpy_async(ptr, 4096, acl.util.numpy_to_ptr(host), 4096,
+                               aclnn.ACL_MEMCPY_HOST_TO_DEVICE, stream) == 0
+    assert acl.rt.synchronize_stream(stream) == aclnn.ACL_ERROR_RT_AICORE_EXCEPTION
+    assert not any(kind == "H2D" for kind, *_ in device.copies)     # skipped, as on hardware
+    assert acl.rt.memcpy_async(ptr, 4096, acl.util.numpy_to_ptr(host), 4096,
+                               aclnn.ACL_MEMCPY_HOST_TO_DEVICE, stream) == 0
+    assert acl.rt.synchronize_stream(stream) == 0                    # the error was seen
+    out = np.zeros(1024, np.float32)
+    acl.rt.memcpy(acl.util.numpy_to_ptr(out), 4096, ptr, 4096, aclnn.ACL_MEMCPY_DEVICE_TO_HOST)
+    assert np.array_equal(out, host)

@@ -541,7 +541,7 @@ class AdamOffload:
         def task(_stream):
             if t_us > env.now:
                 yield env.timeout(t_us - env.now)
-        s.enqueue(task)
+        s.enqueue(task, name="host update (AdamNoUpdateParam)")
 
     def step(self, gradients) -> bool:
         """One AdamOffload update of every parameter (MindSpore ``construct``).

@@ -191,11 +191,25 @@ class UbTracker:
 
 
 def gm_write_conflicts(blocks_writes: list) -> str | None:
-    """Find GM bytes written (without atomic add) by two different blocks.
+    """Find GM bytes written (without atomic add) by two different blocks in the same
+    SyncAll phase (writes separated by a SyncAll are ordered).
 
-    ``blocks_writes[b]`` lists ``(addr, row_bytes, pitch, rows)`` of block ``b``'s plain GM
-    stores. Returns a description of the first conflict, or None.
+    ``blocks_writes[b]`` lists ``(addr, row_bytes, pitch, rows, phase)`` of block ``b``'s
+    plain GM stores. Returns a description of the first conflict, or None.
     """
+    by_phase: dict[int, list] = {}
+    for b, writes in enumerate(blocks_writes):
+        for addr, row, pitch, rows, phase in writes:
+            by_phase.setdefault(phase, [[] for _ in blocks_writes])[b].append(
+                (addr, row, pitch, rows))
+    for phase in sorted(by_phase):
+        clash = _conflicts(by_phase[phase])
+        if clash:
+            return clash + (f" (after SyncAll number {phase})" if phase else "")
+    return None
+
+
+def _conflicts(blocks_writes: list) -> str | None:
     starts, ends, owners = [], [], []
     for b, writes in enumerate(blocks_writes):
         for addr, row, pitch, rows in writes:

@@ -55,7 +55,7 @@ def _track(ctx, src_is_gm: bool, ub: LocalTensor, rows: int, row: int, ub_pitch:
             for r in range(rows):
                 tracker.read(ctx, int(PIPE_MTE3), start + r * ub_pitch, row, name)
     if not src_is_gm and ctx.atomic_dtype is None:
-        ctx.gm_writes.append((gm.address, row, gm_pitch, rows))
+        ctx.gm_writes.append((gm.address, row, gm_pitch, rows, ctx.sync_all_count))
 
 
 def _strided(buf: np.ndarray, rows: int, row_bytes: int, pitch: int) -> np.ndarray:

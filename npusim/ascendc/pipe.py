@@ -88,9 +88,11 @@ class TPipe:
         self.buffer_count += num
 
     def FetchEventID(self, event: HardEvent) -> int:
-        """An eventID for a user SetFlag/WaitFlag pair of ``event`` (rotates 0..5)."""
+        """An eventID for a user SetFlag/WaitFlag pair of ``event``: rotates over 0..5 on
+        A2/A3 (IDs 6 and 7 are reserved, reference/hardware.md §3) and over the SoC's IDs
+        elsewhere (0..3 on the first-generation 910)."""
         n = self._next_event.get(event, 0)
-        self._next_event[event] = (n + 1) % 6   # IDs 6 and 7 are reserved (hardware.md §3)
+        self._next_event[event] = (n + 1) % min(6, self.ctx.soc.max_event_id)
         return n
 
     AllocEventID = FetchEventID

@@ -95,7 +95,7 @@ class GlobalTensor:
         cur = _core.current_core()
         cur.record(_core.OP, PIPE_S, GM_SCALAR_ACCESS_CYCLES, 0, None, "GlobalTensor.SetValue")
         cur.bytes_written += isz
-        cur.gm_writes.append((self.address + int(index) * isz, isz, 0, 1))
+        cur.gm_writes.append((self.address + int(index) * isz, isz, 0, 1, cur.sync_all_count))
         self[index].bytes_view(isz, "SetValue", "PIPE_S").view(self.dtype)[0] = value
 
 
