@@ -1,0 +1,49 @@
+"""docs/tutorial.md cannot drift: each code block stands, line for line, in the example it
+names, and every example it names is run by the test suite (tensor_views.py here)."""
+import importlib.util
+import re
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aclnn import runtime
+
+ROOT = Path(__file__).resolve().parents[1]
+TUTORIAL = (ROOT / "docs" / "tutorial.md").read_text()
+BLOCKS = re.findall(r"<!-- from (\S+) -->\n```python\n(.*?)\n```", TUTORIAL, flags=re.S)
+
+
+def _contains(source: str, block: str) -> bool:
+    lines, want = source.split("\n"), block.split("\n")
+    for i in range(len(lines) - len(want) + 1):
+        if textwrap.dedent("\n".join(lines[i:i + len(want)])) == block:
+            return True
+    return False
+
+
+def test_the_tutorial_has_blocks_from_several_examples():
+    assert len(BLOCKS) >= 8
+    assert {path for path, _ in BLOCKS} >= {"examples/apply_fused_ema_adam_sample.py",
+                                            "examples/tensor_views.py",
+                                            "examples/train_next_word.py"}
+
+
+@pytest.mark.parametrize("path,block", BLOCKS, ids=[f"{p}:{i}" for i, (p, _) in enumerate(BLOCKS)])
+def test_each_block_stands_in_its_example(path, block):
+    assert _contains((ROOT / path).read_text(), block), f"block not found in {path}"
+
+
+def test_tensor_views_example(capsys):
+    spec = importlib.util.spec_from_file_location("tensor_views", ROOT / "examples/tensor_views.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    runtime.reset()
+    try:
+        result = module.main([])
+    finally:
+        runtime.reset()
+    np.testing.assert_array_equal(result, np.arange(8, dtype=np.float32).reshape(2, 4).T + 1)
+    out = capsys.readouterr().out
+    assert "transposed contiguous? False" in out and "Task Duration" in out and "bound:" in out
