@@ -60,7 +60,7 @@ TOKEN_RE = re.compile(r"[a-z_]+|\d+|([^\sa-z_\d])\1*")
 COMPARE_TOLERANCE = 1e-4        # max |train loss (npu) - train loss (numpy)| per step
 
 DEFAULTS = dict(
-    steps=120, soc="Ascend910B1", seed=0, vocab=2048, dim=64, batch=256, context=4,
+    steps=100, soc="Ascend910B1", seed=0, vocab=2048, dim=64, batch=256, context=4,
     lr=1e-2, eval_every=20,
 )
 ADAM_DEFAULTS = dict(
