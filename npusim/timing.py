@@ -34,6 +34,7 @@ simpy timeout, so the replay costs a few events per tile, not per instruction.
 from __future__ import annotations
 
 import bisect
+import bisect
 import heapq
 from dataclasses import dataclass, field
 
@@ -189,6 +190,15 @@ class L2Cache:
         a, b = addr // self.line, (addr + max(span, 1) - 1) // self.line + 1
         self.clock += 1
         stamp = self.clock
+        starts, runs = self.starts, self.runs
+        i = bisect.bisect_right(starts, a) - 1
+        if (i < 0 or runs[starts[i]][0] <= a) and (i + 1 >= len(starts) or starts[i + 1] >= b):
+            # the common case, a range no resident line touches: all misses, one new run
+            through = 0
+            if write and self.write_through_when_full and self.size + b - a > self.capacity:
+                through, write = (b - a) * self.line, False
+            self._add(a, b, write, stamp)
+            return 0.0, (self._evict() if self.size > self.capacity else 0), through
         hits = 0
         pos = a
         merged: list[list] = []
