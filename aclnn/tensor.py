@@ -114,7 +114,7 @@ def _as_sequence(values, what: str, api: str) -> list:
         return values.tolist()
     try:
         return list(values)
-    except TypeError:
+    except Exception:  # any failure to iterate the caller's object is a bad argument
         raise _ParamError(ACLNN_ERR_PARAM_INVALID,
                           f"{api}: {what} must be a sequence, "
                           f"got {type(values).__name__}.") from None
@@ -521,9 +521,15 @@ def aclCreateScalar(value, dataType) -> aclScalar | None:
     try:
         with np.errstate(over="ignore"):  # a float too large for the dtype becomes inf
             converted = np_dtype.type(value)
-    except (TypeError, ValueError, OverflowError) as exc:
+    except Exception as exc:  # numpy, or the object's own conversion, failed
         report_error(ACLNN_ERR_PARAM_INVALID,
-                     f"{api}: cannot convert {value!r} to {data_type.name}: {exc}.")
+                     f"{api}: cannot convert value {value!r} to {data_type.name}: {exc}.")
+        return None
+    if not isinstance(converted, np.generic):
+        # numpy turns a list into an array: C reads one element, so a sequence is no scalar
+        report_error(ACLNN_ERR_PARAM_INVALID,
+                     f"{api}: value must be a single number, got {type(value).__name__} "
+                     f"{value!r}.")
         return None
     return aclScalar(converted, data_type)
 
@@ -679,21 +685,23 @@ def aclCreateScalarList(scalars) -> aclScalarList | None:
 # ---------------------------------------------------------------------------
 # Destruction
 # ---------------------------------------------------------------------------
-def _destroy(obj, cls, api: str) -> int:
+def _destroy(obj, cls, api: str, what: str) -> int:
+    """Mark ``obj`` destroyed; ``what`` is the C parameter's name, for the message."""
     if obj is None:
         return ACLNN_SUCCESS
     if not isinstance(obj, cls):
         return report_error(ACLNN_ERR_PARAM_INVALID,
-                            f"{api}: expected an {cls.__name__}, got {type(obj).__name__}.")
+                            f"{api}: {what}: expected an {cls.__name__}, got "
+                            f"{type(obj).__name__}.")
     if obj.destroyed:
         return report_error(ACLNN_ERR_PARAM_INVALID,
-                            f"{api}: the {cls.__name__} was already destroyed.")
+                            f"{api}: {what}: the {cls.__name__} was already destroyed.")
     obj.destroyed = True
     return ACLNN_SUCCESS
 
 
 def _destroy_list(array, cls, element_destroy, api: str) -> int:
-    status = _destroy(array, cls, api)
+    status = _destroy(array, cls, api, "array")
     if array is None or status != ACLNN_SUCCESS:
         return status
     for element in array.values:
@@ -717,7 +725,7 @@ def aclDestroyTensor(tensor) -> int:
         **[R]** simulator choice: in C both are undefined behaviour (double
         ``delete``). The object is marked ``destroyed``.
     """
-    return _destroy(tensor, aclTensor, "aclDestroyTensor")
+    return _destroy(tensor, aclTensor, "aclDestroyTensor", "tensor")
 
 
 def aclDestroyScalar(scalar) -> int:
@@ -734,7 +742,7 @@ def aclDestroyScalar(scalar) -> int:
         **[R]** simulator choice: in C both are undefined behaviour (double
         ``delete``). The object is marked ``destroyed``.
     """
-    return _destroy(scalar, aclScalar, "aclDestroyScalar")
+    return _destroy(scalar, aclScalar, "aclDestroyScalar", "scalar")
 
 
 def aclDestroyIntArray(array) -> int:
@@ -751,7 +759,7 @@ def aclDestroyIntArray(array) -> int:
         **[R]** simulator choice: in C both are undefined behaviour (double
         ``delete``). The object is marked ``destroyed``.
     """
-    return _destroy(array, aclIntArray, "aclDestroyIntArray")
+    return _destroy(array, aclIntArray, "aclDestroyIntArray", "array")
 
 
 def aclDestroyFloatArray(array) -> int:
@@ -768,7 +776,7 @@ def aclDestroyFloatArray(array) -> int:
         **[R]** simulator choice: in C both are undefined behaviour (double
         ``delete``). The object is marked ``destroyed``.
     """
-    return _destroy(array, aclFloatArray, "aclDestroyFloatArray")
+    return _destroy(array, aclFloatArray, "aclDestroyFloatArray", "array")
 
 
 def aclDestroyBoolArray(array) -> int:
@@ -785,7 +793,7 @@ def aclDestroyBoolArray(array) -> int:
         **[R]** simulator choice: in C both are undefined behaviour (double
         ``delete``). The object is marked ``destroyed``.
     """
-    return _destroy(array, aclBoolArray, "aclDestroyBoolArray")
+    return _destroy(array, aclBoolArray, "aclDestroyBoolArray", "array")
 
 
 def aclDestroyTensorList(array) -> int:

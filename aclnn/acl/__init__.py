@@ -63,15 +63,26 @@ def init(config_path: str | os.PathLike | None = None) -> int:
         return errmsg.report_error(ACL_ERROR_REPEAT_INITIALIZE,
                                    "acl.init: ACL is already initialised in this process")
     config = {}
-    if config_path is not None and config_path != "":
-        if not isinstance(config_path, (str, os.PathLike)):
+    # the type first: comparing an arbitrary object with "" could run its own code
+    if config_path is not None and not isinstance(config_path, (str, os.PathLike)):
+        return errmsg.report_error(
+            ACL_ERROR_INVALID_PARAM,
+            f"acl.init: config_path must be a file path string, got {config_path!r}")
+    if isinstance(config_path, os.PathLike):
+        try:
+            config_path = os.fspath(config_path)
+        except Exception as exc:  # the caller's __fspath__ failed: not a usable path
+            return errmsg.report_error(
+                ACL_ERROR_INVALID_PARAM, f"acl.init: config_path is not a usable path: {exc}")
+        if not isinstance(config_path, str):
             return errmsg.report_error(
                 ACL_ERROR_INVALID_PARAM,
                 f"acl.init: config_path must be a file path string, got {config_path!r}")
+    if config_path is not None and config_path != "":
         try:
             with open(config_path, encoding="utf-8") as f:
                 text = f.read()
-        except (OSError, UnicodeDecodeError) as exc:
+        except (OSError, ValueError) as exc:    # ValueError: undecodable, or a NUL in the path
             return errmsg.report_error(
                 ACL_ERROR_INVALID_FILE,
                 f"acl.init: cannot read config file {os.fspath(config_path)!r}: {exc}")

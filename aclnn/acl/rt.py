@@ -19,7 +19,9 @@ Status codes used, beyond ACL_SUCCESS (0), and when:
 * ACL_ERROR_UNINITIALIZE (100001): set_device / reset_device / get_device_count before
   acl.init;
 * ACL_ERROR_RT_PARAM_INVALID (107000): count > dest_max, a range outside its
-  allocation or registered host buffer, an unknown or destroyed stream/event handle;
+  allocation or registered host buffer, a raw host address this process does not map
+  (checked before it is dereferenced, so a bad pointer never crashes the interpreter
+  [R]), an unknown or destroyed stream/event handle;
 * ACL_ERROR_RT_INVALID_DEVICEID (107001): device id outside [0, device_count);
 * ACL_ERROR_RT_CONTEXT_NULL (107002): no current device (set_device not called) [R];
 * ACL_ERROR_RT_STREAM_CONTEXT (107003): a stream of another device than the current one;
@@ -27,11 +29,14 @@ Status codes used, beyond ACL_SUCCESS (0), and when:
   never-recorded event / of an end event recorded before the start event;
 * ACL_ERROR_RT_SYSPARAMOPT_NOT_SET (107021): ctx_get_sys_param_opt of an unset option;
 * ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000): ACL_MEMCPY_INTER_DEVICE_TO_DEVICE;
-* ACL_ERROR_RT_MEMORY_ALLOCATION (207001): out of device memory;
+* ACL_ERROR_RT_MEMORY_ALLOCATION (207001): out of device memory (and, [R], a
+  malloc_host the host cannot satisfy);
 * ACL_ERROR_RT_MEMORY_FREE (207002): freeing what is not a live allocation start;
 * ACL_ERROR_RT_EVENT_NOT_COMPLETE (507006): elapsed time of an event not yet executed;
 * ACL_ERROR_RT_AICORE_EXCEPTION (507015): a task of the stream failed (kernel error,
-  or an asynchronous copy whose device memory was freed before it ran);
+  or an asynchronous copy whose device memory was freed before it ran); the stream then
+  runs no more copies, memsets or kernels until this synchronisation reports it
+  (npusim.device);
 * ACL_ERROR_RT_STREAM_SYNC_TIMEOUT (507046) / ACL_ERROR_RT_EVENT_SYNC_TIMEOUT (507047):
   the awaited work can never run (a stream waits for an event nobody records).
 """
@@ -43,9 +48,10 @@ import numpy as np
 
 import npusim
 from npusim.device import DeadlockError
-from npusim.errors import InvalidDevicePointer, NpuSimError, OutOfDeviceMemory
+from npusim.errors import DeviceError, InvalidDevicePointer, NpuSimError, OutOfDeviceMemory
 
 from aclnn import errmsg, runtime
+from aclnn.acl.util import host_range_mapped
 from aclnn.constants import (
     ACL_ERROR_INVALID_PARAM,
     ACL_ERROR_RT_CONTEXT_NULL,
@@ -206,10 +212,17 @@ def _sync_device(dev) -> int:
 
 
 def _enqueue(stream, apply, duration_us: float) -> None:
-    """Enqueue a task that runs ``apply()`` and then takes ``duration_us`` of device time."""
+    """Enqueue a task that runs ``apply()`` and then takes ``duration_us`` of device time.
+
+    As the device's own copies and kernels do (npusim.device), the task does nothing when
+    an earlier task of the stream failed and the host has not synchronised since: the
+    stream stopped at that failure.
+    """
     env = stream.device.env
 
     def task(s):
+        if s.errors:
+            return
         try:
             apply()
         except NpuSimError as exc:
@@ -420,7 +433,8 @@ def malloc(size: int, policy: int) -> tuple[int, int]:
         return dev.gm.malloc(int(size)), ACL_SUCCESS
     except OutOfDeviceMemory as exc:
         return 0, _fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "malloc",
-                        f"out of device memory on device {dev.device_id}: {exc}")
+                        f"size={int(size)} B: out of device memory on device "
+                        f"{dev.device_id}: {exc}")
 
 
 def free(dev_ptr: int) -> int:
@@ -457,14 +471,19 @@ def malloc_host(size: int) -> tuple[int, int]:
         size: bytes, > 0.
 
     Returns:
-        (host_ptr, ret): ret is ACL_SUCCESS, or ACL_ERROR_INVALID_PARAM (100000) with
-        host_ptr 0 for size <= 0.
+        (host_ptr, ret): ret is ACL_SUCCESS, or, with host_ptr 0, ACL_ERROR_INVALID_PARAM
+        (100000) for size <= 0 or a non-int, ACL_ERROR_RT_MEMORY_ALLOCATION (207001) when
+        the host cannot provide ``size`` bytes [R: the runtime's out-of-memory code].
 
     Source: ``reference/api.md`` §6 (MallocHost has the same positive-size check).
     """
     if not _is_int(size) or size <= 0:
         return 0, _bad_int("malloc_host", "size", size, "a positive int number of bytes")
-    buf = np.empty(int(size), dtype=np.uint8)
+    try:
+        buf = np.empty(int(size), dtype=np.uint8)
+    except (MemoryError, ValueError) as exc:   # numpy: too large for the host / for an array
+        return 0, _fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "malloc_host",
+                        f"size={int(size)} B cannot be allocated on the host: {exc}")
     runtime.register_host_buffer(buf, buf.ctypes.data, buf.nbytes, pinned=True)
     return buf.ctypes.data, ACL_SUCCESS
 
@@ -490,8 +509,14 @@ def free_host(host_ptr: int) -> int:
     return ACL_SUCCESS
 
 
-def _check_range(api: str, dev, name: str, addr: int, count: int, on_device: bool):
-    """Check ``[addr, addr + count)``; return (status, registered host buffer or None)."""
+def _check_range(api: str, dev, name: str, addr: int, count: int, on_device: bool,
+                 writable: bool = False):
+    """Check ``[addr, addr + count)``; return (status, registered host buffer or None).
+
+    A host range outside every registered buffer is a raw address: it must be mapped by
+    this process (readable, and writable when ``writable``), so that a stale or made-up
+    pointer is refused with 107000 instead of crashing the interpreter [R].
+    """
     if on_device:
         alloc = dev.gm.find(addr)
         if alloc is None:
@@ -512,6 +537,11 @@ def _check_range(api: str, dev, name: str, addr: int, count: int, on_device: boo
                      f"{name}=0x{addr:x} + {count} B runs {addr + count - buf.end} B past the "
                      f"end of the host buffer of {buf.nbytes} B registered at 0x{buf.addr:x}"
                      ), None
+    if buf is None and not host_range_mapped(addr, count, writable):
+        access = "writable" if writable else "readable"
+        return _fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                     f"{name}=0x{addr:x} + {count} B is not {access} host memory of this "
+                     "process (not device memory either)"), None
     return ACL_SUCCESS, buf
 
 
@@ -551,18 +581,25 @@ def _prepare_copy(api: str, dst, dest_max, src, count, kind):
         sides = (dev.gm.find(dst_p) is not None, dev.gm.find(src_p) is not None)
     else:
         sides = _KIND_SIDES[kind]
-    pins = []
+    pins, raw = [], []
     for name, addr, on_device in (("dst", dst_p, sides[0]), ("src", src_p, sides[1])):
-        code, buf = _check_range(api, dev, name, addr, count, on_device)
+        code, buf = _check_range(api, dev, name, addr, count, on_device, name == "dst")
         if code != ACL_SUCCESS:
             return code, None
         pins.append(buf)
+        if not on_device and buf is None:
+            raw.append((name, addr, name == "dst"))
     dst_dev, src_dev = sides
     link = "D2D" if dst_dev and src_dev else "H2D" if dst_dev else "D2H" if src_dev else None
     gm = dev.gm
 
     def apply():
         _ = pins  # the registered host buffers stay alive until the copy has run
+        for name, addr, writable in raw:
+            # an asynchronous copy runs later: raw host memory may be gone by then
+            if not host_range_mapped(addr, count, writable):
+                raise DeviceError(f"acl.rt.{api}: {name}=0x{addr:x} + {count} B is no longer "
+                                  "mapped host memory when the copy runs")
         if dst_dev and src_dev:
             gm.view(dst_p, count)[:] = gm.view(src_p, count)
         elif dst_dev:
@@ -712,7 +749,7 @@ def memset_async(dev_ptr: int, max_count: int, value: int, count: int, stream: i
     s, code = _stream("memset_async", dev, stream)
     if s is None or plan is None:
         return code
-    _enqueue(s, plan[1], int(count) / dev.soc.hbm_bandwidth * 1e6)
+    dev.memset_async(s, int(count), plan[1])
     return ACL_SUCCESS
 
 

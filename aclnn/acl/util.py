@@ -3,12 +3,21 @@
 A pointer is the real host address of the data, as in pyACL. ``numpy_to_ptr`` and
 ``bytes_to_ptr`` also register the buffer with :mod:`aclnn.runtime`, which keeps it
 alive while it is in use and lets ``acl.rt.memcpy`` bounds-check host pointers inside
-it. These functions return values only (no status), so bad arguments raise
-``TypeError`` / ``ValueError``.
+it.
+
+These functions return values only: pyACL gives them no status (``reference/api.md`` §5,
+"ptr only, no ret"), so a bad argument cannot be answered with a code. It raises
+``TypeError`` (wrong Python type) or ``ValueError`` (bad value), whose message names the
+argument -- the only two exceptions that leave this module -- and nothing is read,
+written or registered. A raw host address (one that no registered buffer holds) is
+dereferenced only after :func:`host_range_mapped` has confirmed that the process maps it,
+so a stale or made-up pointer is an error, not a crash of the interpreter [R: the real
+pyACL would fault there].
 """
 from __future__ import annotations
 
 import ctypes
+import math
 
 import ml_dtypes
 import numpy as np
@@ -16,6 +25,9 @@ import numpy as np
 from aclnn import runtime
 
 __all__ = ["numpy_to_ptr", "bytes_to_ptr", "ptr_to_numpy", "ptr_to_bytes"]
+
+#: Largest host address (64-bit address space).
+_ADDR_MAX = (1 << 64) - 1
 
 # numpy type number -> dtype (numpy's own types plus the ml_dtypes ones).
 _TYPE_NUMS = {np.dtype(t).num: np.dtype(t) for t in set(np.sctypeDict.values())}
@@ -70,20 +82,94 @@ def bytes_to_ptr(b: bytes | bytearray) -> int:
     return addr
 
 
+def host_range_mapped(addr: int, nbytes: int, writable: bool = False) -> bool:
+    """Whether the process maps ``[addr, addr + nbytes)`` readable (and writable).
+
+    Read from ``/proc/self/maps`` (Linux), whose regions are sorted by address: the
+    range must be covered by consecutive regions, each with ``r`` (and ``w`` when
+    ``writable``) permission. Used before the simulator dereferences a raw host address,
+    so that a bad pointer is an error status instead of a segmentation fault. Where the
+    maps file cannot be read (not Linux) it returns True: the address is trusted, as the
+    real runtime would [R].
+
+    Args:
+        addr: host address (int >= 0); nbytes: bytes (>= 0; 0 is always mapped).
+        writable: also require write permission.
+    """
+    if nbytes <= 0:
+        return True
+    end = addr + nbytes
+    if addr <= 0 or end - 1 > _ADDR_MAX:
+        return False
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return True
+    pos = addr
+    for line in lines:
+        fields = line.split(None, 2)
+        if len(fields) < 2:
+            continue
+        lo, _, hi = fields[0].partition(b"-")
+        lo, hi = int(lo, 16), int(hi, 16)
+        if hi <= pos:
+            continue
+        if lo > pos:
+            return False                 # a hole before the next region
+        perms = fields[1]
+        if perms[:1] != b"r" or (writable and perms[1:2] != b"w"):
+            return False
+        pos = hi
+        if pos >= end:
+            return True
+    return False
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _dtype(npy_type) -> np.dtype:
-    if isinstance(npy_type, (int, np.integer)) and not isinstance(npy_type, bool):
+    """``npy_type`` (a numpy type number or anything ``np.dtype`` takes) as a plain dtype."""
+    if _is_int(npy_type):
         try:
             return _TYPE_NUMS[int(npy_type)]
         except KeyError:
-            raise ValueError(f"ptr_to_numpy: {npy_type} is not a numpy type number") from None
-    return np.dtype(npy_type)
+            raise ValueError(f"ptr_to_numpy: npy_type {int(npy_type)} is not a numpy type "
+                             "number") from None
+    if npy_type is None or isinstance(npy_type, (bool, np.bool_)):
+        raise TypeError(f"ptr_to_numpy: npy_type must be a numpy type number or dtype, "
+                        f"got {npy_type!r}")
+    try:
+        dtype = np.dtype(npy_type)
+    except Exception:  # numpy raises several types for what it cannot parse
+        raise TypeError(f"ptr_to_numpy: npy_type must be a numpy type number or dtype, got "
+                        f"{type(npy_type).__name__} {npy_type!r}") from None
+    if dtype.hasobject or dtype.itemsize == 0:
+        # Python object references cannot be read from raw memory.
+        raise ValueError(f"ptr_to_numpy: npy_type {dtype} holds no plain data")
+    return dtype
+
+
+def _shape(shape) -> tuple[int, ...]:
+    """``shape`` (an int or a tuple/list of ints >= 0) as a tuple of ints."""
+    if _is_int(shape):
+        dims = (int(shape),)
+    elif isinstance(shape, (tuple, list)) and all(_is_int(d) for d in shape):
+        dims = tuple(int(d) for d in shape)
+    else:
+        raise TypeError(f"ptr_to_numpy: shape must be an int or a tuple of ints, got {shape!r}")
+    if any(d < 0 for d in dims):
+        raise ValueError(f"ptr_to_numpy: shape {dims} has a negative dimension")
+    return dims
 
 
 def _host_address(ptr, func: str) -> int:
-    if isinstance(ptr, bool) or not isinstance(ptr, (int, np.integer)):
+    if not _is_int(ptr):
         raise TypeError(f"{func}: ptr must be an int address, got {type(ptr).__name__}")
     ptr = int(ptr)
-    if ptr <= 0:
+    if not 0 < ptr <= _ADDR_MAX:
         raise ValueError(f"{func}: ptr must be a non-null host address, got {ptr}")
     if runtime.is_device_address(ptr):
         raise ValueError(f"{func}: ptr 0x{ptr:x} is device memory; copy it to the host "
@@ -92,11 +178,16 @@ def _host_address(ptr, func: str) -> int:
 
 
 def _check_registered(ptr: int, nbytes: int, func: str):
+    """The registered buffer holding ``ptr`` (the range must end inside it), or None
+    after checking that the raw range is mapped host memory."""
     buf = runtime.find_host_buffer(ptr)
     if buf is not None and ptr + nbytes > buf.end:
-        raise ValueError(f"{func}: {nbytes} B at 0x{ptr:x} run {ptr + nbytes - buf.end} B past "
-                         f"the end of the host buffer of {buf.nbytes} B registered at "
+        raise ValueError(f"{func}: {nbytes} B at ptr 0x{ptr:x} run {ptr + nbytes - buf.end} B "
+                         f"past the end of the host buffer of {buf.nbytes} B registered at "
                          f"0x{buf.addr:x}")
+    if buf is None and not host_range_mapped(ptr, nbytes):
+        raise ValueError(f"{func}: ptr 0x{ptr:x} + {nbytes} B is not mapped host memory of "
+                         "this process")
     return buf
 
 
@@ -115,15 +206,15 @@ def ptr_to_numpy(ptr: int, shape, npy_type) -> np.ndarray:
         the array, no status (``reference/api.md`` §5).
 
     Raises:
-        TypeError / ValueError: a bad argument, a device address, or a range that runs
-        past the end of the registered buffer holding ``ptr``.
+        TypeError: an argument of the wrong Python type. ValueError: a NULL or device
+        address, a negative size, a range that runs past the end of the registered
+        buffer holding ``ptr``, or a raw range this process does not map
+        (:func:`host_range_mapped`). The message names the argument.
     """
     ptr = _host_address(ptr, "ptr_to_numpy")
     dtype = _dtype(npy_type)
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
-    if any(d < 0 for d in shape):
-        raise ValueError(f"ptr_to_numpy: negative dimension in shape {shape}")
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    shape = _shape(shape)
+    nbytes = math.prod(shape) * dtype.itemsize     # Python ints: no int64 overflow
     buf = _check_registered(ptr, nbytes, "ptr_to_numpy")
     if buf is not None and isinstance(buf.obj, np.ndarray):
         off = ptr - buf.addr
@@ -145,11 +236,15 @@ def ptr_to_bytes(ptr: int, size: int) -> bytes:
         a new bytes object, no status (``reference/api.md`` §5).
 
     Raises:
-        TypeError / ValueError: a bad argument, a device address, or a range that runs
-        past the end of the registered buffer holding ``ptr``.
+        TypeError: an argument of the wrong Python type. ValueError: a NULL or device
+        address, a negative size, a range that runs past the end of the registered
+        buffer holding ``ptr``, or a raw range this process does not map
+        (:func:`host_range_mapped`). The message names the argument.
     """
     ptr = _host_address(ptr, "ptr_to_bytes")
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-        raise ValueError(f"ptr_to_bytes: size must be an int >= 0 bytes, got {size!r}")
+    if not _is_int(size):
+        raise TypeError(f"ptr_to_bytes: size must be an int number of bytes, got {size!r}")
+    if size < 0:
+        raise ValueError(f"ptr_to_bytes: size must be >= 0 bytes, got {int(size)}")
     _check_registered(ptr, int(size), "ptr_to_bytes")
     return ctypes.string_at(ptr, int(size))

@@ -3,14 +3,24 @@
 Each check raises :class:`ParamError` carrying the aclnn status and a message that names
 the argument; the operator turns it into ``report_error(code, message)`` and returns the
 code, so a failed call changes nothing (``reference/api.md`` §1 and §4 "Null checks").
+
+Codes: 161001 (ACLNN_ERR_PARAM_NULLPTR) for a null (None) tensor or scalar, as CANN's
+``OP_CHECK_NULL``; 161002 (ACLNN_ERR_PARAM_INVALID) for everything else the operator
+documents as a parameter error (dtype, format, dims, shapes). Python lets a caller pass
+what C's types forbid -- an object that is not an aclTensor, a destroyed one, a descriptor
+whose fields were overwritten, a number of the wrong type -- and those are 161002 too, the
+closest documented code ("parameter check error", ``reference/api.md`` §1) [R].
 """
 from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from aclnn import runtime
 from aclnn.constants import (ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR,
-                             ACLNN_ERR_RUNTIME_ERROR, aclFormat)
+                             ACLNN_ERR_RUNTIME_ERROR, aclDataType, aclFormat)
+from aclnn.tensor import aclTensor
 
 #: Formats that are plain row-major data (accepted where a document says "ND"); torch_npu
 #: passes NCL/NCHW/NCDHW for 3-, 4- and 5-D tensors (reference/api.md §2).
@@ -26,14 +36,73 @@ class ParamError(Exception):
         self.code = code
 
 
-def not_null(**tensors) -> None:
-    """161001 for the first argument that is None."""
-    for name, t in tensors.items():
-        if t is None:
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _int_tuple(value, n: int | None = None) -> bool:
+    """Whether ``value`` is a tuple of ints (of length ``n`` when given)."""
+    return (isinstance(value, tuple) and all(_is_int(v) for v in value)
+            and (n is None or len(value) == n))
+
+
+def well_formed(name: str, t) -> None:
+    """161002 when an aclTensor's fields are not what aclCreateTensor builds.
+
+    aclCreateTensor validates its arguments, but a Python caller can overwrite the
+    descriptor's attributes afterwards (``t.view_dims = (-1, 4)``); every later check
+    and the launch read those fields, so they are checked once here [R].
+    """
+    problems = []
+    if not _int_tuple(t.view_dims) or any(d < 0 for d in t.view_dims):
+        problems.append(f"view dims {t.view_dims!r} (ints >= 0)")
+    elif not _int_tuple(t.strides, len(t.view_dims)):
+        problems.append(f"strides {t.strides!r} (one int per view dim)")
+    if not _int_tuple(t.storage_dims) or any(d < 0 for d in t.storage_dims):
+        problems.append(f"storage dims {t.storage_dims!r} (ints >= 0)")
+    if not _is_int(t.offset) or t.offset < 0:
+        problems.append(f"offset {t.offset!r} (an int >= 0, elements)")
+    if not isinstance(t.data_type, aclDataType):
+        problems.append(f"dataType {t.data_type!r} (an aclDataType)")
+    if not isinstance(t.format, aclFormat):
+        problems.append(f"format {t.format!r} (an aclFormat)")
+    if not _is_int(t.tensor_data) or t.tensor_data < 0:
+        problems.append(f"tensorData {t.tensor_data!r} (an int device address)")
+    if problems:
+        raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} is not a well-formed aclTensor: "
+                         f"bad {'; bad '.join(problems)}")
+
+
+def objects(*args) -> None:
+    """Check ``(name, object, cls)`` triples: the nulls first, then the objects.
+
+    * 161001 for the first argument that is None ("Expected a proper Tensor but got null
+      for argument ...", the ``OP_CHECK_NULL`` message of ops-nn), checked over all the
+      arguments before anything else, as ``CheckNotNull`` does;
+    * 161002 for one that is not a ``cls`` (aclTensor, aclScalar...), that was destroyed
+      (aclDestroyTensor / aclDestroyScalar), or -- for a tensor -- that is not well
+      formed (:func:`well_formed`) [R: Python-only cases, see the module docstring].
+    """
+    for name, obj, cls in args:
+        if obj is None:
+            what = "Tensor" if cls is aclTensor else cls.__name__.removeprefix("acl")
             raise ParamError(ACLNN_ERR_PARAM_NULLPTR,
-                             f"Expected a proper Tensor but got null for argument {name}.")
-        if getattr(t, "destroyed", False):
-            raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} was destroyed (aclDestroyTensor)")
+                             f"Expected a proper {what} but got null for argument {name}.")
+    for name, obj, cls in args:
+        if not isinstance(obj, cls):
+            raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} must be an {cls.__name__}, got "
+                             f"{type(obj).__name__}")
+        if obj.destroyed:
+            destroy = "aclDestroyTensor" if cls is aclTensor else "aclDestroyScalar"
+            raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} was destroyed ({destroy})")
+        if cls is aclTensor:
+            well_formed(name, obj)
+
+
+def not_null(**tensors) -> None:
+    """Every keyword is a tensor argument: 161001 for None, then 161002 for an object
+    that is not a live, well-formed aclTensor (see :func:`objects`)."""
+    objects(*((name, t, aclTensor) for name, t in tensors.items()))
 
 
 def device():
@@ -75,8 +144,24 @@ def nd_format(name: str, t) -> None:
                          "formats are supported")
 
 
+def in_storage(name: str, t) -> None:
+    """161002 when the view reaches outside its storage.
+
+    Every element the view addresses, ``offset + sum(i_k * strides[k])``, must lie in
+    ``[0, prod(storageDims))`` (:meth:`aclTensor.in_storage_bounds`). CANN does not
+    check it and reads whatever the strides point at; here such a descriptor is a
+    parameter error, so the kernel never touches bytes the caller did not describe [R].
+    """
+    if not t.in_storage_bounds():
+        raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name}'s view (shape {list(t.view_dims)}, "
+                         f"strides {list(t.strides)}, offset {t.offset}) reaches outside its "
+                         f"storage of {list(t.storage_dims)} = {t.storage_numel()} elements")
+
+
 def contiguous_on_device(name: str, t, dev) -> None:
-    """The tensor is contiguous and its bytes lie inside one live device allocation."""
+    """The view stays inside its storage (:func:`in_storage`), is contiguous, and its bytes
+    lie inside one live device allocation (a freed or foreign pointer is 161002)."""
+    in_storage(name, t)
     if not t.is_contiguous():
         raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} is not contiguous (strides "
                          f"{list(t.strides)} for shape {list(t.view_dims)}); this simulator "
@@ -88,6 +173,22 @@ def contiguous_on_device(name: str, t, dev) -> None:
 
 
 def number(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    """A ``double`` attribute: a real number (not a bool) that fits a double; 161002 else."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} must be a number, got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} = {value} does not fit a double "
+                         "(C's type of the attribute)") from None
+
+
+def boolean(name: str, value) -> bool:
+    """A ``bool`` attribute: True/False (Python or numpy) or the ints 0 and 1; 161002 else
+    [R: C's bool cannot hold anything else, so other Python values are rejected rather
+    than tested for truth]."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if _is_int(value) and value in (0, 1):
+        return bool(value)
+    raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} must be a bool, got {value!r}")

@@ -38,6 +38,7 @@ from aclnn.errmsg import report_error
 from aclnn.executor import aclOpExecutor, run_executor
 from aclnn.ops import _check
 from aclnn.ops._check import ParamError
+from aclnn.tensor import aclScalar, aclTensor
 from kernels.add import tiling as _tiling
 from kernels.add.kernel import add, broadcast_to
 
@@ -104,7 +105,8 @@ def _np_dtype(name: str, t):
 
 
 def _check_view_on_device(name: str, t, dev) -> None:
-    """Strides >= 0 and every byte the view addresses inside one device allocation."""
+    """Strides >= 0 and every byte the view addresses inside one live device allocation
+    (161002 otherwise: a freed or foreign pointer)."""
     if t.numel() == 0:
         return
     if any(s < 0 for s in t.strides):
@@ -120,7 +122,8 @@ def _check_view_on_device(name: str, t, dev) -> None:
 def _validate(api, self, other, alpha, out, names):
     """The checks of ``CheckParams`` in aclnn_add.cpp, in its order; returns the plan."""
     sn, on, zn = names
-    _check.not_null(**{sn: self, on: other, "alpha": alpha, zn: out})
+    _check.objects((sn, self, aclTensor), (on, other, aclTensor), ("alpha", alpha, aclScalar),
+                   (zn, out, aclTensor))
     dev = _check.device()
     soc = dev.soc
     supported = SUPPORTED_SHORT_SOC.get(soc.short_soc_version)
@@ -163,6 +166,8 @@ def _validate(api, self, other, alpha, out, names):
     except _tiling.NotSupportedOnSimulator as exc:
         raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{sn} {xs.name} + alpha * {on} {ys.name} -> "
                          f"{zn} {zs.name}: {exc}") from None
+    for name, t in ((sn, self), (on, other), (zn, out)):
+        _check.in_storage(name, t)      # before contiguity: the more basic descriptor error
     if not out.is_contiguous():
         raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{zn} is not contiguous (strides "
                          f"{list(out.strides)} for shape {list(out.view_dims)}); this simulator "
@@ -208,7 +213,7 @@ def _build(api, op_name, self, other, alpha, out, names):
                                                  workspace, td), name=td.opType)
 
     executor = aclOpExecutor(op_name, workspace_size, launch, dev, inputs=[self, other],
-                             outputs=[out])
+                             outputs=[out], input_names=names[:2], output_names=names[2:])
     executor.tiling = td
     executor.broadcast_tilings = tuple(bt for _, bt, _ in gathers)
     return workspace_size, executor, ACLNN_SUCCESS
@@ -235,8 +240,10 @@ def aclnnAddGetWorkspaceSize(self, other, alpha, out):
         * 161002 ACLNN_ERR_PARAM_INVALID: a dtype of self/other outside the SoC's list;
           alpha or the promote type not castable (to the promote type / to out); more than
           8 dims; shapes that do not broadcast; out's shape not the broadcast shape; a
-          non-ND format; an unsupported SoC (310P); and, as simulator limits [R], a
-          non-contiguous out, negative strides, data outside device memory, and dtype
+          non-ND format; an unsupported SoC (310P); and, as simulator checks [R], an
+          object that is not an aclTensor/aclScalar, a destroyed one, a view reaching
+          outside its storage, a non-contiguous out, negative strides, data outside
+          device memory (a freed or foreign pointer), and dtype
           combinations the simulated vector unit cannot compute (INT64/DOUBLE/COMPLEX
           promote types; INT8/UINT8/BOOL and some promotions until the vector Cast table
           has the needed pairs) — the message says which;
@@ -252,9 +259,10 @@ def aclnnAdd(workspace, workspaceSize, executor, stream):
     """Second phase of aclnnAdd: enqueue the kernels on ``stream`` (None or 0: default stream).
 
     Returns 0 when enqueued (results after ``acl.rt.synchronize_stream``); 161001 null
-    executor or null workspace with workspaceSize > 0; 161002 released executor or a
-    workspace smaller than the first phase asked for; 361001 invalid stream
-    (``reference/api.md`` §4).
+    executor or null workspace with workspaceSize > 0; 161002 released executor, a
+    workspace smaller than the first phase asked for or not device memory, or a tensor
+    whose memory was freed since the first phase; 361001 invalid stream
+    (``reference/api.md`` §4; see :func:`aclnn.executor.run_executor`).
     """
     return run_executor("aclnnAdd", workspace, workspaceSize, executor, stream)
 
@@ -280,7 +288,8 @@ def aclnnInplaceAddGetWorkspaceSize(selfRef, other, alpha):
                              "cannot broadcast")
         if shape != tuple(selfRef.view_dims):
             raise ParamError(ACLNN_ERR_PARAM_INVALID, f"Expected shape of selfRef should be "
-                             f"{list(shape)}, but got {list(selfRef.view_dims)}")
+                             f"{list(shape)} (the broadcast of selfRef and other "
+                             f"{list(other.view_dims)}), but got {list(selfRef.view_dims)}")
     except ParamError as exc:
         return 0, None, report_error(exc.code, f"{api}: {exc}")
     return _build(api, "aclnnInplaceAdd", selfRef, other, alpha, selfRef,

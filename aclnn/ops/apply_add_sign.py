@@ -58,8 +58,10 @@ def aclnnApplyAddSignGetWorkspaceSize(varRef, mRef, lr, alpha, signDecay, beta, 
         161001 (ACLNN_ERR_PARAM_NULLPTR) when an argument is None;
         161002 (ACLNN_ERR_PARAM_INVALID) for a dtype other than FLOAT/FLOAT16, dtypes or
         shapes that differ from varRef's, a scalar with other than one element, more
-        than 8 dims, a non-ND format, a non-contiguous tensor, data outside device
-        memory, a destroyed tensor, or a SoC other than Atlas A2/A3;
+        than 8 dims, a non-ND format, a non-contiguous tensor, a view reaching outside
+        its storage, data outside device memory (a freed or foreign pointer), a
+        destroyed tensor, an object that is not an aclTensor [R], or a SoC other than
+        Atlas A2/A3;
         361001 (ACLNN_ERR_RUNTIME_ERROR) when no device is set.
         The message names the argument (``acl.get_recent_err_msg()``). A failed call
         changes nothing.
@@ -84,6 +86,8 @@ def aclnnApplyAddSignGetWorkspaceSize(varRef, mRef, lr, alpha, signDecay, beta, 
             if t.numel() != 1:
                 raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} has shape {list(t.view_dims)} "
                                  f"({t.numel()} elements); it must be a scalar of one element")
+            # one element, but still an aclnn tensor: at most 8 dims (reference/api.md §1)
+            _check.ndim_between(name, t, 0, _MAX_DIMS)
         for name, t in tensors.items():
             _check.nd_format(name, t)
         for name, t in tensors.items():
@@ -103,7 +107,9 @@ def aclnnApplyAddSignGetWorkspaceSize(varRef, mRef, lr, alpha, signDecay, beta, 
         device.launch(stream, apply_add_sign, td.blockDim, args, name=OP_TYPE, reserve_ub=True)
 
     executor = aclOpExecutor("aclnnApplyAddSign", td.workspaceSize, launch, dev,
-                             inputs=inputs, outputs=[varRef, mRef])
+                             inputs=inputs, outputs=[varRef, mRef],
+                             input_names=["varRef", "mRef", *_SCALARS, "grad"],
+                             output_names=["varRef", "mRef"])
     executor.tiling = td
     return td.workspaceSize, executor, ACLNN_SUCCESS
 
@@ -119,7 +125,9 @@ def aclnnApplyAddSign(workspace, workspaceSize, executor, stream):
 
     Returns:
         ``ret``: 0 when enqueued (results appear after ``acl.rt.synchronize_stream``);
-        161001 null executor or workspace; 161002 released executor or too-small
-        workspace; 361001 invalid stream (``reference/api.md`` §4).
+        161001 null executor or workspace; 161002 released executor, too-small or
+        non-device workspace, or a tensor whose memory was freed since the first phase;
+        361001 invalid stream (``reference/api.md`` §4; see
+        :func:`aclnn.executor.run_executor`).
     """
     return run_executor("aclnnApplyAddSign", workspace, workspaceSize, executor, stream)

@@ -38,15 +38,18 @@ def aclnnApplyFusedEmaAdamGetWorkspaceSize(grad, varRef, mRef, vRef, sRef, step,
             first update).
         lr, emaDecay, beta1, beta2, eps, weightDecay: floats (stored as float32 in the tiling).
         mode: 0 (L2: grad += weightDecay*var) or 1 (AdamW: update += weightDecay*var).
-        biasCorrection: bool, divide m and v by (1 - beta^step).
+        biasCorrection: bool (or the ints 0/1), divide m and v by (1 - beta^step).
 
     Returns:
         ``(workspaceSize, executor, ret)``: workspaceSize in bytes (16 MiB, the Ascend C
         system workspace on A2/A3; 0 for empty tensors), the aclOpExecutor, and
         ``ACLNN_SUCCESS``; or ``(0, None, code)`` with code 161001 (a null tensor),
         161002 (dtype, shape, dims, format, mode, step, unsupported SoC, non-contiguous or
-        non-device data) or 361001 (no device set). The message names the argument
-        (``acl.get_recent_err_msg()``).
+        non-device data -- a freed or foreign pointer --, a view reaching outside its
+        storage, a destroyed tensor; and [R] Python-only mistakes: an object that is not
+        an aclTensor, an attribute of the wrong type) or 361001 (no device set). The
+        message names the argument (``acl.get_recent_err_msg()``). A failed call
+        changes nothing.
     """
     api = "aclnnApplyFusedEmaAdamGetWorkspaceSize"
     try:
@@ -61,7 +64,8 @@ def aclnnApplyFusedEmaAdamGetWorkspaceSize(grad, varRef, mRef, vRef, sRef, step,
         _check.same_dtype_shape("grad", grad, varRef=varRef, mRef=mRef, vRef=vRef, sRef=sRef)
         _check.ndim_between("grad", grad, 1, 8)
         tensors = dict(grad=grad, varRef=varRef, mRef=mRef, vRef=vRef, sRef=sRef)
-        for name, t in tensors.items():
+        # every tensor, step too, is ND (reference/operators.md §1 "Interface": "all ND")
+        for name, t in dict(tensors, step=step).items():
             _check.nd_format(name, t)
         _check.dtype_in("step", step, (ACL_INT64,))
         if step.view_dims != (1,):
@@ -72,6 +76,8 @@ def aclnnApplyFusedEmaAdamGetWorkspaceSize(grad, varRef, mRef, vRef, sRef, step,
         attrs = {name: _check.number(name, value) for name, value in (
             ("lr", lr), ("emaDecay", emaDecay), ("beta1", beta1), ("beta2", beta2),
             ("eps", eps), ("weightDecay", weightDecay))}
+        # C's bool holds only true/false: other Python values are a parameter error [R]
+        biasCorrection = _check.boolean("biasCorrection", biasCorrection)
         for name, t in dict(tensors, step=step).items():
             _check.contiguous_on_device(name, t, dev)
     except ParamError as exc:
@@ -95,7 +101,9 @@ def aclnnApplyFusedEmaAdamGetWorkspaceSize(grad, varRef, mRef, vRef, sRef, step,
 
     workspace_size = td.workspaceSize if td.blockDim else 0
     executor = aclOpExecutor("aclnnApplyFusedEmaAdam", workspace_size, launch, dev,
-                             inputs=inputs, outputs=[varRef, mRef, vRef, sRef])
+                             inputs=inputs, outputs=[varRef, mRef, vRef, sRef],
+                             input_names=["grad", "varRef", "mRef", "vRef", "sRef", "step"],
+                             output_names=["varRef", "mRef", "vRef", "sRef"])
     executor.tiling = td
     return workspace_size, executor, ACLNN_SUCCESS
 
@@ -111,7 +119,9 @@ def aclnnApplyFusedEmaAdam(workspace, workspaceSize, executor, stream):
 
     Returns:
         ``ret``: 0 when enqueued (results appear after ``acl.rt.synchronize_stream``);
-        161001 null executor or workspace; 161002 released executor or too-small
-        workspace; 361001 invalid stream (``reference/api.md`` §4).
+        161001 null executor or workspace; 161002 released executor, too-small or
+        non-device workspace, or a tensor whose memory was freed since the first phase;
+        361001 invalid stream (``reference/api.md`` §4; see
+        :func:`aclnn.executor.run_executor`).
     """
     return run_executor("aclnnApplyFusedEmaAdam", workspace, workspaceSize, executor, stream)

@@ -244,7 +244,8 @@ def _empty_executor(dev, grad, indices, out):
             enqueue_chain(device, stream, [KernelLaunch(
                 zeros_like, t.blockDim, (out.data_address(), t, out.np_dtype), "ZerosLike")], API)
 
-    executor = aclOpExecutor(API, 0, launch, dev, inputs=[grad, indices], outputs=[out])
+    executor = aclOpExecutor(API, 0, launch, dev, inputs=[grad, indices], outputs=[out],
+                             input_names=["grad", "indices"], output_names=["out"])
     executor.path = "empty"
     executor.kernels = ["ZerosLike"] if t.blockDim else []
     executor.tiling = None
@@ -303,7 +304,8 @@ def _v2_executor(dev, grad, indices, out, a):
         kernels[:] = [s.name for s in steps]
         enqueue_chain(device, stream, steps, API)
 
-    executor = aclOpExecutor(API, ws.size, launch, dev, inputs=[grad, indices], outputs=[out])
+    executor = aclOpExecutor(API, ws.size, launch, dev, inputs=[grad, indices], outputs=[out],
+                             input_names=["grad", "indices"], output_names=["out"])
     executor.tiling = td
     executor.sort_tiling = st
     executor.path = "V2-small-dim" if small else "V2"
@@ -346,7 +348,8 @@ def _v1_executor(dev, grad, indices, out, a):
         kernels[:] = [s.name for s in steps]
         enqueue_chain(device, stream, steps, API)
 
-    executor = aclOpExecutor(API, ws.size, launch, dev, inputs=[grad, indices], outputs=[out])
+    executor = aclOpExecutor(API, ws.size, launch, dev, inputs=[grad, indices], outputs=[out],
+                             input_names=["grad", "indices"], output_names=["out"])
     executor.tiling = td
     executor.path = "V1"
     executor.caveats = caveats

@@ -166,7 +166,8 @@ def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Po
         enqueue_chain(device, stream, steps, API)
 
     executor = aclOpExecutor(API, ws, launch, dev, inputs=[grad, indices],
-                             outputs=[varRef, mRef, vRef])
+                             outputs=[varRef, mRef, vRef], input_names=["grad", "indices"],
+                             output_names=["varRef", "mRef", "vRef"])
     executor.tiling = td
     executor.sort_tiling = st
     executor.kernels = kernels
