@@ -361,8 +361,8 @@ class NpuTraining:
             self.adam["bias_correction"], self.adam["weight_decay"])
         if ret == aclnn.ACLNN_ERR_PARAM_INVALID:
             message = acl.get_recent_err_msg()
-            self.host_update = NumpyEmaAdam({k: v.astype(self.np_dtype) for k, v in
-                                             params.items()}, lr=lr, **adam)
+            self.host_params = {k: v.astype(self.np_dtype) for k, v in params.items()}
+            self.host_update = NumpyEmaAdam(self.host_params, lr=lr, **adam)
             if verbose:
                 print(f"note: {message.splitlines()[0] if message else ret}\n"
                       "      the parameter update runs on the host (the operator's golden); "
@@ -485,9 +485,9 @@ class NpuTraining:
             dE = np.empty_like(params["E"], dtype=self.np_dtype)
             self._from_device(dE, self.buffers["E"]["grad"])
             host_grads = {"E": dE, **{k: np.asarray(g, self.np_dtype) for k, g in hosts.items()}}
-            self.host_update.step(self.host_update_params(params), host_grads)
+            self.host_update.step(self.host_params, host_grads)
             for name, p in params.items():
-                p[...] = self._host_params[name]
+                p[...] = self.host_params[name]
                 self.ema[name][...] = self.host_update.ema[name]
             return ms * 1000.0
         for name, var in params.items():
@@ -496,11 +496,6 @@ class NpuTraining:
                 self._from_device(buf, self.buffers[name][role])
                 host[...] = buf
         return ms * 1000.0
-
-    def host_update_params(self, params):
-        if not hasattr(self, "_host_params"):
-            self._host_params = {k: v.astype(self.np_dtype) for k, v in params.items()}
-        return self._host_params
 
     def _from_device(self, host: np.ndarray, ptr: int) -> None:
         ret = acl.rt.memcpy(acl.util.numpy_to_ptr(host), host.nbytes, ptr, host.nbytes,

@@ -34,7 +34,6 @@ simpy timeout, so the replay costs a few events per tile, not per instruction.
 from __future__ import annotations
 
 import bisect
-import bisect
 import heapq
 from dataclasses import dataclass, field
 
@@ -92,6 +91,14 @@ class _Flag:
         ev = env.event()
         self.waiters.append(ev)
         return ev
+
+
+def _flag(flags: dict, key) -> _Flag:
+    """The flag ``key`` of a block, created on first use."""
+    flag = flags.get(key)
+    if flag is None:
+        flag = flags[key] = _Flag()
+    return flag
 
 
 class _Barrier:
@@ -370,15 +377,9 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
                 if out is not None:
                     out.append((pipe, t0, env.now, label, idx))
             elif kind == SET:
-                flag = flags.get(key)
-                if flag is None:
-                    flag = flags[key] = _Flag()
-                flag.set()
+                _flag(flags, key).set()
             elif kind == WAIT:
-                flag = flags.get(key)
-                if flag is None:
-                    flag = flags[key] = _Flag()
-                ev = flag.wait(env)
+                ev = _flag(flags, key).wait(env)
                 if ev is not None:
                     waiting[b] = f"{Pipe(pipe).name} waits at {label} for {key[0]} {key[1:]}"
                     yield ev

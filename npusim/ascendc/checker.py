@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npusim.ascendc.types import Pipe
-from npusim.errors import KernelError, SyncError, kernel_source_line
+from npusim.errors import KernelError, SyncError
 
 CATEGORIES = ("UB", "Alignment", "GM", "Uninitialised", "Sync", "Leak")
 _N_PIPES = max(int(p) for p in Pipe) + 1
@@ -235,7 +235,3 @@ def _conflicts(blocks_writes: list) -> str | None:
     lo, hi = int(s[i]), int(min(e[i], run_max[i - 1]))
     return (f"blocks {int(o[j])} and {int(o[i])} both write GM [0x{lo:x}, 0x{hi:x}) without "
             "atomic add (SetAtomicAdd): the result depends on which core writes last")
-
-
-def source_line() -> str:
-    return kernel_source_line()

@@ -33,7 +33,6 @@ _FLOATS = (_F16, _F32)
 #: dtypes of the arithmetic vector instructions on A2/A3 (Add: int16, half, int32, float;
 #: reference/hardware.md §1.1).
 ARITH_TYPES = (_F16, _F32, _I16, _I32)
-_ARITH = ARITH_TYPES
 
 # elements per cycle for 16-bit and 32-bit operands (reference/hardware.md §2.1)
 RATE_SIMPLE = {2: 128, 4: 64}      # Add/Sub/Mul/Max/Min/Adds/Muls/Abs/Duplicate...
@@ -51,7 +50,7 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
     the same way.
 
     Cost: ``vec_head_cycles + max(ceil(count / rate), repeats * (1 + conflict))``: a repeat
-    whose operands collide in the UB banks (:func:`bank_conflict`) needs a second cycle.
+    whose operands collide in the UB banks (:func:`_bank_conflict`) needs a second cycle.
 
     Checks: every operand starts 32 B aligned in UB (reference/hardware.md §3); the
     checker's race and uninitialised-read tracking sees ``count`` elements of each operand
@@ -79,22 +78,17 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
     ctx.record(_core.OP, PIPE_V, ctx.soc.vec_head_cycles + cycles, 0, None, name)
 
 
-def bank_conflict(soc, dst: LocalTensor, srcs) -> bool:
-    """Whether one repeat's operands collide in the UB banks.
-
-    Model (reference/hardware.md §2 "UB banks (2201)"): UB rows of 32 B interleave over
-    ``soc.ub_banks`` banks, grouped ``bank % ubbank_group_num``; per cycle the vector unit
-    reads or writes one row per bank group. Two different sources with rows in the same
-    bank group conflict (read-read), and a destination sharing a bank with a source it is
-    not identical to conflicts (read-write). All operands advance together, so the first
-    repeat decides for the whole instruction.
-    """
-    return _bank_conflict(soc.ub_banks, soc.ubbank_group_num, dst.offset,
-                          tuple(s.offset for s in srcs))
-
-
 @functools.lru_cache(maxsize=4096)
 def _bank_conflict(banks: int, groups: int, dst_offset: int, src_offsets: tuple) -> bool:
+    """Whether one repeat's operands collide in the UB banks (memoised on the UB offsets).
+
+    Model (reference/hardware.md §2 "UB banks (2201)"): UB rows of 32 B interleave over
+    ``banks`` banks, grouped ``bank % groups``; per cycle the vector unit reads or writes one
+    row per bank group. Two different sources with rows in the same bank group conflict
+    (read-read), and a destination sharing a bank with a source it is not identical to
+    conflicts (read-write). All operands advance together, so the first repeat decides for
+    the whole instruction.
+    """
     def rows(offset):          # banks of the 8 rows of 32 B one 256 B repeat touches first
         first = offset // 32
         return [(first + i) % banks for i in range(8)]
@@ -145,17 +139,17 @@ def elementwise(name, ufunc, allowed, rate_table, dst, srcs, count, scalar=None)
 
 def Add(dst, src0, src1, count):
     """dst[i] = src0[i] + src1[i] for i < count. half/float/int16/int32."""
-    elementwise("Add", np.add, _ARITH, RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Add", np.add, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Sub(dst, src0, src1, count):
     """dst[i] = src0[i] - src1[i]. half/float/int16/int32."""
-    elementwise("Sub", np.subtract, _ARITH, RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Sub", np.subtract, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Mul(dst, src0, src1, count):
     """dst[i] = src0[i] * src1[i]. half/float/int16/int32."""
-    elementwise("Mul", np.multiply, _ARITH, RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Mul", np.multiply, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Div(dst, src0, src1, count):
@@ -165,32 +159,32 @@ def Div(dst, src0, src1, count):
 
 def Max(dst, src0, src1, count):
     """dst[i] = max(src0[i], src1[i]). half/float/int16/int32."""
-    elementwise("Max", np.maximum, _ARITH, RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Max", np.maximum, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Min(dst, src0, src1, count):
     """dst[i] = min(src0[i], src1[i]). half/float/int16/int32."""
-    elementwise("Min", np.minimum, _ARITH, RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Min", np.minimum, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), count)
 
 
 def Adds(dst, src, scalar, count):
     """dst[i] = src[i] + scalar (scalar rounded to the tensor's type)."""
-    elementwise("Adds", np.add, _ARITH, RATE_SIMPLE, dst, (src,), count, scalar)
+    elementwise("Adds", np.add, ARITH_TYPES, RATE_SIMPLE, dst, (src,), count, scalar)
 
 
 def Muls(dst, src, scalar, count):
     """dst[i] = src[i] * scalar (scalar rounded to the tensor's type)."""
-    elementwise("Muls", np.multiply, _ARITH, RATE_SIMPLE, dst, (src,), count, scalar)
+    elementwise("Muls", np.multiply, ARITH_TYPES, RATE_SIMPLE, dst, (src,), count, scalar)
 
 
 def Maxs(dst, src, scalar, count):
     """dst[i] = max(src[i], scalar)."""
-    elementwise("Maxs", np.maximum, _ARITH, RATE_SIMPLE, dst, (src,), count, scalar)
+    elementwise("Maxs", np.maximum, ARITH_TYPES, RATE_SIMPLE, dst, (src,), count, scalar)
 
 
 def Mins(dst, src, scalar, count):
     """dst[i] = min(src[i], scalar)."""
-    elementwise("Mins", np.minimum, _ARITH, RATE_SIMPLE, dst, (src,), count, scalar)
+    elementwise("Mins", np.minimum, ARITH_TYPES, RATE_SIMPLE, dst, (src,), count, scalar)
 
 
 def Sqrt(dst, src, count):
