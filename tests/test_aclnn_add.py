@@ -15,6 +15,7 @@ from aclnn import acl, runtime
 from aclnn.ops.add import (aclnnAdd, aclnnAddGetWorkspaceSize, aclnnInplaceAdd,
                            aclnnInplaceAddGetWorkspaceSize, broadcast_shape, can_cast)
 from kernels.add.golden import add_golden
+from aclnn_helpers import to_device
 
 ROOT = Path(__file__).resolve().parents[1]
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -36,19 +37,6 @@ def _start(tmp_path, soc="Ascend910B1"):
 def stream(tmp_path):
     yield _start(tmp_path)
     runtime.reset()
-
-
-def to_device(arr, acl_dtype=None):
-    arr = np.ascontiguousarray(arr)
-    ptr, ret = acl.rt.malloc(max(arr.nbytes, 1), aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-    assert ret == 0
-    if arr.nbytes:
-        assert acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(arr), arr.nbytes,
-                             aclnn.ACL_MEMCPY_HOST_TO_DEVICE) == 0
-    shape = list(arr.shape)
-    strides = [int(s // arr.itemsize) for s in arr.strides] if arr.ndim else []
-    dt = acl_dtype if acl_dtype is not None else aclnn.numpy_to_acl_dtype(arr.dtype)
-    return aclnn.aclCreateTensor(shape, dt, strides, 0, aclnn.ACL_FORMAT_ND, shape, ptr)
 
 
 def from_device(t, dtype, n=None):

@@ -13,44 +13,10 @@ import pytest
 import aclnn
 from aclnn import acl, runtime
 from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
+from aclnn_helpers import from_device, to_device
 
 ROOT = Path(__file__).resolve().parents[1]
 ATTRS = (0.001, 0.5, 0.9, 0.999, 1e-8, 1, True, 0.5)   # lr emaDecay beta1 beta2 eps mode bias wd
-
-
-@pytest.fixture
-def stream(tmp_path):
-    runtime.reset()
-    cfg = tmp_path / "acl.json"
-    cfg.write_text(json.dumps({"npusim": {"soc": "Ascend910B1"}}))
-    assert acl.init(str(cfg)) == 0
-    assert acl.rt.set_device(0) == 0
-    s, ret = acl.rt.create_stream()
-    assert ret == 0
-    yield s
-    runtime.reset()
-
-
-def to_device(arr, acl_dtype=None):
-    arr = np.ascontiguousarray(arr)
-    ptr, ret = acl.rt.malloc(max(arr.nbytes, 1), aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-    assert ret == 0
-    if arr.nbytes:
-        assert acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(arr), arr.nbytes,
-                             aclnn.ACL_MEMCPY_HOST_TO_DEVICE) == 0
-    shape = list(arr.shape)
-    strides = [int(s // arr.itemsize) for s in arr.strides] if arr.ndim else []
-    dt = acl_dtype if acl_dtype is not None else aclnn.numpy_to_acl_dtype(arr.dtype)
-    return aclnn.aclCreateTensor(shape, dt, strides, 0, aclnn.ACL_FORMAT_ND, shape, ptr)
-
-
-def from_device(t, dtype):
-    n = int(np.prod(t.view_dims))
-    out = np.zeros(n, dtype=dtype)
-    if n:
-        assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), out.nbytes, t.tensor_data, out.nbytes,
-                             aclnn.ACL_MEMCPY_DEVICE_TO_HOST) == 0
-    return out.reshape(t.view_dims)
 
 
 def make_state(shape, dtype, seed=0):

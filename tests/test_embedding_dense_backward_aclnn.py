@@ -19,6 +19,7 @@ from aclnn.ops.embedding_dense_backward import (PrecisionCaveatWarning,
                                                 aclnnEmbeddingDenseBackwardGetWorkspaceSize)
 from kernels.embedding_dense_backward import tiling as edb
 from kernels.embedding_dense_backward.golden import embedding_dense_backward_golden as golden
+from aclnn_helpers import from_device, to_device
 
 ROOT = Path(__file__).resolve().parents[1]
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -46,28 +47,6 @@ def stream(tmp_path):
 def stream_910(tmp_path):
     yield _open(tmp_path, "Ascend910A")
     runtime.reset()
-
-
-def to_device(arr, acl_dtype=None):
-    arr = np.ascontiguousarray(arr)
-    ptr, ret = acl.rt.malloc(max(arr.nbytes, 1), aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-    assert ret == 0
-    if arr.nbytes:
-        assert acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(arr), arr.nbytes,
-                             aclnn.ACL_MEMCPY_HOST_TO_DEVICE) == 0
-    shape = list(arr.shape)
-    strides = [int(s // arr.itemsize) for s in arr.strides] if arr.ndim else []
-    dt = acl_dtype if acl_dtype is not None else aclnn.numpy_to_acl_dtype(arr.dtype)
-    return aclnn.aclCreateTensor(shape, dt, strides, 0, aclnn.ACL_FORMAT_ND, shape, ptr)
-
-
-def from_device(t, dtype):
-    n = int(np.prod(t.view_dims))
-    out = np.zeros(n, dtype=dtype)
-    if n:
-        assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), out.nbytes, t.tensor_data, out.nbytes,
-                             aclnn.ACL_MEMCPY_DEVICE_TO_HOST) == 0
-    return out.reshape(t.view_dims)
 
 
 def run_op(stream, grad_t, idx_t, nw, pad, scale, out_t, expect_sync=0):

@@ -21,19 +21,6 @@ SCALARS = dict(beta1_power=0.9 ** 4, beta2_power=0.999 ** 4, lr=0.01, beta1=0.9,
                epsilon=1e-8)
 
 
-@pytest.fixture
-def stream(tmp_path):
-    runtime.reset()
-    cfg = tmp_path / "acl.json"
-    cfg.write_text(json.dumps({"npusim": {"soc": "Ascend910B1"}}))
-    assert acl.init(str(cfg)) == 0
-    assert acl.rt.set_device(0) == 0
-    s, ret = acl.rt.create_stream()
-    assert ret == 0
-    yield s
-    runtime.reset()
-
-
 def to_device(arr, acl_dtype=None):
     arr = np.ascontiguousarray(arr)
     ptr, ret = acl.rt.malloc(max(arr.nbytes, 1), aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
