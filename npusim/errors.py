@@ -35,6 +35,20 @@ class InvalidDevicePointer(DeviceError):
     """A pointer that is not the start of a live allocation was freed (maps to 207002)."""
 
 
+#: code object -> its file's base name if it lies outside the ``npusim`` package, else None
+#: (kernel_source_line runs on every SetFlag; resolving paths once per function keeps it cheap)
+_OUTSIDE: dict = {}
+
+
+def _outside_name(code) -> str | None:
+    name = _OUTSIDE.get(code, False)
+    if name is False:
+        path = os.path.abspath(code.co_filename)
+        name = None if path.startswith(_PKG_DIR + os.sep) else os.path.basename(path)
+        _OUTSIDE[code] = name
+    return name
+
+
 def kernel_source_line() -> str:
     """Return ``file:line`` of the innermost frame outside the ``npusim`` package.
 
@@ -42,9 +56,9 @@ def kernel_source_line() -> str:
     """
     frame = sys._getframe(1)
     while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith(_PKG_DIR + os.sep):
-            return f"{os.path.basename(path)}:{frame.f_lineno}"
+        name = _outside_name(frame.f_code)
+        if name is not None:
+            return f"{name}:{frame.f_lineno}"
         frame = frame.f_back
     return "?"
 

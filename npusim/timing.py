@@ -33,7 +33,6 @@ simpy timeout, so the replay costs a few events per tile, not per instruction.
 """
 from __future__ import annotations
 
-import bisect
 import heapq
 from dataclasses import dataclass, field
 
@@ -140,40 +139,61 @@ class L2Cache:
     runs of consecutive lines that share one recency stamp and one dirty flag, so that a
     streaming transfer of many lines costs a few operations, not one per line. The result
     is exactly that of a per-line LRU cache (tests compare the two).
+
+    Runs are found through pages of :attr:`PAGE` lines: each page lists the runs that
+    touch it, so finding the runs a transfer overlaps costs the same however many runs are
+    resident (a sorted list of run starts costs a memmove of the whole list per change).
     """
+
+    #: lines per index page: a page lists the runs touching it
+    PAGE = 64
 
     def __init__(self, soc):
         self.line = int(soc.l2_line_bytes)
         self.capacity = max(1, int(soc.l2_size) // self.line)
         self.size = 0                      # resident lines
-        self.starts: list[int] = []        # sorted run starts (line numbers)
-        self.runs: dict[int, list] = {}    # start -> [end, dirty, stamp]
+        self.runs: dict[int, list] = {}    # start line -> [end, dirty, stamp]
+        self.pages: dict[int, set] = {}    # page -> starts of the runs touching it
         self.heap: list[tuple[int, int]] = []   # (stamp, start), stale entries skipped
         self.clock = 0
         self.write_through_when_full = bool(getattr(soc, "l2_write_through_when_full", False))
 
     def _add(self, start: int, end: int, dirty: bool, stamp: int) -> None:
-        bisect.insort(self.starts, start)
         self.runs[start] = [end, dirty, stamp]
         heapq.heappush(self.heap, (stamp, start))
         self.size += end - start
+        pages, P = self.pages, self.PAGE
+        for p in range(start // P, (end - 1) // P + 1):
+            page = pages.get(p)
+            if page is None:
+                pages[p] = {start}
+            else:
+                page.add(start)
 
     def _remove(self, start: int) -> list:
-        del self.starts[bisect.bisect_left(self.starts, start)]
         run = self.runs.pop(start)
         self.size -= run[0] - start
+        pages, P = self.pages, self.PAGE
+        for p in range(start // P, (run[0] - 1) // P + 1):
+            page = pages[p]
+            page.discard(start)
+            if not page:
+                del pages[p]
         return run
 
     def _overlapping(self, a: int, b: int) -> list[int]:
-        starts, runs = self.starts, self.runs
-        i = bisect.bisect_right(starts, a) - 1
-        if i < 0 or runs[starts[i]][0] <= a:
-            i += 1
-        out = []
-        while i < len(starts) and starts[i] < b:
-            out.append(starts[i])
-            i += 1
-        return out
+        """Starts of the resident runs that share a line with [a, b), in address order."""
+        pages, runs, P = self.pages, self.runs, self.PAGE
+        p0, p1 = a // P, (b - 1) // P
+        if p0 == p1:
+            found = pages.get(p0, ())
+        else:
+            found = set()
+            for p in range(p0, p1 + 1):
+                page = pages.get(p)
+                if page:
+                    found |= page
+        return sorted([s for s in found if s < b and runs[s][0] > a])
 
     def _cut(self, a: int, b: int) -> list[tuple[int, int, bool]]:
         """Remove lines [a, b) from the runs; return the removed pieces (start, end, dirty)."""
@@ -197,9 +217,8 @@ class L2Cache:
         a, b = addr // self.line, (addr + max(span, 1) - 1) // self.line + 1
         self.clock += 1
         stamp = self.clock
-        starts, runs = self.starts, self.runs
-        i = bisect.bisect_right(starts, a) - 1
-        if (i < 0 or runs[starts[i]][0] <= a) and (i + 1 >= len(starts) or starts[i + 1] >= b):
+        pieces = self._cut(a, b)
+        if not pieces:
             # the common case, a range no resident line touches: all misses, one new run
             through = 0
             if write and self.write_through_when_full and self.size + b - a > self.capacity:
@@ -209,7 +228,7 @@ class L2Cache:
         hits = 0
         pos = a
         merged: list[list] = []
-        for s, e, dirty in self._cut(a, b) + [(b, b, write)]:
+        for s, e, dirty in pieces + [(b, b, write)]:
             hits += e - s
             for ps, pe, pd in ((pos, s, write), (s, e, dirty or write)):   # miss gap, then hit
                 if pe > ps:

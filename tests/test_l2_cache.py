@@ -33,17 +33,24 @@ class LineLRU:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 200 * 512), st.integers(1, 40 * 512), st.booleans()),
-                min_size=1, max_size=60))
-def test_runs_behave_like_a_per_line_lru(accesses):
+                min_size=1, max_size=60), st.sampled_from([1, 3, 64]))
+def test_runs_behave_like_a_per_line_lru(accesses, page):
     fast, ref = L2Cache(SOC), LineLRU(64)
+    fast.PAGE = page          # runs spanning many index pages, or none
     for addr, span, write in accesses:
         hit, wb, through = fast.access(addr, span, write)
         assert through == 0 and (hit, wb) == ref.access(addr, span, write)
         assert fast.size == len(ref.d)
-    resident = {ln for s in fast.starts for ln in range(s, fast.runs[s][0])}
+    resident = {ln for s, (e, _, _) in fast.runs.items() for ln in range(s, e)}
     assert resident == set(ref.d)
-    assert {ln for s in fast.starts if fast.runs[s][1] for ln in range(s, fast.runs[s][0])} == \
+    assert {ln for s, (e, dirty, _) in fast.runs.items() if dirty for ln in range(s, e)} == \
         {ln for ln, d in ref.d.items() if d}
+    # the page index lists exactly the runs touching each page
+    pages = {}
+    for s, (e, _, _) in fast.runs.items():
+        for p in range(s // page, (e - 1) // page + 1):
+            pages.setdefault(p, set()).add(s)
+    assert pages == fast.pages
 
 
 def test_streaming_reads_miss_and_rereads_hit():
@@ -59,4 +66,4 @@ def test_write_through_once_full():
     assert c.access(0, 32 * 512, True) == (0.0, 0, 0)              # room: write-back
     assert c.access(32 * 512, 64 * 512, False)[1] == 32 * 512      # reads evict the dirty half
     assert c.access(200 * 512, 2 * 512, True) == (0.0, 0, 2 * 512)  # full: written through
-    assert not any(c.runs[s][1] for s in c.starts)              # nothing left dirty
+    assert not any(dirty for _, dirty, _ in c.runs.values())              # nothing left dirty

@@ -200,8 +200,10 @@ def gm_write_conflicts(blocks_writes: list) -> str | None:
     by_phase: dict[int, list] = {}
     for b, writes in enumerate(blocks_writes):
         for addr, row, pitch, rows, phase in writes:
-            by_phase.setdefault(phase, [[] for _ in blocks_writes])[b].append(
-                (addr, row, pitch, rows))
+            lists = by_phase.get(phase)
+            if lists is None:
+                lists = by_phase[phase] = [[] for _ in blocks_writes]
+            lists[b].append((addr, row, pitch, rows))
     for phase in sorted(by_phase):
         clash = _conflicts(by_phase[phase])
         if clash:
@@ -210,17 +212,31 @@ def gm_write_conflicts(blocks_writes: list) -> str | None:
 
 
 def _conflicts(blocks_writes: list) -> str | None:
-    starts, ends, owners = [], [], []
+    # one-row stores (nearly all) go to numpy in one array; strided ones row by row.
+    # Ties in the start address keep the order of the stores (block, store, row).
+    single, multi = [], []
+    seq = 0
     for b, writes in enumerate(blocks_writes):
         for addr, row, pitch, rows in writes:
-            s = addr + pitch * np.arange(rows, dtype=np.int64) if rows > 1 else np.array([addr])
-            starts.append(s)
-            ends.append(s + row)
-            owners.append(np.full(len(s), b, dtype=np.int64))
-    if not starts:
+            if rows == 1:
+                single.append((addr, row, b, seq))
+            else:
+                multi.append((addr, row, pitch, rows, b, seq))
+            seq += 1
+    if not seq:
         return None
+    one = np.array(single, dtype=np.int64).reshape(-1, 4)
+    starts, ends, owners = [one[:, 0]], [one[:, 0] + one[:, 1]], [one[:, 2]]
+    seqs, row_idx = [one[:, 3]], [np.zeros(len(one), dtype=np.int64)]
+    for addr, row, pitch, rows, b, q in multi:
+        r = np.arange(rows, dtype=np.int64)
+        starts.append(addr + pitch * r)
+        ends.append(starts[-1] + row)
+        owners.append(np.full(rows, b, dtype=np.int64))
+        seqs.append(np.full(rows, q, dtype=np.int64))
+        row_idx.append(r)
     s, e, o = np.concatenate(starts), np.concatenate(ends), np.concatenate(owners)
-    order = np.argsort(s, kind="stable")
+    order = np.lexsort((np.concatenate(row_idx), np.concatenate(seqs), s))
     s, e, o = s[order], e[order], o[order]
     if len(s) < 2:
         return None

@@ -128,11 +128,13 @@ class TQue:
         self._free: deque[int] = deque()
         self._pending_free: set[int] = set()
         self._queue: deque[LocalTensor] = deque()
+        self._tensors: dict = {}            # (buffer index, dtype) -> its LocalTensor
 
     def _init(self, pipe: TPipe, offset: int, num: int, length: int) -> None:
         self.ctx = pipe.ctx
         self._buffers = [(offset + i * length, length) for i in range(num)]
         self._free = deque(range(num))
+        self._tensors = {}
 
     def _key(self, index: int, what: str):
         return ("que", id(self), index, what)
@@ -156,8 +158,14 @@ class TQue:
             tracker.fresh(offset, length)
             tracker.alloc_lines[(id(self), index)] = kernel_source_line()
         dtype = np.dtype(dtype)
-        return LocalTensor(self.ctx, dtype, offset, length // dtype.itemsize, offset + length,
-                           self.position, (self, index))
+        # the same buffer as the same dtype is the same (immutable) tensor: reuse it, and the
+        # sub-tensors and views it keeps
+        tensor = self._tensors.get((index, dtype))
+        if tensor is None:
+            tensor = self._tensors[(index, dtype)] = LocalTensor(
+                self.ctx, dtype, offset, length // dtype.itemsize, offset + length,
+                self.position, (self, index))
+        return tensor
 
     def allocated(self) -> list[int]:
         """Indices of the buffers currently allocated (not freed)."""
@@ -220,6 +228,7 @@ class TBuf:
     def _init(self, pipe: TPipe, offset: int, num: int, length: int) -> None:
         self.ctx = pipe.ctx
         self._offset, self._length = offset, length
+        self._tensors = {}                  # (dtype, length) -> its LocalTensor
 
     def Get(self, dtype, length: int | None = None) -> LocalTensor:
         """The buffer as ``LocalTensor<dtype>`` of ``length`` elements (default: all of it)."""
@@ -229,8 +238,12 @@ class TBuf:
         n = self._length // dtype.itemsize if length is None else int(length)
         if n * dtype.itemsize > self._length:
             raise UbError("TBuf.Get", f"{n} x {dtype.name} exceeds the buffer's {self._length} B")
-        return LocalTensor(self.ctx, dtype, self._offset, n, self._offset + self._length,
-                           self.position, None)
+        tensor = self._tensors.get((dtype, n))
+        if tensor is None:
+            tensor = self._tensors[(dtype, n)] = LocalTensor(
+                self.ctx, dtype, self._offset, n, self._offset + self._length, self.position,
+                None)
+        return tensor
 
     def GetWithOffset(self, length: int, offset: int, dtype) -> LocalTensor:
         """``length`` elements of ``dtype`` starting ``offset`` bytes into the buffer."""

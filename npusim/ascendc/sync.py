@@ -49,7 +49,8 @@ def WaitFlag(event: HardEvent, event_id: int) -> None:
     _check_event(ctx, "WaitFlag", event, event_id)
     key = ("flag", event, int(event_id))
     ctx.flag_balance[key] = ctx.flag_balance.get(key, 0) - 1
-    ctx.flag_lines.setdefault(key, kernel_source_line())
+    if key not in ctx.flag_lines:
+        ctx.flag_lines[key] = kernel_source_line()
     ctx.record(_core.WAIT, event.dst, 0.0, 0, key, "WaitFlag")
 
 

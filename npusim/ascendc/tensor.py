@@ -16,6 +16,10 @@ from npusim.errors import GmAccessError, UbError
 #: Not published (reference/hardware.md §5); 100 cycles, like one DMA latency [R].
 GM_SCALAR_ACCESS_CYCLES = 100
 
+#: Sub-tensors a LocalTensor keeps for reuse: a kernel indexes the same few offsets every
+#: tile, and a kept sub-tensor keeps its numpy view too.
+_SUB_CACHE = 64
+
 
 class GlobalTensor:
     """``GlobalTensor<T>``: ``length`` elements of ``dtype`` at device address ``address``.
@@ -106,7 +110,8 @@ class LocalTensor:
     beyond it are UB errors even when they stay inside the physical UB.
     """
 
-    __slots__ = ("ctx", "dtype", "offset", "length", "limit", "position", "owner", "_view")
+    __slots__ = ("ctx", "dtype", "offset", "length", "limit", "position", "owner", "_view",
+                 "_subs")
 
     def __init__(self, ctx, dtype, offset: int, length: int, limit: int,
                  position: TPosition = TPosition.VECCALC, owner=None):
@@ -118,6 +123,7 @@ class LocalTensor:
         self.position = position
         self.owner = owner
         self._view = None          # (count, numpy view) of the last elements() call
+        self._subs = None          # index -> sub-tensor, for operator[] (tensors never change)
 
     @classmethod
     def at(cls, dtype, position: TPosition, addr: int, tile_size: int) -> "LocalTensor":
@@ -145,8 +151,16 @@ class LocalTensor:
     def __getitem__(self, index: int) -> "LocalTensor":
         """The sub-tensor starting ``index`` elements in (Ascend C ``operator[]``)."""
         index = int(index)
-        return LocalTensor(self.ctx, self.dtype, self.offset + index * self.dtype.itemsize,
-                           self.length - index, self.limit, self.position, self.owner)
+        subs = self._subs
+        if subs is None:
+            subs = self._subs = {}
+        sub = subs.get(index)
+        if sub is None:
+            sub = LocalTensor(self.ctx, self.dtype, self.offset + index * self.dtype.itemsize,
+                              self.length - index, self.limit, self.position, self.owner)
+            if len(subs) < _SUB_CACHE:
+                subs[index] = sub
+        return sub
 
     def GetSize(self) -> int:
         return self.length

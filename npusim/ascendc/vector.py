@@ -57,10 +57,11 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
     (or ``dst_nbytes`` / ``src_nbytes`` bytes, for instructions whose operands are not
     element-for-element, such as a compare's bit mask).
     """
-    if (dst is not None and dst.offset & 31) or any(t.offset & 31 for t in srcs):
-        bad = next(t for t in (dst, *srcs) if t is not None and t.offset & 31)
-        raise AlignmentError(name, f"UB operand at 0x{bad.offset:x} is not 32 B aligned "
-                             "(reference/hardware.md §3)", pipe="PIPE_V")
+    if dst is not None and dst.offset & 31:
+        _misaligned(name, dst)
+    for t in srcs:
+        if t.offset & 31:
+            _misaligned(name, t)
     tracker = ctx.tracker
     if tracker is not None:
         for t in srcs:
@@ -69,13 +70,18 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
         if dst is not None:
             tracker.write(ctx, PIPE_V, dst.offset,
                           dst_nbytes if dst_nbytes is not None else count * dst.dtype.itemsize, name)
+    soc = ctx.soc
     cycles = -(-count // rate)
     if dst is not None and srcs:
-        soc = ctx.soc
-        if _bank_conflict(soc.ub_banks, soc.ubbank_group_num, dst.offset,
-                          tuple(t.offset for t in srcs)):
+        offsets = (srcs[0].offset,) if len(srcs) == 1 else tuple([t.offset for t in srcs])
+        if _bank_conflict(soc.ub_banks, soc.ubbank_group_num, dst.offset, offsets):
             cycles = max(cycles, 2 * -(-count * dst.dtype.itemsize // 256))
-    ctx.record(_core.OP, PIPE_V, ctx.soc.vec_head_cycles + cycles, 0, None, name)
+    ctx.record(_core.OP, PIPE_V, soc.vec_head_cycles + cycles, 0, None, name)
+
+
+def _misaligned(name: str, t: LocalTensor):
+    raise AlignmentError(name, f"UB operand at 0x{t.offset:x} is not 32 B aligned "
+                         "(reference/hardware.md §3)", pipe="PIPE_V")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -125,8 +131,12 @@ def same_dtype(name: str, *tensors: LocalTensor) -> np.dtype:
 def elementwise(name, ufunc, allowed, rate_table, dst, srcs, count, scalar=None):
     """dst = ufunc(*srcs[, scalar]) over the first ``count`` elements, rounded to dst's type."""
     ctx = _core.current_core()
-    dt = same_dtype(name, dst, *srcs)
-    check_dtype(ctx, name, dt, allowed)
+    dt = dst.dtype
+    for src in srcs:
+        if src.dtype != dt:
+            same_dtype(name, dst, *srcs)            # raises, naming both dtypes
+    if dt not in allowed or dt == _BF16:
+        check_dtype(ctx, name, dt, allowed)         # raises unless the SoC allows it
     count = int(count)
     args = [src.elements(count, name) for src in srcs]
     if scalar is not None:
