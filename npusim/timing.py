@@ -173,13 +173,19 @@ class L2Cache:
     def _remove(self, start: int) -> list:
         run = self.runs.pop(start)
         self.size -= run[0] - start
+        self._unpage(start, start, run[0])
+        return run
+
+    def _unpage(self, start: int, lo: int, hi: int) -> None:
+        """The run at ``start`` no longer holds lines [lo, hi) (its tail, or all of it):
+        drop it from the pages it no longer touches."""
         pages, P = self.pages, self.PAGE
-        for p in range(start // P, (run[0] - 1) // P + 1):
+        first = lo // P if lo == start else (lo - 1) // P + 1
+        for p in range(first, (hi - 1) // P + 1):
             page = pages[p]
             page.discard(start)
             if not page:
                 del pages[p]
-        return run
 
     def _overlapping(self, a: int, b: int) -> list[int]:
         """Starts of the resident runs that share a line with [a, b), in address order."""
@@ -198,10 +204,16 @@ class L2Cache:
     def _cut(self, a: int, b: int) -> list[tuple[int, int, bool]]:
         """Remove lines [a, b) from the runs; return the removed pieces (start, end, dirty)."""
         pieces = []
+        runs = self.runs
         for s in self._overlapping(a, b):
-            e, dirty, stamp = self._remove(s)
-            if s < a:
-                self._add(s, a, dirty, stamp)
+            run = runs[s]
+            e, dirty, stamp = run
+            if s < a:                   # the head [s, a) stays, in place, with its recency
+                run[0] = a
+                self.size -= e - a
+                self._unpage(s, a, e)
+            else:
+                self._remove(s)
             if e > b:
                 self._add(b, e, dirty, stamp)
             pieces.append((max(s, a), min(e, b), dirty))
@@ -416,7 +428,8 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
             busy[pipe][b] = total
 
     # pipes of each block; a SyncAll barrier joins every pipe of every block
-    block_pipes = [{r[1] for r in records if r[1] != Pipe.PIPE_ALL} for records in blocks]
+    ALL = Pipe.PIPE_ALL
+    block_pipes = [{r[1] for r in records if r[1] != ALL} for records in blocks]
     all_parties = sum(len(p) for p in block_pipes)
     shared_barriers: dict = {}
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from npusim.ascendc.core import BARRIER as _BARRIER, SET as _SET, WAIT as _WAIT
 from npusim.ascendc.types import Pipe
 from npusim.errors import KernelError, SyncError
 
@@ -45,6 +46,10 @@ CATEGORIES = ("UB", "Alignment", "GM", "Uninitialised", "Sync", "Leak")
 _N_PIPES = max(int(p) for p in Pipe) + 1
 _UB_READERS = (int(Pipe.PIPE_V), int(Pipe.PIPE_MTE3), int(Pipe.PIPE_S))
 _S = int(Pipe.PIPE_S)
+_PIPE_ALL = int(Pipe.PIPE_ALL)
+_UB_READERS_IDX = np.array(_UB_READERS)
+_READER_ROW = {p: i for i, p in enumerate(_UB_READERS)}
+_NEVER = np.iinfo(np.int64).max        # a progress threshold no instruction index reaches
 
 
 class UninitialisedError(KernelError):
@@ -97,34 +102,44 @@ def report(ctx, exc: KernelError) -> None:
 
 class UbTracker:
     """Per-block shadow state of the UB: initialised bytes and, per 32 B block, the last
-    writer and readers with the index of their instruction on their pipe."""
+    writer and readers with the index of their instruction on their pipe.
+
+    Each access is checked with a few whole-slice numpy operations: the other pipes'
+    progress known to the accessing pipe is gathered per 32 B block (a pipe never races
+    itself, and a block nothing wrote has no writer), then compared with the block's last
+    writer (and, for a write, its last readers).
+    """
 
     def __init__(self, ub_size: int):
         nblk = ub_size // 32
         self.init = np.zeros(ub_size, dtype=bool)
         self.w_pipe = np.full(nblk, -1, dtype=np.int16)
         self.w_idx = np.zeros(nblk, dtype=np.int64)
-        self.r_idx = {p: np.full(nblk, -1, dtype=np.int64) for p in _UB_READERS}
+        self.r_all = np.full((len(_UB_READERS), nblk), -1, dtype=np.int64)
+        self.r_idx = {p: self.r_all[i] for i, p in enumerate(_UB_READERS)}   # views
         self.count = np.zeros(_N_PIPES, dtype=np.int64)       # instructions issued per pipe
         self.vc = np.zeros((_N_PIPES, _N_PIPES), dtype=np.int64)  # vc[p][q]: p knows q done
         self.pending: dict = {}                                # flag key -> snapshots
         self.alloc_lines: dict = {}                            # (queue id, buffer) -> line
+        # scratch: progress thresholds by writer pipe (last entry: "never written", which
+        # w_pipe = -1 indexes) and by reader
+        self._thr = np.full(_N_PIPES + 1, _NEVER, dtype=np.int64)
+        self._rthr = np.empty((len(_UB_READERS), 1), dtype=np.int64)
 
     # -- sync edges ------------------------------------------------------------------
     def on_record(self, kind: int, pipe: int, key) -> None:
-        from npusim.ascendc.core import BARRIER, SET, WAIT
-        if kind == SET:
+        if kind == _SET:
             snap = self.vc[pipe].copy()
             snap[pipe] = self.count[pipe]
             self.pending.setdefault(key, []).append(snap)
-        elif kind == WAIT:
+        elif kind == _WAIT:
             snaps = self.pending.get(key)
             if snaps:
                 np.maximum(self.vc[pipe], snaps.pop(0), out=self.vc[pipe])
             if pipe == _S:        # the scalar unit stops issuing: all later work knows it
                 np.maximum(self.vc, self.vc[_S], out=self.vc)
-        elif kind == BARRIER:
-            if pipe == Pipe.PIPE_ALL:
+        elif kind == _BARRIER:
+            if pipe == _PIPE_ALL:
                 known = np.maximum(self.vc.max(axis=0), self.count)
                 self.vc[:] = known
         else:
@@ -133,28 +148,34 @@ class UbTracker:
                 self.vc[:, _S] = self.count[_S]
 
     # -- accesses --------------------------------------------------------------------
-    def _race(self, ctx, pipe: int, b0: int, b1: int, what: str, instruction: str,
-              writing: bool) -> None:
+    def _race(self, ctx, pipe: int, b0: int, b1: int, offset: int, end: int,
+              instruction: str, writing: bool) -> None:
+        known = self.vc[pipe]
+        thr = self._thr
+        thr[:_N_PIPES] = known
+        thr[pipe] = _NEVER
         wp = self.w_pipe[b0:b1]
-        mask = (wp >= 0) & (wp != pipe)
-        if mask.any():
-            writers = wp[mask]
-            late = self.w_idx[b0:b1][mask] >= self.vc[pipe][writers]
-            if late.any():
-                other = Pipe(int(writers[late][0])).name
-                verb = "overwrites" if writing else "reads"
-                report(ctx, SyncError(instruction, f"{Pipe(pipe).name} {verb} {what} that "
-                                      f"{other} wrote, with no queue hand-off, flag or barrier "
-                                      f"from {other} to {Pipe(pipe).name} in between",
-                                      pipe=Pipe(pipe).name))
+        late = self.w_idx[b0:b1] >= thr[wp]
+        if late.any():
+            other = Pipe(int(wp[int(late.argmax())])).name
+            verb = "overwrites" if writing else "reads"
+            report(ctx, SyncError(instruction, f"{Pipe(pipe).name} {verb} UB [{offset}, {end}) "
+                                  f"that {other} wrote, with no queue hand-off, flag or barrier "
+                                  f"from {other} to {Pipe(pipe).name} in between",
+                                  pipe=Pipe(pipe).name))
         if writing:
-            for r, idx in self.r_idx.items():
-                if r != pipe and (idx[b0:b1] >= self.vc[pipe][r]).any():
-                    report(ctx, SyncError(instruction, f"{Pipe(pipe).name} overwrites {what} "
-                                          f"that {Pipe(r).name} may still be reading: no queue "
-                                          "hand-off, flag or barrier in between",
-                                          pipe=Pipe(pipe).name))
-                    break
+            rthr = self._rthr
+            rthr[:, 0] = known[_UB_READERS_IDX]
+            own = _READER_ROW.get(pipe)
+            if own is not None:
+                rthr[own, 0] = _NEVER
+            busy = self.r_all[:, b0:b1] >= rthr
+            if busy.any():
+                r = _UB_READERS[int(busy.any(axis=1).argmax())]
+                report(ctx, SyncError(instruction, f"{Pipe(pipe).name} overwrites UB [{offset}, "
+                                      f"{end}) that {Pipe(r).name} may still be reading: no "
+                                      "queue hand-off, flag or barrier in between",
+                                      pipe=Pipe(pipe).name))
 
     def read(self, ctx, pipe: int, offset: int, nbytes: int, instruction: str) -> None:
         if nbytes <= 0:
@@ -167,9 +188,10 @@ class UbTracker:
                 instruction, f"reads UB [{offset}, {end}) but byte {first} was not written since "
                 "it was allocated (it holds the poison pattern 0xFF)", pipe=Pipe(pipe).name))
         b0, b1 = offset // 32, (end + 31) // 32
-        self._race(ctx, pipe, b0, b1, f"UB [{offset}, {end})", instruction, False)
-        if pipe in self.r_idx:
-            self.r_idx[pipe][b0:b1] = self.count[pipe]
+        self._race(ctx, pipe, b0, b1, offset, end, instruction, False)
+        row = _READER_ROW.get(pipe)
+        if row is not None:
+            self.r_all[row, b0:b1] = self.count[pipe]
 
     def write(self, ctx, pipe: int, offset: int, nbytes: int, instruction: str,
               init_view: np.ndarray | None = None) -> None:
@@ -177,7 +199,7 @@ class UbTracker:
             return
         end = offset + nbytes
         b0, b1 = offset // 32, (end + 31) // 32
-        self._race(ctx, pipe, b0, b1, f"UB [{offset}, {end})", instruction, True)
+        self._race(ctx, pipe, b0, b1, offset, end, instruction, True)
         self.w_pipe[b0:b1] = pipe
         self.w_idx[b0:b1] = self.count[pipe]
         if init_view is None:

@@ -190,18 +190,22 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
     """
     ctx = _core.current_core()
     p = params
-    _check_range("blockCount", p.blockCount, 4095, "DataCopyPad")
-    _check_range("blockLen", p.blockLen, 2097151, "DataCopyPad")
-    _check_range("srcStride", p.srcStride, 2**32 - 1, "DataCopyPad")
-    _check_range("dstStride", p.dstStride, 2**32 - 1, "DataCopyPad")
     rows, row = int(p.blockCount), int(p.blockLen)
+    src_stride, dst_stride = int(p.srcStride), int(p.dstStride)
+    if not (0 <= rows <= 4095 and 0 <= row <= 2097151 and 0 <= src_stride < 2**32
+            and 0 <= dst_stride < 2**32):
+        _check_range("blockCount", rows, 4095, "DataCopyPad")
+        _check_range("blockLen", row, 2097151, "DataCopyPad")
+        _check_range("srcStride", src_stride, 2**32 - 1, "DataCopyPad")
+        _check_range("dstStride", dst_stride, 2**32 - 1, "DataCopyPad")
     if isinstance(dst, LocalTensor) and isinstance(src, GlobalTensor):
         ub, gm, src_is_gm, pipe = dst, src, True, "PIPE_MTE2"
     elif isinstance(dst, GlobalTensor) and isinstance(src, LocalTensor):
         ub, gm, src_is_gm, pipe = src, dst, False, "PIPE_MTE3"
     else:
         raise KernelError("DataCopyPad", "copies between GM and UB only")
-    _check_ub_aligned(ub, "DataCopyPad", pipe)
+    if ub.offset & 31:
+        _check_ub_aligned(ub, "DataCopyPad", pipe)
     isz = ub.dtype.itemsize
     if row % isz:
         raise AlignmentError("DataCopyPad", f"blockLen {row} B is not a multiple of "
@@ -216,25 +220,31 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
                              "exceed 32 B (reference/hardware.md §3 DataCopyPad)")
     ub_row = -(-(left * isz + row + right * isz) // 32) * 32
     if src_is_gm:
-        gm_pitch, ub_pitch = row + int(p.srcStride), ub_row + int(p.dstStride) * 32
+        gm_pitch, ub_pitch = row + src_stride, ub_row + dst_stride * 32
     else:
-        gm_pitch, ub_pitch = row + int(p.dstStride), ub_row + int(p.srcStride) * 32
-    gm_view = _strided(gm.bytes_view((rows - 1) * gm_pitch + row, "DataCopyPad", pipe),
-                       rows, row, gm_pitch)
-    ub_all = _strided(ub.bytes_view((rows - 1) * ub_pitch + ub_row, "DataCopyPad", pipe),
-                      rows, ub_row, ub_pitch)
-    ub_data = ub_all[:, left * isz:left * isz + row]
+        gm_pitch, ub_pitch = row + dst_stride, ub_row + src_stride * 32
+    if rows == 1:        # one row: plain 1-D views (most copies)
+        gm_view = gm.bytes_view(row, "DataCopyPad", pipe)
+        ub_all = ub.bytes_view(ub_row, "DataCopyPad", pipe)
+        ub_data = ub_all[left * isz:left * isz + row]
+    else:
+        gm_view = _strided(gm.bytes_view((rows - 1) * gm_pitch + row, "DataCopyPad", pipe),
+                           rows, row, gm_pitch)
+        ub_all = _strided(ub.bytes_view((rows - 1) * ub_pitch + ub_row, "DataCopyPad", pipe),
+                          rows, ub_row, ub_pitch)
+        ub_data = ub_all[:, left * isz:left * isz + row]
     pad = pad_params is not None and pad_params.isPad and (left or right)
-    _track(ctx, src_is_gm, ub, rows, (left + right) * isz + row if pad else row, ub_pitch,
-           0 if pad else left * isz, gm, gm_pitch, "DataCopyPad")
+    if ctx.tracker is not None or not src_is_gm:
+        _track(ctx, src_is_gm, ub, rows, (left + right) * isz + row if pad else row, ub_pitch,
+               0 if pad else left * isz, gm, gm_pitch, "DataCopyPad")
     if src_is_gm:
         ub_data[...] = gm_view
         if pad:
             fill = np.array([pad_params.paddingValue], dtype=ub.dtype).view(np.uint8)
             if left:
-                ub_all[:, :left * isz] = np.tile(fill, left)
+                ub_all[..., :left * isz] = np.tile(fill, left)
             if right:
-                ub_all[:, left * isz + row:left * isz + row + right * isz] = np.tile(fill, right)
+                ub_all[..., left * isz + row:left * isz + row + right * isz] = np.tile(fill, right)
     else:
         _write_gm(ctx, gm_view, ub_data)
     _dma(ctx, src_is_gm, rows * row, "DataCopyPad", gm, (rows - 1) * gm_pitch + row)
