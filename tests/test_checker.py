@@ -104,6 +104,33 @@ def mte3_before_v(x, y):
     DataCopy(gm(y), t, 64)                                       # <- finding
 
 
+def mte2_overwrites_v_source(x, y):
+    pipe = TPipe()
+    buf = TBuf()
+    pipe.InitBuffer(buf, 1024)
+    t = buf.Get(float32)
+    DataCopy(t, gm(x), 64)
+    SetFlag(HardEvent.MTE2_V, 0)
+    WaitFlag(HardEvent.MTE2_V, 0)
+    Muls(t[64], t, 2.0, 64)
+    DataCopy(t, gm(y), 64)                                       # <- finding
+
+
+def mte2_waits_for_v_source(x, y):
+    """The same kernel with the V -> MTE2 flag the reload needs."""
+    pipe = TPipe()
+    buf = TBuf()
+    pipe.InitBuffer(buf, 1024)
+    t = buf.Get(float32)
+    DataCopy(t, gm(x), 64)
+    SetFlag(HardEvent.MTE2_V, 0)
+    WaitFlag(HardEvent.MTE2_V, 0)
+    Muls(t[64], t, 2.0, 64)
+    SetFlag(HardEvent.V_MTE2, 0)
+    WaitFlag(HardEvent.V_MTE2, 0)
+    DataCopy(t, gm(y), 64)
+
+
 def double_set(x, y):
     SetFlag(HardEvent.MTE2_V, 1)
     SetFlag(HardEvent.MTE2_V, 1)                                 # <- finding
@@ -129,7 +156,8 @@ def leak(x, y):
 
 @pytest.mark.parametrize("kernel,category", [
     (ub_overflow, "UB"), (misaligned_vector, "Alignment"), (uninitialised, "Uninitialised"),
-    (v_reads_before_mte2, "Sync"), (mte3_before_v, "Sync"), (double_set, "Sync"),
+    (v_reads_before_mte2, "Sync"), (mte3_before_v, "Sync"),
+    (mte2_overwrites_v_source, "Sync"), (double_set, "Sync"),
     (unpaired, "Sync"), (event_id_out_of_range, "Sync"), (leak, "Leak"),
 ])
 def test_each_category_is_caught_at_its_line(kernel, category):
@@ -141,6 +169,12 @@ def test_race_messages_name_both_pipes():
     assert "PIPE_V reads" in str(caught(v_reads_before_mte2, "Sync"))
     assert "that PIPE_MTE2 wrote" in str(caught(v_reads_before_mte2, "Sync"))
     assert "PIPE_MTE3 reads" in str(caught(mte3_before_v, "Sync"))
+    assert "PIPE_MTE2 overwrites UB [0, 256) that PIPE_V may still be reading" in str(
+        caught(mte2_overwrites_v_source, "Sync"))
+
+
+def test_a_flag_from_the_reader_orders_the_overwrite():
+    assert launch(mte2_waits_for_v_source).warnings == []
 
 
 def test_several_cores_writing_the_same_gm_bytes():
