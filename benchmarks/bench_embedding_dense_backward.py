@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -99,6 +100,8 @@ def run_sim(args) -> dict:
     main = next(p for p in profs if p.op_name == "EmbeddingDenseGradV2")
     acl.rt.memcpy(acl.util.numpy_to_ptr(out_host), out_host.nbytes, o.tensor_data,
                   out_host.nbytes, aclnn.ACL_MEMCPY_DEVICE_TO_HOST)
+    # the run's peak: before the check below allocates a reference and its differences
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     ref = embedding_dense_backward_fp32_add_at(grad, indices, args.weights)
     err = float(np.abs(out_host - ref).max())
     total_us = sum(p.duration_us for p in profs)
@@ -113,7 +116,8 @@ def run_sim(args) -> dict:
         "sim_wall_s": sim_s,
         "functional_s": sum(p.host_functional_s for p in profs),
         "timing_s": sum(p.host_timing_s for p in profs),
-        "workspace_bytes": ws, "max_abs_err_vs_fp32_add_at": err,
+        "workspace_bytes": ws, "max_abs_err_vs_fp32_add_at": err, "peak_rss_bytes": peak,
+        "device_plus_host_bytes": 2 * (grad.nbytes + indices.nbytes + out_host.nbytes) + ws,
     }
 
 

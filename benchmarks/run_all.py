@@ -12,7 +12,13 @@ that its peak resident memory is its own:
 * for each operator the ratio of host time per doubling of the data (N, 2N, 4N), and
   ApplyFusedEmaAdam's host time against blockDim 1..48 at a fixed 2^20 elements;
 * peak resident memory of each run next to the bytes it allocated on the device plus its
-  host arrays.
+  host arrays, with the baseline (interpreter and libraries, before any data) apart.
+
+The embedding's scaling series grows the table with the rows (grad [N, 1024] over N x
+50000/65536 weights), since doubling only the rows leaves the [50000, 1024] output's
+ZerosLike and ViewCopy as they are. Simulator figures are the fastest of ``REPEATS`` runs,
+each in a fresh process that first warms as much memory as it will touch (see
+:func:`_prepare`).
 
 Targets: simulator host time at most 2x the golden at the largest size; each doubling of
 N between 1.8x and 2.2x; peak memory at most 1.5x the device bytes plus host arrays.
@@ -48,6 +54,50 @@ def _peak() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _rss() -> int:
+    """Resident bytes now (Linux /proc; elsewhere the peak so far)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return _peak()
+
+
+def _prepare(warm_bytes: int) -> int:
+    """Get a simulator child ready to measure; return its baseline resident bytes.
+
+    Imports the simulator first, so that the baseline holds the interpreter and the
+    libraries. Then, where Linux lets the peak be reset (``/proc/self/clear_refs``), touches
+    and frees ``warm_bytes`` and resets the peak: on a virtual machine, memory nobody used
+    for a few seconds can cost ten times more to touch the first time (measured here
+    2026-11-21: 1.2 ms/MiB against 0.13 ms/MiB), which would be charged to whichever run
+    first writes fresh device memory.
+    """
+    import aclnn  # noqa: F401  (the code under test, loaded before the baseline)
+    import kernels.add  # noqa: F401
+    import kernels.apply_fused_ema_adam.kernel  # noqa: F401
+    import kernels.embedding_dense_backward  # noqa: F401
+    import simpy  # noqa: F401
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            if warm_bytes:
+                np.ones(warm_bytes, np.uint8)           # touched, then freed at once
+            f.write("5")                                # reset the peak to the current RSS
+    except OSError:
+        pass
+    return _rss()
+
+
+#: bytes each simulator child touches and frees before it measures: more than its setup
+#: (host data, with its float32 temporaries) and its run (device memory) touch together
+WARM = {"adam_sim": lambda k: 60 << k,
+        "embedding_sim": lambda rows, weights=50000: 4 * (rows + weights) * 4096,
+        "add_case4": lambda rows: 10 * rows * 8192 * 2}
+
+
 # -- one measurement per child process --------------------------------------------------------
 def adam_sim(log2n: int) -> dict:
     bench = _module("bench_adam", HERE / "bench_apply_fused_ema_adam.py")
@@ -62,22 +112,21 @@ def adam_golden(log2n: int) -> dict:
     return {"golden_s": bench.run_golden(log2n)["golden_wall_s"]}
 
 
-def embedding_args(rows: int):
-    return argparse.Namespace(rows=rows, dim=1024, weights=50000, zipf=1.0)
+def embedding_args(rows: int, weights: int = 50000):
+    return argparse.Namespace(rows=rows, dim=1024, weights=weights, zipf=1.0)
 
 
-def embedding_sim(rows: int) -> dict:
+def embedding_sim(rows: int, weights: int = 50000) -> dict:
     bench = _module("bench_emb", HERE / "bench_embedding_dense_backward.py")
-    r = bench.run_sim(embedding_args(rows))
-    host = rows * 1024 * 4 + rows * 8 + 50000 * 1024 * 4        # grad, indices, out
+    r = bench.run_sim(embedding_args(rows, weights))
     return {"host_s": r["sim_wall_s"], "functional_s": r["functional_s"],
-            "timing_s": r["timing_s"], "kernel_us": r["graph_us"], "peak": _peak(),
-            "bytes": host + r["workspace_bytes"] + host}
+            "timing_s": r["timing_s"], "kernel_us": r["graph_us"],
+            "peak": r["peak_rss_bytes"], "bytes": r["device_plus_host_bytes"]}
 
 
-def embedding_golden(rows: int) -> dict:
+def embedding_golden(rows: int, weights: int = 50000) -> dict:
     bench = _module("bench_emb", HERE / "bench_embedding_dense_backward.py")
-    return {"golden_s": bench.run_golden(embedding_args(rows))["golden_wall_s"]}
+    return {"golden_s": bench.run_golden(embedding_args(rows, weights))["golden_wall_s"]}
 
 
 def add_case4(rows: int) -> dict:
@@ -90,6 +139,20 @@ def add_case4(rows: int) -> dict:
             "functional_s": prof.host_functional_s, "timing_s": prof.host_timing_s,
             "kernel_us": fig["task_duration_us"], "peak": _peak(),
             "bytes": 3 * (n * 2 + 32) + 2 * n * 2}
+
+
+def add_golden(rows: int) -> dict:
+    """z = x + y in numpy half on the study's data (best of 3)."""
+    rng = np.random.default_rng(4)
+    n = rows * 8192
+    xs = rng.standard_normal(n, dtype=np.float32).astype(np.float16)
+    ys = rng.standard_normal(n, dtype=np.float32).astype(np.float16)
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        np.add(xs, ys)
+        best = min(best, time.perf_counter() - t0)
+    return {"golden_s": best}
 
 
 def adam_cores(cores: int) -> dict:
@@ -140,37 +203,57 @@ def adam_profile(log2n: int) -> dict:
 
 
 CHILDREN = {f.__name__: f for f in (adam_sim, adam_golden, embedding_sim, embedding_golden,
-                                     add_case4, adam_cores, adam_profile)}
+                                     add_case4, add_golden, adam_cores, adam_profile)}
+
+#: runs of each simulator measurement; the fastest is reported (as the goldens' best of 3),
+#: with the highest peak memory of all runs
+REPEATS = 5
 
 
-def child(name: str, arg: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", name, str(arg)], check=True,
-                         capture_output=True, text=True, cwd=ROOT).stdout
-    return json.loads(out.strip().splitlines()[-1])
+def child(name: str, *args: int, repeats: int = 1) -> dict:
+    """Run ``name(*args)`` in a fresh process ``repeats`` times; keep the fastest run."""
+    runs = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, __file__, "--child", name, *map(str, args)],
+                             check=True, capture_output=True, text=True, cwd=ROOT).stdout
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    best = min(runs, key=lambda r: r.get("host_s", 0.0))
+    if "peak" in best:
+        best = {**best, "peak": max(r["peak"] for r in runs)}
+    if "host_s" in best:
+        best = {**best, "host_s_slowest": max(r["host_s"] for r in runs)}
+    return best
 
 
 # -- the report ---------------------------------------------------------------------------------
-def _ratio_row(points):
-    sizes = sorted(points)
-    return [points[b]["host_s"] / points[a]["host_s"] for a, b in zip(sizes, sizes[1:])]
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     args = parser.parse_args(argv)
     if args.child:
-        name, arg = args.child
-        print(json.dumps(CHILDREN[name](int(arg))))
+        name, *rest = args.child
+        rest = [int(x) for x in rest]
+        baseline = _prepare(WARM[name](*rest)) if name in WARM else None
+        r = CHILDREN[name](*rest)
+        if baseline is not None:
+            r["baseline"] = baseline
+        print(json.dumps(r))
         return
 
     t_start = time.perf_counter()
-    adam = {k: {**child("adam_sim", k), **child("adam_golden", k)} for k in (20, 21, 22, 23, 24)}
-    emb = {r: {**child("embedding_sim", r), **child("embedding_golden", r)}
+    adam = {k: {**child("adam_sim", k, repeats=REPEATS), **child("adam_golden", k)}
+            for k in (20, 21, 22, 23, 24)}
+    emb = {r: {**child("embedding_sim", r, repeats=REPEATS), **child("embedding_golden", r)}
            for r in (16384, 32768, 65536)}
-    add = {r: child("add_case4", r) for r in (2048, 4096, 8192)}
-    cores = {c: child("adam_cores", c) for c in (1, 2, 4, 8, 16, 24, 32, 40, 48)}
+    # the whole problem scaled: rows of grad and rows of the table together
+    emb_n = {(r, w): {**child("embedding_sim", r, w, repeats=REPEATS),
+                      **child("embedding_golden", r, w)}
+             for r, w in ((16384, 12500), (32768, 25000))}
+    emb_n[(65536, 50000)] = emb[65536]
+    add = {r: {**child("add_case4", r, repeats=REPEATS), **child("add_golden", r)}
+           for r in (2048, 4096, 8192)}
+    cores = {c: child("adam_cores", c, repeats=REPEATS) for c in (1, 2, 4, 8, 16, 24, 32, 40, 48)}
     profile = child("adam_profile", 24)
     elapsed = time.perf_counter() - t_start
 
@@ -179,46 +262,74 @@ def main(argv=None):
              f"in {elapsed:.0f} s.", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
              f"{platform.system()} {platform.release()}; Python {platform.python_version()}, "
-             f"numpy {np.__version__}. Every figure comes from its own process; golden times "
-             "are the best of three runs.", "",
+             f"numpy {np.__version__}. Every figure comes from its own process. Simulator "
+             f"times are the fastest of {REPEATS} runs, golden times the best of three; peak "
+             f"memory is the highest of the {REPEATS} runs.", "",
              "Targets: simulator host time at most 2x the numpy golden at the largest size; "
              "each doubling of N costs 1.8x-2.2x; peak memory at most 1.5x the device bytes "
              "plus host arrays.", ""]
 
-    def table(title, rows, label):
-        lines.extend([f"## {title}", "",
-                      f"| {label} | simulated kernel (µs) | simulator host (s) | functional (s) "
-                      "| timing (s) | golden (s) | host / golden | peak RSS (MiB) | device + "
-                      "host (MiB) | peak / bytes |",
-                      "|---|---|---|---|---|---|---|---|---|---|"])
+    def table(title, rows, label, note=None):
+        lines.extend([f"## {title}", ""] + ([note, ""] if note else []) + [
+                      f"| {label} | simulated kernel (µs) | simulator host (s) | slowest run (s) "
+                      "| functional (s) "
+                      "| timing (s) | golden (s) | host / golden | peak RSS (MiB) | baseline "
+                      "(MiB) | device + host (MiB) | peak / bytes | (peak - baseline) / bytes |",
+                      "|---|---|---|---|---|---|---|---|---|---|---|---|---|"])
         for key, r in rows.items():
             golden = r.get("golden_s")
             ratio = f"{r['host_s'] / golden:.2f}x" if golden else "—"
             lines.append(
-                f"| {key} | {r['kernel_us']:.1f} | {r['host_s']:.3f} | {r['functional_s']:.3f} "
+                f"| {key} | {r['kernel_us']:.1f} | {r['host_s']:.3f} | "
+                f"{r['host_s_slowest']:.3f} | {r['functional_s']:.3f} "
                 f"| {r['timing_s']:.3f} | {f'{golden:.3f}' if golden else '—'} | {ratio} | "
-                f"{r['peak'] / 2**20:.0f} | {r['bytes'] / 2**20:.0f} | "
-                f"{r['peak'] / r['bytes']:.2f} |")
+                f"{r['peak'] / 2**20:.0f} | {r['baseline'] / 2**20:.0f} | "
+                f"{r['bytes'] / 2**20:.0f} | {r['peak'] / r['bytes']:.2f} | "
+                f"{(r['peak'] - r['baseline']) / r['bytes']:.2f} |")
         lines.append("")
 
     table("ApplyFusedEmaAdam fp32, Ascend910B1, 48 cores",
           {f"2^{k}": v for k, v in adam.items()}, "elements")
-    table("EmbeddingDenseBackward, grad [rows, 1024] fp32, Zipf indices over 50000 rows "
-          "(whole graph: Sort, ZerosLike, EmbeddingDenseGradV2, ViewCopy)",
-          {f"{k}": v for k, v in emb.items()}, "rows")
+    table("EmbeddingDenseBackward, grad [rows, 1024] fp32, Zipf indices over 50000 rows",
+          {f"{k}": v for k, v in emb.items()}, "rows",
+          "The whole graph: Sort, ZerosLike, EmbeddingDenseGradV2, ViewCopy. The golden is the "
+          "project's float64 `np.add.at` reference.")
+    table("EmbeddingDenseBackward, the whole problem scaled: grad [rows, 1024], Zipf indices "
+          "over a table of `weights` rows", {f"{r} x {w}": v for (r, w), v in emb_n.items()},
+          "rows x weights",
+          "Doubling only the rows of grad leaves the [50000, 1024] output (its ZerosLike and "
+          "ViewCopy, 195 MiB each) as it is, so that series does not double the work; here the "
+          "table grows with the rows, so N doubles all of it.")
     table("Add study case 4 (half, rows x 8192, double buffering, 48 cores)",
-          {f"{k}": v for k, v in add.items()}, "rows")
+          {f"{k}": v for k, v in add.items()}, "rows",
+          "The golden is `np.add` of the two half arrays.")
+
+    def ratios(points, key):
+        sizes = sorted(points)
+        return [points[b][key] / points[a][key] for a, b in zip(sizes, sizes[1:])]
+
+    def met(rs):
+        return all(1.8 <= r <= 2.2 for r in rs)
 
     lines.extend(["## Scaling: host time per doubling of N", "",
-                  "| operator | N -> 2N | 2N -> 4N | target |", "|---|---|---|---|"])
-    scal = {"ApplyFusedEmaAdam (2^22, 2^23, 2^24)": _ratio_row({k: adam[k] for k in (22, 23, 24)}),
-            "EmbeddingDenseBackward (16384, 32768, 65536 rows)": _ratio_row(emb),
-            "Add case 4 (2048, 4096, 8192 rows)": _ratio_row(add)}
-    for name, ratios in scal.items():
-        ok = all(1.8 <= r <= 2.2 for r in ratios)
-        lines.append(f"| {name} | {ratios[0]:.2f}x | {ratios[1]:.2f}x | "
-                     f"{'met' if ok else 'missed'} |")
-    lines.extend(["", "## ApplyFusedEmaAdam 2^20 fp32: host time against blockDim", "",
+                  "| operator | simulator N -> 2N | 2N -> 4N | target | golden N -> 2N | "
+                  "2N -> 4N |", "|---|---|---|---|---|---|"])
+    scal = {"ApplyFusedEmaAdam (2^22, 2^23, 2^24 elements)": {k: adam[k] for k in (22, 23, 24)},
+            "EmbeddingDenseBackward, whole problem (16384 x 12500, 32768 x 25000, "
+            "65536 x 50000)": emb_n,
+            "Add case 4 (2048, 4096, 8192 rows)": add}
+    for name, pts in scal.items():
+        sim, gold = ratios(pts, "host_s"), ratios(pts, "golden_s")
+        lines.append(f"| {name} | {sim[0]:.2f}x | {sim[1]:.2f}x | {'met' if met(sim) else 'missed'}"
+                     f" | {gold[0]:.2f}x | {gold[1]:.2f}x |")
+    emb_rows = ratios(emb, "host_s")
+    emb_rows_golden = ratios(emb, "golden_s")
+    lines.extend(["", f"Rows of grad only (16384, 32768, 65536 over 50000 weights): simulator "
+                  f"{emb_rows[0]:.2f}x, {emb_rows[1]:.2f}x; golden {emb_rows_golden[0]:.2f}x, "
+                  f"{emb_rows_golden[1]:.2f}x per doubling — neither doubles, since the output "
+                  "does not grow.", ""])
+
+    lines.extend(["## ApplyFusedEmaAdam 2^20 fp32: host time against blockDim", "",
                   "| blockDim | host (s) | functional (s) | timing (s) | simulated kernel (µs) |",
                   "|---|---|---|---|---|"])
     for c, r in cores.items():
@@ -226,37 +337,51 @@ def main(argv=None):
                      f"{r['timing_s']:.3f} | {r['kernel_us']:.1f} |")
 
     lines.extend(["", "## Against the targets", ""])
+    misses = []
     worst = {"ApplyFusedEmaAdam 2^24": adam[24], "EmbeddingDenseBackward 65536 rows": emb[65536]}
     for name, r in worst.items():
         ratio = r["host_s"] / r["golden_s"]
         verdict = "met" if ratio <= 2 else f"missed by {ratio / 2 - 1:.0%}"
+        if ratio > 2:
+            misses.append(name)
         lines.append(f"* {name}: simulator {r['host_s']:.3f} s against golden "
                      f"{r['golden_s']:.3f} s = {ratio:.2f}x (target 2x: {verdict}); functional "
                      f"{r['functional_s']:.3f} s, timing {r['timing_s']:.3f} s.")
-    for name, ratios in scal.items():
-        lines.append(f"* {name}: {', '.join(f'{x:.2f}x' for x in ratios)} per doubling "
-                     f"({'met' if all(1.8 <= x <= 2.2 for x in ratios) else 'missed'}).")
+    for name, pts in scal.items():
+        rs = ratios(pts, "host_s")
+        if not met(rs):
+            misses.append(name)
+        lines.append(f"* {name}: {', '.join(f'{x:.2f}x' for x in rs)} per doubling "
+                     f"({'met' if met(rs) else 'missed'}).")
     peaks = [(f"ApplyFusedEmaAdam 2^{k}", v) for k, v in adam.items()] + \
         [(f"EmbeddingDenseBackward {k} rows", v) for k, v in emb.items()] + \
+        [(f"EmbeddingDenseBackward {r} x {w}", v) for (r, w), v in emb_n.items()] + \
         [(f"Add case 4, {k} rows", v) for k, v in add.items()]
+    def own(r):
+        return (r["peak"] - r["baseline"]) / r["bytes"]
+
     worst_peak = max(peaks, key=lambda kv: kv[1]["peak"] / kv[1]["bytes"])
-    lines.append(f"* Peak memory: at most {worst_peak[1]['peak'] / worst_peak[1]['bytes']:.2f}x "
-                 f"the device bytes plus host arrays ({worst_peak[0]}; target 1.5x: "
-                 f"{'met' if worst_peak[1]['peak'] <= 1.5 * worst_peak[1]['bytes'] else 'missed'}).")
-    lines.extend(["", "## Why the misses", "",
-                  "* ApplyFusedEmaAdam host time above 2x: the simulator runs the kernel's own "
-                  "Ascend C calls, and each costs microseconds of Python on top of numpy's work on "
-                  "the tile (table below); the float64 golden is a dozen whole-array numpy "
-                  "expressions. Halving the per-call cost (compact instruction records, costing runs "
-                  "of identical instructions at once) is what remains to reach 2x.",
-                  "* EmbeddingDenseBackward per doubling of rows below 1.8x: the graph has a part that "
-                  "does not grow with the rows — ZerosLike and ViewCopy of the [50000, 1024] output "
-                  "(195 MiB each) and the launches of the sort levels — so doubling the rows adds less "
-                  "than the whole; the per-row work itself scales linearly.",
-                  "* Peak memory above 1.5x at the smallest EmbeddingDenseBackward size: the benchmark "
-                  "process also holds the Zipf sampler's float64 tables and the golden's result next "
-                  "to the device memory; the ratio falls with the size (1.58x at 65536 rows). Device "
-                  "memory itself is backed only where written, never copied.", ""])
+    worst_own = max(peaks, key=lambda kv: own(kv[1]))
+    peak_ok = own(worst_own[1]) <= 1.5
+    if not peak_ok:
+        misses.append("peak memory")
+    base = min(r["baseline"] for _, r in peaks) / 2**20
+    lines.append(f"* Peak memory of the run (peak RSS less the {base:.0f} MiB or more the "
+                 "interpreter and the libraries hold before any data exists): at most "
+                 f"{own(worst_own[1]):.2f}x the device bytes plus host arrays ({worst_own[0]}; "
+                 f"target 1.5x: {'met' if peak_ok else 'missed'}). Counting that baseline too, "
+                 f"at most {worst_peak[1]['peak'] / worst_peak[1]['bytes']:.2f}x "
+                 f"({worst_peak[0]})" + ("; above 1.5x that way: " + ", ".join(
+                     f"{name} ({r['peak'] / r['bytes']:.2f}x)" for name, r in peaks
+                     if r["peak"] > 1.5 * r["bytes"]) + ", where the data is smallest and the "
+                     "baseline weighs most." if worst_peak[1]["peak"] > 1.5 *
+                     worst_peak[1]["bytes"] else "."))
+    lines.append(f"* Noise: the {REPEATS} runs of one configuration differ by up to "
+                 f"{max(r['host_s_slowest'] / r['host_s'] for _, r in peaks) - 1:.0%} "
+                 "(fastest against slowest, tables above), and the golden's own ratios per "
+                 "doubling stray from 2x as far; a scaling verdict close to 1.8x or 2.2x can "
+                 "change from one run of this script to the next.")
+    lines.extend(["", f"Targets missed: {', '.join(misses) if misses else 'none'}.", ""])
     lines.extend(["", "## Where the time goes", "",
                   "cProfile of one ApplyFusedEmaAdam launch of 2^24 fp32 elements "
                   f"({profile['total_s']:.2f} s under the profiler), functions by own time:", "",
@@ -264,12 +389,13 @@ def main(argv=None):
     for row in profile["top"]:
         lines.append(f"| `{row['function']}` | {row['calls']} | {row['own_s']:.3f} | "
                      f"{row['own_s'] / profile['total_s']:.0%} |")
-    lines.extend(["", "The functional run costs a few microseconds of Python per Ascend C call "
-                  "(the kernel makes about 20 vector calls and 9 copies per UB tile, 2784 tiles "
-                  "at 2^24), on top of numpy's own work on each tile; the timing replay costs one "
-                  "simpy event per DMA and per run of vector instructions, plus the L2 model's "
-                  "bookkeeping per transfer. Both grow with the number of tiles, i.e. linearly "
-                  "in N.", ""])
+    lines.extend(["", "The functional run costs about two microseconds of Python per Ascend C call "
+                  "on top of numpy's own work on the tile (the kernel makes about 20 vector "
+                  "calls and 9 copies per UB tile, 2784 tiles at 2^24); the first and the last "
+                  "block also pay for the checker's race and uninitialised-read tracking. The "
+                  "timing replay costs one simpy event per DMA and per run of vector "
+                  "instructions, and the L2 model's bookkeeping per transfer. Both grow with "
+                  "the number of tiles, i.e. linearly in N.", ""])
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))
 
