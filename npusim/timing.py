@@ -295,7 +295,7 @@ class _Memory:
         """Cycles from ``now`` until a DMA of ``nbytes`` described by ``key`` completes."""
         soc = self.soc
         addr, span, bypass = key
-        factor = 1.0 if addr % 512 == 0 else soc.gm_unaligned_rate_factor
+        factor = 1.0 if not addr & 511 else soc.gm_unaligned_rate_factor
         if kind == DMA_IN:
             if bypass:
                 hit, wb = 0.0, 0
@@ -389,21 +389,22 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
     block_end = np.full(n_blocks, np.nan)
     busy = {p: np.zeros(n_blocks) for p in PROFILE_PIPES}
     spans = [[] for _ in range(n_blocks)] if keep_spans else None
-    waiting: dict[int, str] = {}
+    waiting: dict[int, tuple] = {}     # block -> (pipe, label, flag key) of its last wait
 
     def pipe_proc(b, pipe, items, flags, barriers):
         total = 0.0
         out = spans[b] if keep_spans else None
+        timeout, transfer = env.timeout, memory.transfer
         for kind, value, key, label, n, idx in items:
             if kind == OP:
                 t0 = env.now
-                yield env.timeout(value)
+                yield timeout(value)
                 total += value
                 if out is not None:
                     out.append((pipe, t0, env.now, label, idx))
             elif kind == DMA_IN or kind == DMA_OUT:
                 t0 = env.now
-                yield env.timeout(memory.transfer(t0, kind, value, key))
+                yield timeout(transfer(t0, kind, value, key))
                 total += env.now - t0
                 if out is not None:
                     out.append((pipe, t0, env.now, label, idx))
@@ -412,7 +413,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
             elif kind == WAIT:
                 ev = _flag(flags, key).wait(env)
                 if ev is not None:
-                    waiting[b] = f"{Pipe(pipe).name} waits at {label} for {key[0]} {key[1:]}"
+                    waiting[b] = (pipe, label, key)     # described only if it never ends
                     yield ev
             else:  # BARRIER: PipeBarrier(PIPE_ALL) within the block, or SyncAll across blocks
                 if isinstance(key, tuple):
@@ -422,7 +423,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
                 bar = table.get(key)
                 if bar is None:
                     bar = table[key] = _Barrier(env, parties)
-                waiting[b] = f"{Pipe(pipe).name} waits at {label}"
+                waiting[b] = (pipe, label, None)
                 yield bar.arrive()
         if pipe in busy:
             busy[pipe][b] = total
@@ -451,8 +452,14 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
     env.run()
     if np.isnan(block_end).any():
         b = int(np.flatnonzero(np.isnan(block_end))[0])
-        raise SyncError("WaitFlag", f"the kernel hangs: {waiting.get(b, 'a pipe waits forever')} "
-                        "that is never set", core=b, line="?")
+        if b in waiting:
+            pipe, label, key = waiting[b]
+            what = f"{Pipe(pipe).name} waits at {label}" + (
+                f" for {key[0]} {key[1:]}" if key is not None else "")
+        else:
+            what = "a pipe waits forever"
+        raise SyncError("WaitFlag", f"the kernel hangs: {what} that is never set", core=b,
+                        line="?")
     cycles = float(block_end.max() - block_start.min()) if n_blocks else 0.0
     return KernelTiming(cycles, block_start, block_end, busy, spans, memory.hbm_bytes,
                         memory.l2_hit_bytes)
