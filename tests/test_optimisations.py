@@ -1,12 +1,16 @@
 """The simulator's speed-ups change nothing: the timeline with merged vector runs equals the
 instruction-by-instruction one, bit for bit, and so do results (issue: every optimisation
 keeps results bit-identical and the timeline identical)."""
+import gc
+
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
 from kernels.apply_fused_ema_adam.tiling import tiling
-from npusim import GlobalMemory, get_soc, run_kernel
+from npusim import GlobalMemory, KernelError, get_soc, run_kernel
+from npusim.ascendc.checker import gm_write_conflicts
 from npusim.ascendc.types import Pipe
 from npusim.ascendc.vector import _bank_conflict
 
@@ -53,3 +57,38 @@ def test_memoised_bank_conflict_matches_its_rule():
     assert _bank_conflict(48, 16, 16384 * 4, (0, 16384 * 2)) is True       # rows 0 and 1024
     assert _bank_conflict(48, 16, 16384 * 4, (0, 16384 * 2 - 256)) is False
     assert _bank_conflict(48, 16, 512, (512, 512)) is False                # one operand, in place
+
+
+# -- the GM write-conflict check (bulk numpy) against a byte map -------------------------------
+def _conflict_by_bytes(blocks_writes):
+    """Whether two blocks write one GM byte in the same SyncAll phase, byte by byte."""
+    owner = {}
+    for b, writes in enumerate(blocks_writes):
+        for addr, row, pitch, rows, phase in writes:
+            for r in range(rows):
+                for byte in range(addr + r * pitch, addr + r * pitch + row):
+                    if owner.setdefault((phase, byte), b) != b:
+                        return True
+    return False
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 300), st.integers(1, 24), st.integers(0, 40),
+                                   st.integers(1, 3), st.integers(0, 1)), max_size=5),
+                min_size=1, max_size=4))
+def test_gm_write_conflicts_match_a_byte_map(blocks_writes):
+    assert (gm_write_conflicts(blocks_writes) is not None) == _conflict_by_bytes(blocks_writes)
+
+
+def test_a_launch_leaves_the_garbage_collector_as_it_found_it():
+    def faulty():
+        raise KernelError("Test", "the kernel fails")
+    gm = GlobalMemory(1 << 20)
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            with pytest.raises(KernelError):
+                run_kernel(faulty, 1, (), soc=SOC, gm=gm)
+            assert gc.isenabled() == enabled
+        finally:
+            gc.enable()
