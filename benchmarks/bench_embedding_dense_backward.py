@@ -25,6 +25,7 @@ import json
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -70,7 +71,14 @@ def run_sim(args) -> dict:
     from kernels.embedding_dense_backward.golden import embedding_dense_backward_fp32_add_at
 
     grad, indices = make_data(args.rows, args.dim, args.weights, args.zipf)
-    assert acl.init() == 0 and acl.rt.set_device(0) == 0
+    max_cores = getattr(args, "max_cores", None)
+    if max_cores is None:
+        assert acl.init() == 0
+    else:                     # the device limited to max_cores vector cores (acl.init JSON)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump({"npusim": {"soc": "Ascend910B1", "max_cores": max_cores}}, f)
+        assert acl.init(f.name) == 0
+    assert acl.rt.set_device(0) == 0
     stream, _ = acl.rt.create_stream()
 
     def to_device(arr):
@@ -108,6 +116,7 @@ def run_sim(args) -> dict:
     total_bytes = sum(p.bytes_read + p.bytes_written for p in profs)
     return {
         "rows": args.rows, "dim": args.dim, "weights": args.weights, "zipf": args.zipf,
+        "block_dim": main.block_dim,
         "path": executor.path, "kernels": [p.op_name for p in profs],
         "kernel_us": main.duration_us, "kernel_TBps": main.bandwidth / 1e12,
         "kernel_bound": f"{main.bound} ({main.bound_percent:.0f}%)",

@@ -3,14 +3,16 @@
 One command (``python benchmarks/run_all.py``) measures, each run in a fresh process so
 that its peak resident memory is its own:
 
-* ApplyFusedEmaAdam fp32 (Ascend910B1, mode 1, all cores) at 2^20 .. 2^24 elements, and
+* ApplyFusedEmaAdam fp32 (Ascend910B1, mode 1, all cores) at 2^20 .. 2^25 elements, and
   EmbeddingDenseBackward (grad [rows, 1024] fp32, Zipf indices over 50000 rows) at 16384,
   32768 and 65536 rows: the simulator's host time (functional run and timing replay
   reported apart) next to the operator's numpy golden on the same data;
 * the Add study's case 4 (z = x + y, half, rows x 8192; examples/add_study.py) at 2048,
-  4096 and 8192 rows;
-* for each operator the ratio of host time per doubling of the data (N, 2N, 4N), and
-  ApplyFusedEmaAdam's host time against blockDim 1..48 at a fixed 2^20 elements;
+  4096 and 8192 rows, next to numpy's half add;
+* for each operator the ratio of host time per doubling of the data (N, 2N, 4N), next to
+  the golden's and the simulated kernel's, and each operator's host time against
+  blockDim 1..48 at a fixed N;
+* what a launch records and what its replay schedules;
 * peak resident memory of each run next to the bytes it allocated on the device plus its
   host arrays, with the baseline (interpreter and libraries, before any data) apart.
 
@@ -20,8 +22,9 @@ ZerosLike and ViewCopy as they are. Simulator figures are the fastest of ``REPEA
 each in a fresh process that first warms as much memory as it will touch (see
 :func:`_prepare`).
 
-Targets: simulator host time at most 2x the golden at the largest size; each doubling of
-N between 1.8x and 2.2x; peak memory at most 1.5x the device bytes plus host arrays.
+Targets: simulator host time at most 2x the golden at the largest size (2^24 elements,
+grad [65536, 1024]); each doubling of N between 1.8x and 2.2x; peak memory at most 1.5x
+the device bytes plus host arrays. Takes about 5 minutes on 2 cores.
 """
 from __future__ import annotations
 
@@ -141,6 +144,87 @@ def add_case4(rows: int) -> dict:
             "bytes": 3 * (n * 2 + 32) + 2 * n * 2}
 
 
+def embedding_cores(cores: int) -> dict:
+    """EmbeddingDenseBackward, grad [16384, 1024] over 12500 weights, on a device limited to
+    ``cores`` vector cores (the tiling takes the limit as its core count)."""
+    bench = _module("bench_emb", HERE / "bench_embedding_dense_backward.py")
+    args = embedding_args(16384, 12500)
+    args.max_cores = cores
+    r = bench.run_sim(args)
+    return {"host_s": r["sim_wall_s"], "functional_s": r["functional_s"],
+            "timing_s": r["timing_s"], "kernel_us": r["graph_us"], "block_dim": r["block_dim"]}
+
+
+def add_cores(cores: int) -> dict:
+    """Add case 4 kernel, 2048 x 8192 half, launched on ``cores`` blocks."""
+    study = _module("add_study", ROOT / "examples" / "add_study.py")
+    from npusim import GlobalMemory, get_soc, run_kernel
+    soc, rows = get_soc("Ascend910B1"), 2048
+    n = rows * study.COLS
+    gm = GlobalMemory(soc.memory_size)
+    rng = np.random.default_rng(4)
+    x, y, z = gm.malloc(n * 2), gm.malloc(n * 2), gm.malloc(n * 2)
+    gm.write(x, rng.standard_normal(n, dtype=np.float32).astype(np.float16))
+    gm.write(y, rng.standard_normal(n, dtype=np.float32).astype(np.float16))
+    gm.view(z, n * 2)[:] = 0
+    t0 = time.perf_counter()
+    prof = run_kernel(study.add_kernel, cores, (x, y, z, rows, 4), soc=soc, gm=gm,
+                      reserve_ub=False)
+    return {"host_s": time.perf_counter() - t0, "functional_s": prof.host_functional_s,
+            "timing_s": prof.host_timing_s, "kernel_us": prof.duration_us, "block_dim": cores}
+
+
+def replay_stats(log2n: int) -> dict:
+    """ApplyFusedEmaAdam 2^log2n: what a launch records and what the replay schedules.
+
+    Records: how many, and the Python memory a launch holds when its replay starts, per
+    record (tracemalloc). Replay: the items the per-pipe lists hold after consecutive
+    vector/scalar instructions are merged into one simpy timeout each.
+    """
+    import tracemalloc
+
+    import npusim.launch as launch
+    from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
+    from kernels.apply_fused_ema_adam.tiling import tiling
+    from npusim import GlobalMemory, get_soc
+    from npusim.ascendc.core import DMA_IN, DMA_OUT, OP
+    from npusim.timing import _split
+    soc, n = get_soc("Ascend910B1"), 1 << log2n
+    gm = GlobalMemory(soc.memory_size)
+    addrs = [gm.malloc(n * 4) for _ in range(5)]
+    for a in addrs:
+        gm.view(a, n * 4)[:] = 0
+    step = gm.malloc(8)
+    gm.write(step, np.array([1], np.int64))
+    td = tiling(soc, n, np.float32, mode=1)
+    seen = {}
+    simulate = launch.simulate
+
+    def spy(blocks, soc, keep_spans=False):
+        seen["blocks"] = blocks
+        seen["held"] = tracemalloc.get_traced_memory()[0]
+        return simulate(blocks, soc, keep_spans)
+
+    launch.simulate = spy
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    launch.run_kernel(apply_fused_ema_adam, td.blockDim, (*addrs, step, 0, td,
+                      np.dtype(np.float32)), soc=soc, gm=gm, reserve_ub=False)
+    tracemalloc.stop()
+    blocks = seen["blocks"]
+    records = sum(len(b) for b in blocks)
+    ops = sum(1 for b in blocks for r in b if r[0] == OP)
+    dmas = sum(1 for b in blocks for r in b if r[0] in (DMA_IN, DMA_OUT))
+    items = op_items = 0
+    for b in blocks:
+        for lst in _split(b, {r[1] for r in b}).values():
+            items += len(lst)
+            op_items += sum(1 for it in lst if it[0] == OP)
+    return {"records": records, "bytes_per_record": (seen["held"] - base) / records,
+            "data_bytes": 5 * n * 4, "ops": ops, "op_items": op_items, "dmas": dmas,
+            "items": items}
+
+
 def add_golden(rows: int) -> dict:
     """z = x + y in numpy half on the study's data (best of 3)."""
     rng = np.random.default_rng(4)
@@ -203,7 +287,8 @@ def adam_profile(log2n: int) -> dict:
 
 
 CHILDREN = {f.__name__: f for f in (adam_sim, adam_golden, embedding_sim, embedding_golden,
-                                     add_case4, add_golden, adam_cores, adam_profile)}
+                                     add_case4, add_golden, adam_cores, embedding_cores,
+                                     add_cores, adam_profile, replay_stats)}
 
 #: runs of each simulator measurement; the fastest is reported (as the goldens' best of 3),
 #: with the highest peak memory of all runs
@@ -243,7 +328,7 @@ def main(argv=None):
 
     t_start = time.perf_counter()
     adam = {k: {**child("adam_sim", k, repeats=REPEATS), **child("adam_golden", k)}
-            for k in (20, 21, 22, 23, 24)}
+            for k in (20, 21, 22, 23, 24, 25)}
     emb = {r: {**child("embedding_sim", r, repeats=REPEATS), **child("embedding_golden", r)}
            for r in (16384, 32768, 65536)}
     # the whole problem scaled: rows of grad and rows of the table together
@@ -253,8 +338,11 @@ def main(argv=None):
     emb_n[(65536, 50000)] = emb[65536]
     add = {r: {**child("add_case4", r, repeats=REPEATS), **child("add_golden", r)}
            for r in (2048, 4096, 8192)}
-    cores = {c: child("adam_cores", c, repeats=REPEATS) for c in (1, 2, 4, 8, 16, 24, 32, 40, 48)}
+    core_counts = (1, 2, 4, 8, 16, 24, 32, 40, 48)
+    cores = {op: {c: child(op, c, repeats=REPEATS) for c in core_counts}
+             for op in ("adam_cores", "embedding_cores", "add_cores")}
     profile = child("adam_profile", 24)
+    replay = child("replay_stats", 24)
     elapsed = time.perf_counter() - t_start
 
     lines = ["# Simulator benchmarks", "",
@@ -312,16 +400,34 @@ def main(argv=None):
         return all(1.8 <= r <= 2.2 for r in rs)
 
     lines.extend(["## Scaling: host time per doubling of N", "",
-                  "| operator | simulator N -> 2N | 2N -> 4N | target | golden N -> 2N | "
-                  "2N -> 4N |", "|---|---|---|---|---|---|"])
-    scal = {"ApplyFusedEmaAdam (2^22, 2^23, 2^24 elements)": {k: adam[k] for k in (22, 23, 24)},
-            "EmbeddingDenseBackward, whole problem (16384 x 12500, 32768 x 25000, "
-            "65536 x 50000)": emb_n,
-            "Add case 4 (2048, 4096, 8192 rows)": add}
-    for name, pts in scal.items():
-        sim, gold = ratios(pts, "host_s"), ratios(pts, "golden_s")
-        lines.append(f"| {name} | {sim[0]:.2f}x | {sim[1]:.2f}x | {'met' if met(sim) else 'missed'}"
-                     f" | {gold[0]:.2f}x | {gold[1]:.2f}x |")
+                  "Each doubling of the data: the simulator's host time, the golden's, and the "
+                  "simulated kernel's own time (what the modelled machine does more of).", "",
+                  "| operator | N -> 2N | simulator | target | golden | simulated kernel |",
+                  "|---|---|---|---|---|---|"])
+    scal = {"ApplyFusedEmaAdam": ({f"2^{k}": adam[k] for k in (22, 23, 24, 25)}, 2),
+            "EmbeddingDenseBackward, whole problem": (
+                {f"{r} x {w}": v for (r, w), v in emb_n.items()}, 1),
+            "Add case 4": ({f"{k} rows": v for k, v in add.items()}, 1)}
+    l2_steps = []
+    for name, (pts, _) in scal.items():
+        keys = list(pts)
+        for a, b in zip(keys, keys[1:]):
+            sim = pts[b]["host_s"] / pts[a]["host_s"]
+            gold = pts[b]["golden_s"] / pts[a]["golden_s"]
+            kern = pts[b]["kernel_us"] / pts[a]["kernel_us"]
+            ok = 1.8 <= sim <= 2.2
+            lines.append(f"| {name} | {a} -> {b} | {sim:.2f}x | {'met' if ok else 'missed'} | "
+                         f"{gold:.2f}x | {kern:.2f}x |")
+            if kern > 2.1:
+                l2_steps.append((name, a, b, sim, kern))
+    if l2_steps:
+        lines.extend(["", "Where the simulated kernel itself costs more than 2x per doubling ("
+                      + "; ".join(f"{n} {a} -> {b}: kernel {k:.2f}x, simulator {s:.2f}x"
+                                  for n, a, b, s, k in l2_steps)
+                      + "), the tensors outgrow the 192 MiB L2: transfers evict lines and "
+                      "write dirty ones back, so the simulated device slows per byte, and the "
+                      "replay does more per transfer as well (the eviction bookkeeping), which is "
+                      "what lifts the simulator above 2x where it is."])
     emb_rows = ratios(emb, "host_s")
     emb_rows_golden = ratios(emb, "golden_s")
     lines.extend(["", f"Rows of grad only (16384, 32768, 65536 over 50000 weights): simulator "
@@ -329,13 +435,26 @@ def main(argv=None):
                   f"{emb_rows_golden[1]:.2f}x per doubling — neither doubles, since the output "
                   "does not grow.", ""])
 
-    lines.extend(["## ApplyFusedEmaAdam 2^20 fp32: host time against blockDim", "",
-                  "| blockDim | host (s) | functional (s) | timing (s) | simulated kernel (µs) |",
-                  "|---|---|---|---|---|"])
-    for c, r in cores.items():
-        lines.append(f"| {c} | {r['host_s']:.3f} | {r['functional_s']:.3f} | "
-                     f"{r['timing_s']:.3f} | {r['kernel_us']:.1f} |")
+    lines.extend(["## Host time against blockDim at fixed N", "",
+                  "ApplyFusedEmaAdam 2^20 fp32; EmbeddingDenseBackward grad [16384, 1024] over "
+                  "12500 weights on a device limited to that many cores (the tiling picks the "
+                  "blockDim, shown); Add case 4 on 2048 x 8192 half. Each cell: simulator host "
+                  "time in s (functional + timing), then the simulated time in µs.", "",
+                  "| cores | ApplyFusedEmaAdam | EmbeddingDenseBackward (blockDim) | Add case 4 |",
+                  "|---|---|---|---|"])
 
+    def cell(r):
+        return (f"{r['host_s']:.3f} ({r['functional_s']:.3f} + {r['timing_s']:.3f}); "
+                f"{r['kernel_us']:.1f} µs")
+
+    for c in core_counts:
+        a, e, d = cores["adam_cores"][c], cores["embedding_cores"][c], cores["add_cores"][c]
+        lines.append(f"| {c} | {cell(a)} | {cell(e)} ({e['block_dim']}) | {cell(d)} |")
+    lines.extend(["", "The checker tracks races and uninitialised reads on the first and the "
+                  "last block, which costs several times a block's plain run: with one or two "
+                  "blocks every tile is tracked, so host time falls as blockDim grows, and "
+                  "levels off once the two tracked blocks are a small share of the tiles; the "
+                  "timing replay's cost grows slowly with the blocks it schedules.", ""])
     lines.extend(["", "## Against the targets", ""])
     misses = []
     worst = {"ApplyFusedEmaAdam 2^24": adam[24], "EmbeddingDenseBackward 65536 rows": emb[65536]}
@@ -347,12 +466,12 @@ def main(argv=None):
         lines.append(f"* {name}: simulator {r['host_s']:.3f} s against golden "
                      f"{r['golden_s']:.3f} s = {ratio:.2f}x (target 2x: {verdict}); functional "
                      f"{r['functional_s']:.3f} s, timing {r['timing_s']:.3f} s.")
-    for name, pts in scal.items():
+    for name, (pts, _) in scal.items():
         rs = ratios(pts, "host_s")
         if not met(rs):
-            misses.append(name)
-        lines.append(f"* {name}: {', '.join(f'{x:.2f}x' for x in rs)} per doubling "
-                     f"({'met' if met(rs) else 'missed'}).")
+            misses.append(f"{name} per doubling")
+        lines.append(f"* {name} ({', '.join(pts)}): {', '.join(f'{x:.2f}x' for x in rs)} per "
+                     f"doubling ({'met' if met(rs) else 'missed'}).")
     peaks = [(f"ApplyFusedEmaAdam 2^{k}", v) for k, v in adam.items()] + \
         [(f"EmbeddingDenseBackward {k} rows", v) for k, v in emb.items()] + \
         [(f"EmbeddingDenseBackward {r} x {w}", v) for (r, w), v in emb_n.items()] + \
@@ -382,6 +501,22 @@ def main(argv=None):
                  "doubling stray from 2x as far; a scaling verdict close to 1.8x or 2.2x can "
                  "change from one run of this script to the next.")
     lines.extend(["", f"Targets missed: {', '.join(misses) if misses else 'none'}.", ""])
+    held = replay["records"] * replay["bytes_per_record"]
+    lines.extend(["", "## Instruction records and their replay", "",
+                  f"One ApplyFusedEmaAdam launch of 2^24 fp32 elements records "
+                  f"{replay['records']} instructions, one tuple each: with everything else the "
+                  f"launch holds when its replay starts, {replay['bytes_per_record']:.0f} B per "
+                  f"record, {held / 2**20:.1f} MiB in all, {held / replay['data_bytes']:.1%} of "
+                  f"the {replay['data_bytes'] / 2**20:.0f} MiB of tensors. The replay merges each "
+                  "run of vector or scalar instructions with no sync between them into one simpy "
+                  f"timeout: {replay['ops']} such instructions become {replay['op_items']} "
+                  f"timeouts, and the {replay['dmas']} DMAs stay one event each (every transfer "
+                  "takes its turn at the shared L2 and HBM bandwidth when it starts, so two "
+                  "copies in a row cannot be costed ahead of the other cores' copies without "
+                  f"changing the timeline). {replay['items']} items in all for "
+                  f"{replay['records']} records. Device memory is never copied on the hot path: "
+                  "DataCopy and DataCopyPad move bytes between views of the GM allocation's "
+                  "buffer and of the UB.", ""])
     lines.extend(["", "## Where the time goes", "",
                   "cProfile of one ApplyFusedEmaAdam launch of 2^24 fp32 elements "
                   f"({profile['total_s']:.2f} s under the profiler), functions by own time:", "",
