@@ -184,19 +184,10 @@ def replay_stats(log2n: int) -> dict:
     import tracemalloc
 
     import npusim.launch as launch
-    from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
-    from kernels.apply_fused_ema_adam.tiling import tiling
-    from npusim import GlobalMemory, get_soc
     from npusim.ascendc.core import DMA_IN, DMA_OUT, OP
     from npusim.timing import _split
-    soc, n = get_soc("Ascend910B1"), 1 << log2n
-    gm = GlobalMemory(soc.memory_size)
-    addrs = [gm.malloc(n * 4) for _ in range(5)]
-    for a in addrs:
-        gm.view(a, n * 4)[:] = 0
-    step = gm.malloc(8)
-    gm.write(step, np.array([1], np.int64))
-    td = tiling(soc, n, np.float32, mode=1)
+    args, kwargs = _adam_launch(log2n)
+    n = 1 << log2n
     seen = {}
     simulate = launch.simulate
 
@@ -208,8 +199,7 @@ def replay_stats(log2n: int) -> dict:
     launch.simulate = spy
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
-    launch.run_kernel(apply_fused_ema_adam, td.blockDim, (*addrs, step, 0, td,
-                      np.dtype(np.float32)), soc=soc, gm=gm, reserve_ub=False)
+    launch.run_kernel(*args, **kwargs)
     tracemalloc.stop()
     blocks = seen["blocks"]
     records = sum(len(b) for b in blocks)
@@ -239,11 +229,13 @@ def add_golden(rows: int) -> dict:
     return {"golden_s": best}
 
 
-def adam_cores(cores: int) -> dict:
+def _adam_launch(log2n: int, cores: int | None = None):
+    """``run_kernel`` arguments of one ApplyFusedEmaAdam fp32 launch (mode 1) on zeroed
+    tensors of 2^log2n elements, all cores or ``cores``."""
     from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
     from kernels.apply_fused_ema_adam.tiling import tiling
-    from npusim import GlobalMemory, get_soc, run_kernel
-    soc, n = get_soc("Ascend910B1"), 1 << 20
+    from npusim import GlobalMemory, get_soc
+    soc, n = get_soc("Ascend910B1"), 1 << log2n
     gm = GlobalMemory(soc.memory_size)
     addrs = [gm.malloc(n * 4) for _ in range(5)]
     for a in addrs:
@@ -251,9 +243,15 @@ def adam_cores(cores: int) -> dict:
     step = gm.malloc(8)
     gm.write(step, np.array([1], np.int64))
     td = tiling(soc, n, np.float32, mode=1, core_num=cores)
+    return (apply_fused_ema_adam, td.blockDim, (*addrs, step, 0, td, np.dtype(np.float32))), \
+        dict(soc=soc, gm=gm, reserve_ub=False)
+
+
+def adam_cores(cores: int) -> dict:
+    from npusim import run_kernel
+    args, kwargs = _adam_launch(20, cores)
     t0 = time.perf_counter()
-    prof = run_kernel(apply_fused_ema_adam, td.blockDim, (*addrs, step, 0, td,
-                      np.dtype(np.float32)), soc=soc, gm=gm, reserve_ub=False)
+    prof = run_kernel(*args, **kwargs)
     return {"host_s": time.perf_counter() - t0, "functional_s": prof.host_functional_s,
             "timing_s": prof.host_timing_s, "kernel_us": prof.duration_us}
 
@@ -262,21 +260,11 @@ def adam_profile(log2n: int) -> dict:
     """Where the simulator's host time goes: cProfile of one launch, by own time."""
     import cProfile
     import pstats
-    from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
-    from kernels.apply_fused_ema_adam.tiling import tiling
-    from npusim import GlobalMemory, get_soc, run_kernel
-    soc, n = get_soc("Ascend910B1"), 1 << log2n
-    gm = GlobalMemory(soc.memory_size)
-    addrs = [gm.malloc(n * 4) for _ in range(5)]
-    for a in addrs:
-        gm.view(a, n * 4)[:] = 0
-    step = gm.malloc(8)
-    gm.write(step, np.array([1], np.int64))
-    td = tiling(soc, n, np.float32, mode=1)
+    from npusim import run_kernel
+    args, kwargs = _adam_launch(log2n)
     prof = cProfile.Profile()
     prof.enable()
-    run_kernel(apply_fused_ema_adam, td.blockDim, (*addrs, step, 0, td, np.dtype(np.float32)),
-               soc=soc, gm=gm, reserve_ub=False)
+    run_kernel(*args, **kwargs)
     prof.disable()
     stats = pstats.Stats(prof).stats
     total = sum(v[2] for v in stats.values())

@@ -104,7 +104,8 @@ def mte3_before_v(x, y):
     DataCopy(gm(y), t, 64)                                       # <- finding
 
 
-def mte2_overwrites_v_source(x, y):
+def mte2_overwrites_v_source(x, y, ordered=False):
+    """MTE2 reloads a buffer the vector unit reads; ``ordered`` adds the V -> MTE2 flag."""
     pipe = TPipe()
     buf = TBuf()
     pipe.InitBuffer(buf, 1024)
@@ -113,22 +114,10 @@ def mte2_overwrites_v_source(x, y):
     SetFlag(HardEvent.MTE2_V, 0)
     WaitFlag(HardEvent.MTE2_V, 0)
     Muls(t[64], t, 2.0, 64)
+    if ordered:
+        SetFlag(HardEvent.V_MTE2, 0)
+        WaitFlag(HardEvent.V_MTE2, 0)
     DataCopy(t, gm(y), 64)                                       # <- finding
-
-
-def mte2_waits_for_v_source(x, y):
-    """The same kernel with the V -> MTE2 flag the reload needs."""
-    pipe = TPipe()
-    buf = TBuf()
-    pipe.InitBuffer(buf, 1024)
-    t = buf.Get(float32)
-    DataCopy(t, gm(x), 64)
-    SetFlag(HardEvent.MTE2_V, 0)
-    WaitFlag(HardEvent.MTE2_V, 0)
-    Muls(t[64], t, 2.0, 64)
-    SetFlag(HardEvent.V_MTE2, 0)
-    WaitFlag(HardEvent.V_MTE2, 0)
-    DataCopy(t, gm(y), 64)
 
 
 def double_set(x, y):
@@ -174,7 +163,7 @@ def test_race_messages_name_both_pipes():
 
 
 def test_a_flag_from_the_reader_orders_the_overwrite():
-    assert launch(mte2_waits_for_v_source).warnings == []
+    assert launch(mte2_overwrites_v_source, True).warnings == []
 
 
 def test_several_cores_writing_the_same_gm_bytes():
