@@ -226,6 +226,16 @@ def _without_cyclic_gc():
             gc.enable()
 
 
+def _release_block(ctx) -> None:
+    """After a block's end checks: drop its TPipe (with the tensors its queues keep for reuse,
+    which refer back to their queue) and its checker state, so that a launch holds only the
+    blocks' records however many blocks it has (and while the collector is paused)."""
+    pipe, ctx.pipe = ctx.pipe, None
+    if pipe is not None:
+        pipe._release()
+    ctx.tracker = None
+
+
 def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None = None,
                reserve_ub: bool = True, keep_spans: bool = False,
                sync_all: bool = False, checks: CheckerConfig | None = None) -> KernelProfile:
@@ -279,6 +289,7 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
                 _end_of_block_checks(ctx)
             finally:
                 _core.set_current_core(None)
+                _release_block(ctx)
     else:
         ub = np.empty(soc.ub_size, dtype=np.uint8)
         ctxs = []
@@ -290,6 +301,7 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
                     _core.set_current_core(ctx)
                     kernel(*args)
                     _end_of_block_checks(ctx)
+                    _release_block(ctx)
                     ctxs.append(ctx)
         finally:
             _core.set_current_core(None)

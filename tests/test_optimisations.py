@@ -2,6 +2,7 @@
 instruction-by-instruction one, bit for bit, and so do results (issue: every optimisation
 keeps results bit-identical and the timeline identical)."""
 import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -10,7 +11,9 @@ from hypothesis import given, settings, strategies as st
 from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
 from kernels.apply_fused_ema_adam.tiling import tiling
 from npusim import GlobalMemory, KernelError, get_soc, run_kernel
-from npusim.ascendc.checker import gm_write_conflicts
+from npusim.ascendc import TPipe, TPosition, TQue, float32
+from npusim.ascendc.checker import CheckerConfig, gm_write_conflicts
+from npusim.ascendc.core import current_core
 from npusim.ascendc.types import Pipe
 from npusim.ascendc.vector import _bank_conflict
 
@@ -92,3 +95,25 @@ def test_a_launch_leaves_the_garbage_collector_as_it_found_it():
             assert gc.isenabled() == enabled
         finally:
             gc.enable()
+
+
+def test_a_finished_block_keeps_only_its_records():
+    """A block's TPipe (and the tensors its queues keep for reuse) and its checker state are
+    freed as soon as the block's end checks are done, not at the end of the launch: a
+    launch of many blocks then holds only their instruction records."""
+    alive, previous = [], []
+
+    def kernel():
+        if previous:
+            alive.append([ref() is not None for ref in previous[-1]])
+        pipe = TPipe()
+        que = TQue(TPosition.VECIN)
+        pipe.InitBuffer(que, 1, 256)
+        t = que.AllocTensor(float32)
+        t[8]                                   # a kept sub-tensor: refers back to the queue
+        que.FreeTensor(t)
+        previous.append((weakref.ref(pipe), weakref.ref(que), weakref.ref(current_core().tracker)))
+
+    run_kernel(kernel, 4, (), soc=SOC, gm=GlobalMemory(1 << 20),
+               checks=CheckerConfig(all_blocks=True))
+    assert alive == [[False, False, False]] * 3

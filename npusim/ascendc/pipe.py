@@ -103,6 +103,11 @@ class TPipe:
     def Destroy(self) -> None:
         self.used = 0
 
+    def _release(self) -> None:
+        """The block has ended: forget the tensors the queues keep for reuse."""
+        for que in self.queues:
+            que._tensors.clear()
+
 
 def GetTPipePtr() -> TPipe:
     """The TPipe of the running block."""
