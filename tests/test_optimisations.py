@@ -2,7 +2,11 @@
 instruction-by-instruction one, bit for bit, and so do results (issue: every optimisation
 keeps results bit-identical and the timeline identical)."""
 import gc
+import importlib.util
+import json
 import weakref
+import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -117,3 +121,51 @@ def test_a_finished_block_keeps_only_its_records():
     run_kernel(kernel, 4, (), soc=SOC, gm=GlobalMemory(1 << 20),
                checks=CheckerConfig(all_blocks=True))
     assert alive == [[False, False, False]] * 3
+
+
+# -- the timeline and results against the simulator before its speed-ups --------------------
+#: Figures recorded by :func:`_figures` with the simulator as it was before its speed-ups
+#: (commit e248529: no paused collector, sorted-list L2 index, per-call views...).
+BEFORE = Path(__file__).parent / "data" / "timeline_before_speedups.json"
+
+
+def _figures() -> dict:
+    """Timeline (cycles, per-block ends, per-pipe busy cycles, HBM and L2-hit bytes) and
+    output checksums of small ApplyFusedEmaAdam launches and Add study cases 4-6."""
+    out = {}
+    for n, cores, dt, mode in [(6128 * 5 + 17, 4, np.float32, 1), (3000, 48, np.float16, 0),
+                               (1 << 18, 48, np.float32, 1)]:
+        gm = GlobalMemory(SOC.memory_size)
+        rng = np.random.default_rng(n)
+        addrs = []
+        for k in range(5):
+            a = gm.malloc(n * np.dtype(dt).itemsize)
+            data = rng.standard_normal(n).astype(dt)
+            gm.write(a, np.abs(data) if k == 3 else data)
+            addrs.append(a)
+        step = gm.malloc(8)
+        gm.write(step, np.array([4], np.int64))
+        td = tiling(SOC, n, np.dtype(dt), mode=mode, core_num=cores)
+        prof = run_kernel(apply_fused_ema_adam, td.blockDim,
+                          (*addrs, step, 0, td, np.dtype(dt)), soc=SOC, gm=gm, reserve_ub=False)
+        crc = [zlib.crc32(bytes(gm.read(a, n * np.dtype(dt).itemsize))) for a in addrs[1:]]
+        t = prof.timing
+        out[f"ema {n} {cores} {np.dtype(dt).name} {mode}"] = dict(
+            cycles=t.cycles, block_end=[float(x) for x in t.block_end], hbm=t.hbm_bytes,
+            l2hit=t.l2_hit_bytes, busy={str(int(p)): [float(x) for x in v]
+                                        for p, v in t.pipe_busy.items()}, crc=crc)
+    spec = importlib.util.spec_from_file_location(
+        "add_study", Path(__file__).parents[1] / "examples" / "add_study.py")
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    for case in (4, 5, 6):
+        _, prof = study.run_case(case, rows=256, check=True)
+        t = prof.timing
+        out[f"add case {case}"] = dict(
+            cycles=t.cycles, block_end=[float(x) for x in t.block_end], hbm=t.hbm_bytes,
+            busy={str(int(p)): [float(x) for x in v] for p, v in t.pipe_busy.items()})
+    return out
+
+
+def test_timeline_and_results_equal_the_simulator_before_its_speed_ups():
+    assert _figures() == json.loads(BEFORE.read_text())
