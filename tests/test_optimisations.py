@@ -4,6 +4,7 @@ keeps results bit-identical and the timeline identical)."""
 import gc
 import importlib.util
 import json
+import tempfile
 import weakref
 import zlib
 from pathlib import Path
@@ -124,8 +125,9 @@ def test_a_finished_block_keeps_only_its_records():
 
 
 # -- the timeline and results against the simulator before its speed-ups --------------------
-#: Figures recorded by :func:`_figures` with the simulator as it was before its speed-ups
-#: (commit e248529: no paused collector, sorted-list L2 index, per-call views...).
+#: Figures recorded by :func:`_figures` and :func:`_figures_ops` with the simulator as it was
+#: before its speed-ups (commit e248529: no paused collector, sorted-list L2 index, per-call
+#: views...).
 BEFORE = Path(__file__).parent / "data" / "timeline_before_speedups.json"
 
 
@@ -168,4 +170,92 @@ def _figures() -> dict:
 
 
 def test_timeline_and_results_equal_the_simulator_before_its_speed_ups():
-    assert _figures() == json.loads(BEFORE.read_text())
+    before = json.loads(BEFORE.read_text())
+    assert _figures() == before["launches"]
+    assert _figures_ops() == before["operators"]
+
+
+def _figures_ops() -> dict:
+    """Timelines and output checksums of small launches of every operator through aclnn,
+    the scalar-heavy kernels included (small-dim and Atlas-training embedding kernels,
+    FusedSparseAdam, ApplyAddSign), each kernel of each graph separately."""
+    import aclnn
+    from aclnn import acl, runtime
+    from aclnn.ops.apply_add_sign import (aclnnApplyAddSign,
+                                          aclnnApplyAddSignGetWorkspaceSize)
+    from aclnn.ops.embedding_dense_backward import (
+        aclnnEmbeddingDenseBackward, aclnnEmbeddingDenseBackwardGetWorkspaceSize)
+    from aclnn.ops.fused_sparse_adam import (aclnnFusedSparseAdam,
+                                             aclnnFusedSparseAdamGetWorkspaceSize)
+
+    def put(arr):
+        arr = np.ascontiguousarray(arr)
+        ptr, ret = acl.rt.malloc(max(arr.nbytes, 1), aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
+        assert ret == 0
+        acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(arr), arr.nbytes,
+                      aclnn.ACL_MEMCPY_HOST_TO_DEVICE)
+        shape = list(arr.shape)
+        return aclnn.aclCreateTensor(shape, aclnn.numpy_to_acl_dtype(arr.dtype),
+                                     [s // arr.itemsize for s in arr.strides], 0,
+                                     aclnn.ACL_FORMAT_ND, shape, ptr), arr.nbytes
+
+    def run(first, second, *args):
+        ws, ex, ret = first(*args)
+        assert ret == 0, acl.get_recent_err_msg()
+        wptr = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)[0] if ws else 0
+        assert second(wptr, ws, ex, stream) == 0
+        assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
+
+    def crc(t, nbytes):
+        out = np.zeros(nbytes, np.uint8)
+        acl.rt.memcpy(acl.util.numpy_to_ptr(out), nbytes, t.tensor_data, nbytes,
+                      aclnn.ACL_MEMCPY_DEVICE_TO_HOST)
+        return zlib.crc32(out.tobytes())
+
+    def record(name, outputs):
+        dev = runtime.current_device()
+        out[name] = {"kernels": [dict(
+            op=p.op_name, cycles=p.timing.cycles, block_end=[float(x) for x in p.timing.block_end],
+            hbm=p.timing.hbm_bytes, busy={str(int(k)): [float(x) for x in v]
+                                          for k, v in p.timing.pipe_busy.items()})
+            for p in dev.profiles], "crc": [crc(t, n) for t, n in outputs]}
+        dev.profiles.clear()
+
+    out = {}
+    rng = np.random.default_rng(7)
+    for soc in ("Ascend910B1", "Ascend910A"):
+        runtime.reset()
+        cfg = Path(tempfile.mkdtemp()) / "acl.json"
+        cfg.write_text(json.dumps({"npusim": {"soc": soc}}))
+        assert acl.init(str(cfg)) == 0 and acl.rt.set_device(0) == 0
+        stream, _ = acl.rt.create_stream()
+        cases = [(512, 64, 300, np.float32, False), (512, 64, 300, np.float32, True),
+                 (256, 1024, 200, np.float32, True)]
+        if soc == "Ascend910B1":
+            cases.append((256, 64, 100, np.float16, False))
+        for rows, dim, weights, dt, freq in cases:
+            g, _ = put(rng.standard_normal((rows, dim)).astype(dt))
+            i, _ = put(rng.integers(0, weights, rows).astype(np.int64))
+            o, nb = put(np.zeros((weights, dim), dt))
+            run(aclnnEmbeddingDenseBackwardGetWorkspaceSize, aclnnEmbeddingDenseBackward,
+                g, i, weights, 3, freq, o)
+            record(f"{soc} embedding {rows}x{dim} over {weights} {np.dtype(dt).name} "
+                   f"freq={freq}", [(o, nb)])
+        if soc != "Ascend910B1":
+            continue
+        var, vb = put(rng.standard_normal((300, 40)).astype(np.float32))
+        m, mb = put(rng.standard_normal((300, 40)).astype(np.float32))
+        v, vvb = put(np.abs(rng.standard_normal((300, 40))).astype(np.float32))
+        gr, _ = put(rng.standard_normal((120, 40)).astype(np.float32))
+        ix, _ = put(rng.integers(0, 300, 120).astype(np.int32))
+        run(aclnnFusedSparseAdamGetWorkspaceSize, aclnnFusedSparseAdam, var, m, v, 0.5, 0.25,
+            0.01, 0.9, 0.999, 1e-8, gr, ix, True)
+        record("FusedSparseAdam 300x40, 120 indices, nesterov", [(var, vb), (m, mb), (v, vvb)])
+        var, vb = put(rng.standard_normal(5000).astype(np.float32))
+        m, mb = put(rng.standard_normal(5000).astype(np.float32))
+        scal = [put(np.array([x], np.float32))[0] for x in (0.01, 1.0, 0.5, 0.9)]
+        gr, _ = put(rng.standard_normal(5000).astype(np.float32))
+        run(aclnnApplyAddSignGetWorkspaceSize, aclnnApplyAddSign, var, m, *scal, gr)
+        record("ApplyAddSign 5000", [(var, vb), (m, mb)])
+    runtime.reset()
+    return out
