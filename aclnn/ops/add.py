@@ -38,15 +38,13 @@ from aclnn.errmsg import report_error
 from aclnn.executor import aclOpExecutor, run_executor
 from aclnn.ops import _check
 from aclnn.ops._check import ParamError
+from aclnn.ops._workspace import Workspace
 from aclnn.tensor import aclScalar, aclTensor
 from kernels.add import tiling as _tiling
 from kernels.add.kernel import add, broadcast_to
 
 #: Dimensions of self, other and out: "The dimensions cannot exceed 8" (doc, parameter table).
 MAX_DIM = 8
-#: Workspace buffers are placed at 512 B boundaries (reference/hardware.md §2: A2 DMA is
-#: fastest on 512 B aligned GM) [R].
-WORKSPACE_ALIGN = 512
 #: ``ASCEND910B_DTYPE_SUPPORT_LIST`` of aclnn_add.cpp (NpuArch 2201: Atlas A2/A3).
 A2_DTYPES = (ACL_FLOAT, ACL_INT32, ACL_INT64, ACL_FLOAT16, ACL_INT16, ACL_INT8, ACL_UINT8,
              ACL_DOUBLE, ACL_BOOL, ACL_BF16, ACL_COMPLEX64, ACL_COMPLEX128)
@@ -187,16 +185,15 @@ def _build(api, op_name, self, other, alpha, out, names):
     empty = self.is_empty() or other.is_empty()
     xs, ys, zs = self.np_dtype, other.np_dtype, out.np_dtype
     td = _tiling.tiling(soc, 0 if empty else total, xs, ys, zs, recipe=recipe)
-    gathers, offset = [], 0
+    gathers, layout = [], Workspace()
     if not empty:
-        for t in (self, other):
+        for i, t in enumerate((self, other)):
             if _tiling.needs_gather(t.view_dims, t.strides, shape):
                 bt = _tiling.broadcast_to_tiling(soc, shape, t.view_dims, t.strides, t.np_dtype)
-                gathers.append((t, bt, offset))
-                offset += -(-total * t.itemsize // WORKSPACE_ALIGN) * WORKSPACE_ALIGN
+                gathers.append((t, bt, layout.take(i, total * t.itemsize)))
             else:
                 gathers.append((t, None, 0))
-    workspace_size = offset
+    workspace_size = layout.size
 
     def launch(device, stream, workspace):
         if empty:                       # the kernel handles empty tensors: nothing to launch

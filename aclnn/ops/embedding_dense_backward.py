@@ -45,6 +45,7 @@ from aclnn.errmsg import report_error
 from aclnn.executor import aclOpExecutor, run_executor
 from aclnn.ops import _check
 from aclnn.ops._check import ParamError
+from aclnn.ops._workspace import Workspace
 from kernels.common.chain import KernelLaunch, enqueue_chain
 from kernels.common.elementwise import cast, elementwise_tiling, view_copy, zeros_like
 from kernels.common.sorted_index import sort_tiling, sort_with_index
@@ -59,8 +60,6 @@ _INDEX_DTYPES = (ACL_FLOAT, ACL_FLOAT16, ACL_DOUBLE, ACL_INT32, ACL_INT64, ACL_I
                  ACL_UINT8, ACL_BOOL)
 #: Products of the seed (Atlas training, Atlas A2) and of the later ops-nn doc (A3).
 _SUPPORTED_SHORT_SOC = ("Ascend910B", "Ascend910_93", "Ascend910")
-#: Alignment of the tensors the op places in its workspace (bytes) [R].
-_WS_ALIGN = 512
 _F32 = np.dtype(np.float32)
 
 
@@ -78,30 +77,6 @@ def _uint64(name: str, value, lo: int = 0) -> int:
     return value
 
 
-def _bool(name: str, value) -> bool:
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, numbers.Integral) and int(value) in (0, 1):
-        return bool(value)
-    raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} must be a bool, got {value!r}")
-
-
-def _align(n: int) -> int:
-    return -(-int(n) // _WS_ALIGN) * _WS_ALIGN
-
-
-class _Workspace:
-    """Offsets of the pieces the op places in its workspace (each 512 B aligned)."""
-
-    def __init__(self, base: int = 0):
-        self.size = base
-        self.parts: dict[str, int] = {}
-
-    def take(self, name: str, nbytes: int) -> None:
-        self.parts[name] = self.size
-        self.size += _align(nbytes)
-
-
 def _check_params(grad, indices, out, numWeights, paddingIdx, scaleGradByFreq):
     """CheckParams of the op_api, then the rules of the doc; returns (dev, attrs)."""
     _check.not_null(grad=grad, indices=indices, out=out)
@@ -113,7 +88,7 @@ def _check_params(grad, indices, out, numWeights, paddingIdx, scaleGradByFreq):
                          "products (seed aclnnEmbeddingDenseBackward, 支持的产品型号)")
     num_weights = _uint64("numWeights", numWeights)
     padding = _uint64("paddingIdx", paddingIdx, lo=-(1 << 63)) % (1 << 64)
-    scale = _bool("scaleGradByFreq", scaleGradByFreq)
+    scale = _check.boolean("scaleGradByFreq", scaleGradByFreq)
     grad_types = _GRAD_DTYPES_2201 if soc.npu_arch == "2201" else _GRAD_DTYPES_910
     _check.dtype_in("grad", grad, grad_types)
     _check.dtype_in("indices", indices, _INDEX_DTYPES)
@@ -264,7 +239,7 @@ def _v2_executor(dev, grad, indices, out, a):
                     small_dim=small)
     caveats = edb.a2_caveats(E, rows, nw, indices.numel())
     st = None if small else sort_tiling(soc, rows)
-    ws = _Workspace(edb.SYS_WORKSPACE_SIZE)
+    ws = Workspace(edb.SYS_WORKSPACE_SIZE)
     ws.take("v2", td.userWorkspaceSize)
     if st is not None:
         ws.take("sort", st.workspaceSize)
@@ -322,7 +297,7 @@ def _v1_executor(dev, grad, indices, out, a):
     kidx = idx_dtype if idx_dtype in (np.dtype(np.int32), np.dtype(np.int64)) else np.dtype(np.int32)
     td = edb.tiling_910(soc, rows, E, nw, a["padding"], a["scale"], kidx)
     caveats = edb.a2_caveats(E, rows, nw, indices.numel()) if soc.npu_arch == "2201" else []
-    ws = _Workspace(td.workspaceSize)
+    ws = Workspace(td.workspaceSize)
     if grad_dtype != _F32:
         ws.take("grad", 4 * rows * E)
     if kidx != idx_dtype:

@@ -27,8 +27,6 @@ order on the device (kernels/fused_sparse_adam/kernel.py).
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from aclnn.constants import ACL_FLOAT, ACL_INT32, ACL_INT64, ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS
@@ -36,6 +34,7 @@ from aclnn.errmsg import report_error
 from aclnn.executor import aclOpExecutor, run_executor
 from aclnn.ops import _check
 from aclnn.ops._check import ParamError
+from aclnn.ops._workspace import Workspace
 from kernels.common.chain import KernelLaunch, enqueue_chain
 from kernels.common.elementwise import cast, elementwise_tiling
 from kernels.common.sorted_index import sort_tiling, sort_with_index
@@ -45,21 +44,6 @@ from kernels.fused_sparse_adam.tiling import tiling
 API = "aclnnFusedSparseAdam"
 #: The Sort and MrgSort instructions the duplicate merge uses exist on A2/A3 only.
 _SUPPORTED_SHORT_SOC = ("Ascend910B", "Ascend910_93")
-_WS_ALIGN = 512
-
-
-def _align(n: int) -> int:
-    return -(-int(n) // _WS_ALIGN) * _WS_ALIGN
-
-
-def _bool(name: str, value) -> bool:
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, numbers.Integral) and int(value) in (0, 1):
-        return bool(value)
-    raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} must be a bool, got {value!r}")
-
-
 def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Power, lr, beta1,
                                          beta2, epsilon, grad, indices, useNesterov):
     """First phase: validate, tile, and build the executor.
@@ -117,7 +101,7 @@ def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Po
         if scalars["beta1Power"] == np.float32(1.0):
             raise ParamError(ACLNN_ERR_PARAM_INVALID, "beta1Power must not be 1: the step size "
                              "lr*sqrt(1-beta2Power)/(1-beta1Power) divides by 1 - beta1Power")
-        nesterov = _bool("useNesterov", useNesterov)
+        nesterov = _check.boolean("useNesterov", useNesterov)
         tensors = dict(varRef=varRef, mRef=mRef, vRef=vRef, grad=grad, indices=indices)
         for name, t in tensors.items():
             _check.nd_format(name, t)
@@ -133,13 +117,12 @@ def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Po
                 beta2_power=scalars["beta2Power"], lr=scalars["lr"], beta1=scalars["beta1"],
                 beta2=scalars["beta2"], epsilon=scalars["epsilon"], use_nesterov=nesterov)
     st = sort_tiling(soc, n)
-    parts, ws = {}, td.workspaceSize
+    layout = Workspace(td.workspaceSize)
     for name, nbytes in (("sort", st.workspaceSize), ("sorted", 4 * n), ("pos", 4 * n),
                          ("indices", 4 * n if indices.np_dtype == np.int64 else 0)):
-        parts[name] = ws
-        ws += _align(nbytes)
-    if td.blockDim == 0:
-        ws = 0
+        layout.take(name, nbytes)
+    parts = layout.parts
+    ws = layout.size if td.blockDim else 0
     kernels = []
 
     def launch(device, stream, workspace):
