@@ -325,10 +325,16 @@ class Device:
     def memset_async(self, stream: Stream, nbytes: int, apply) -> None:
         """Enqueue a memset of ``nbytes``: ``apply()`` writes the bytes when it starts, then
         it takes ``nbytes / hbm_bandwidth`` of device time [R, as acl.rt.memset_async]."""
-        stream.enqueue(self._timed_task(apply, nbytes / self.soc.hbm_bandwidth * 1e6),
+        stream.enqueue(self.timed_task(apply, nbytes / self.soc.hbm_bandwidth * 1e6),
                        kind=MEMSET, name="MEMSET", nbytes=nbytes)
 
-    def _timed_task(self, apply, duration_us: float):
+    def timed_task(self, apply, duration_us: float):
+        """A stream task that runs ``apply()`` and then takes ``duration_us`` of device time.
+
+        It does nothing when an earlier task of its stream failed and the host has not
+        synchronised since (the stream stopped there); an :class:`NpuSimError` from
+        ``apply`` becomes the stream's error.
+        """
         env = self.env
 
         def task(s):

@@ -48,7 +48,7 @@ import numpy as np
 
 import npusim
 from npusim.device import DeadlockError
-from npusim.errors import DeviceError, InvalidDevicePointer, NpuSimError, OutOfDeviceMemory
+from npusim.errors import DeviceError, InvalidDevicePointer, OutOfDeviceMemory
 
 from aclnn import errmsg, runtime
 from aclnn.acl.util import host_range_mapped
@@ -209,27 +209,6 @@ def _sync_device(dev) -> int:
             errors.append(exc)
             break
     return runtime.sync_error_code(errors)
-
-
-def _enqueue(stream, apply, duration_us: float) -> None:
-    """Enqueue a task that runs ``apply()`` and then takes ``duration_us`` of device time.
-
-    As the device's own copies and kernels do (npusim.device), the task does nothing when
-    an earlier task of the stream failed and the host has not synchronised since: the
-    stream stopped at that failure.
-    """
-    env = stream.device.env
-
-    def task(s):
-        if s.errors:
-            return
-        try:
-            apply()
-        except NpuSimError as exc:
-            s.errors.append(exc)
-            return
-        yield env.timeout(duration_us)
-    stream.enqueue(task)
 
 
 # -- devices ---------------------------------------------------------------------------
@@ -674,7 +653,7 @@ def memcpy_async(dst: int, dest_max: int, src: int, count: int, kind: int,
         return code
     _, link, apply = plan
     if link is None:
-        _enqueue(s, apply, 0.0)
+        s.enqueue(dev.timed_task(apply, 0.0), name="memcpy_async host to host")
     else:
         dev.copy_async(s, link, int(count), apply)
     return ACL_SUCCESS
