@@ -89,7 +89,7 @@ class _Walker:
             self.begin[b] = step
         self.count[b] += 1
 
-    def switch_if_needed(self, cur: int, step: int) -> bool:
+    def switch_if_needed(self, cur: int) -> bool:
         if self.last != INDICE_INIT_PARAM and cur != self.last:
             self.switch = 1 - self.switch
             self.count[self.switch] = 0
@@ -99,7 +99,7 @@ class _Walker:
     def row_base(self, step: int, cur: int, is_last: bool) -> None:
         """EmbeddingDenseGradV2Kernel::ComputeAndCopyOut (limit checked before the add)."""
         if cur != self.padding:
-            need_switch = self.switch_if_needed(cur, step)
+            need_switch = self.switch_if_needed(cur)
             limit = self.count[self.switch] == LIMIT_COUNT_NUM
             self.add(step)
             if limit or is_last:
@@ -114,7 +114,7 @@ class _Walker:
     def row_det(self, step: int, cur: int, at_limit: bool) -> None:
         """EmbeddingDenseGradV2DeterministKernel::ComputeAndCopyOut (limit after the add)."""
         if cur != self.padding:
-            need_switch = self.switch_if_needed(cur, step)
+            need_switch = self.switch_if_needed(cur)
             self.add(step)
             if self.count[self.switch] == LIMIT_COUNT_NUM or at_limit:
                 self.flush(self.switch, cur, step)

@@ -148,7 +148,8 @@ def _vec_add(dst, src, p: AddParam) -> None:
 
 
 class _RowRange:
-    """What a row-walk kernel shares: params, the column chunk and the index check."""
+    """What a row-walk kernel shares: params, the column chunk, the index check and the
+    accumulator switch."""
 
     def UpdateParams(self, dimJ: int) -> None:
         t, p = self.tiling, self.addParam
@@ -165,6 +166,15 @@ class _RowRange:
         """Simulator check (no cost): the row ``currentId`` must exist in ``out``."""
         check_index(_signed(currentId), self.curPos, self.tiling.numWeights, "numWeights",
                     "DataCopyPad")
+
+    def CheckIsNeedSwitchAddQue(self, currentId: int) -> bool:
+        """A new index: switch to the other accumulator (the same in both kernels)."""
+        p = self.addParam
+        if p.lastIndices != INDICE_INIT_PARAM and currentId != p.lastIndices:
+            p.switchId = 1 - p.switchId
+            self.addCount[p.switchId] = INIT_PARAM
+            return True
+        return False
 
 
 class KernelEmbeddingDenseGradV2(_RowRange):
@@ -346,14 +356,6 @@ class KernelEmbeddingDenseGradV2(_RowRange):
             p.lastIndices = INDICE_INIT_PARAM
         self.gradQue.FreeTensor(gradLocal)
         self.indiceQue.FreeTensor(indiceLocal)
-
-    def CheckIsNeedSwitchAddQue(self, currentId: int) -> bool:
-        p = self.addParam
-        if p.lastIndices != INDICE_INIT_PARAM and currentId != p.lastIndices:
-            p.switchId = 1 - p.switchId
-            self.addCount[p.switchId] = INIT_PARAM
-            return True
-        return False
 
     def AtomicAddInUb(self, gradLocal):
         p = self.addParam
@@ -648,14 +650,6 @@ class KernelEmbeddingDenseGradV2Determinist(_RowRange):
             p.lastIndices = INDICE_INIT_PARAM
         self.gradQue.FreeTensor(gradLocal)
         self.indiceQue.FreeTensor(indiceLocal)
-
-    def CheckIsNeedSwitchAddQue(self, currentId: int) -> bool:
-        p = self.addParam
-        if p.lastIndices != INDICE_INIT_PARAM and currentId != p.lastIndices:
-            p.switchId = 1 - p.switchId
-            self.addCount[p.switchId] = INIT_PARAM
-            return True
-        return False
 
     def AtomicAddInUb(self, gradLocal):
         p = self.addParam
