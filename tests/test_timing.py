@@ -6,6 +6,8 @@ import pytest
 from npusim import GlobalMemory, get_soc, run_kernel
 from npusim.ascendc import *  # noqa: F403
 
+from kernel_helpers import streaming_kernel
+
 SOC = get_soc("Ascend910B1")
 US_PER_CYCLE = 1e6 / SOC.freq_hz
 
@@ -40,38 +42,12 @@ def test_vector_cost_is_head_plus_count_over_rate():
     assert prof.pipe_time_us["aiv_vec_time"] == pytest.approx(cycles * US_PER_CYCLE)
 
 
-def _streaming_kernel(buffer_num, tile, n_tiles):
-    def k(x, z):
-        pipe = TPipe()
-        qi, qo = TQue(TPosition.VECIN), TQue(TPosition.VECOUT)
-        pipe.InitBuffer(qi, buffer_num, tile * 2)
-        pipe.InitBuffer(qo, buffer_num, tile * 2)
-        per = tile * n_tiles
-        xg, zg = GlobalTensor(half), GlobalTensor(half)
-        xg.SetGlobalBuffer(x + GetBlockIdx() * per * 2, per)
-        zg.SetGlobalBuffer(z + GetBlockIdx() * per * 2, per)
-        for i in range(n_tiles):
-            a = qi.AllocTensor(half)
-            DataCopy(a, xg[i * tile], tile)
-            qi.EnQue(a)
-            a = qi.DeQue(half)
-            b = qo.AllocTensor(half)
-            Muls(b, a, 2.0, tile)
-            Exp(b, b, tile)
-            qo.EnQue(b)
-            qi.FreeTensor(a)
-            b = qo.DeQue(half)
-            DataCopy(zg[i * tile], b, tile)
-            qo.FreeTensor(b)
-    return k
-
-
 def _run_stream(buffer_num, block_dim, tile=4096, n_tiles=16, keep_spans=False):
     gm = GlobalMemory(1 << 30)
     n = tile * n_tiles * block_dim
     x, z = gm.malloc(n * 2), gm.malloc(n * 2)
     gm.write(x, np.linspace(-1, 1, n).astype(np.float16))
-    prof = run_kernel(_streaming_kernel(buffer_num, tile, n_tiles), block_dim, (x, z),
+    prof = run_kernel(streaming_kernel(buffer_num, tile, n_tiles), block_dim, (x, z),
                       soc=SOC, gm=gm, keep_spans=keep_spans)
     out = np.frombuffer(gm.read(z, n * 2), np.float16)
     expect = np.exp(np.linspace(-1, 1, n).astype(np.float16) * np.float16(2))

@@ -12,6 +12,8 @@ from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
 from kernels.apply_fused_ema_adam.tiling import tiling
 from npusim import GlobalMemory, get_soc, run_kernel
 
+from kernel_helpers import streaming_kernel
+
 SOC = get_soc("Ascend910B1")
 _spec = importlib.util.spec_from_file_location(
     "add_study", Path(__file__).resolve().parents[1] / "examples" / "add_study.py")
@@ -79,40 +81,12 @@ def test_add_study_cases_on_a_small_shape():
 
 
 def _stream(buffer_num, tile, n_tiles, cores, bypass_l2=False, profile=False):
-    from npusim.ascendc import (CacheMode, DataCopy, Exp, GetBlockIdx, GlobalTensor, Muls, TPipe,
-                                TPosition, TQue, half)
-
-    def k(x, z):
-        pipe = TPipe()
-        qi, qo = TQue(TPosition.VECIN), TQue(TPosition.VECOUT)
-        pipe.InitBuffer(qi, buffer_num, tile * 2)
-        pipe.InitBuffer(qo, buffer_num, tile * 2)
-        per = tile * n_tiles
-        xg, zg = GlobalTensor(half), GlobalTensor(half)
-        xg.SetGlobalBuffer(x + GetBlockIdx() * per * 2, per)
-        zg.SetGlobalBuffer(z + GetBlockIdx() * per * 2, per)
-        if bypass_l2:
-            xg.SetL2CacheHint(CacheMode.CACHE_MODE_DISABLE)
-            zg.SetL2CacheHint(CacheMode.CACHE_MODE_DISABLE)
-        for i in range(n_tiles):
-            a = qi.AllocTensor(half)
-            DataCopy(a, xg[i * tile], tile)
-            qi.EnQue(a)
-            a = qi.DeQue(half)
-            b = qo.AllocTensor(half)
-            Muls(b, a, 2.0, tile)
-            Exp(b, b, tile)
-            qo.EnQue(b)
-            qi.FreeTensor(a)
-            b = qo.DeQue(half)
-            DataCopy(zg[i * tile], b, tile)
-            qo.FreeTensor(b)
-
     gm = GlobalMemory(1 << 30)
     n = tile * n_tiles * cores
     x, z = gm.malloc(n * 2), gm.malloc(n * 2)
     gm.view(x, n * 2)[:] = 0
-    prof = run_kernel(k, cores, (x, z), soc=SOC, gm=gm)
+    prof = run_kernel(streaming_kernel(buffer_num, tile, n_tiles, bypass_l2), cores, (x, z),
+                      soc=SOC, gm=gm)
     return prof if profile else prof.duration_us
 
 
