@@ -1,8 +1,14 @@
-"""Host <-> device helpers for the operator tests (contiguous ND tensors)."""
+"""Helpers for the operator tests: host <-> device copies (contiguous ND tensors) and
+running an example script's ``main`` on a fresh runtime."""
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 
 import aclnn
-from aclnn import acl
+from aclnn import acl, runtime
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def to_device(arr, acl_dtype=None):
@@ -19,7 +25,7 @@ def to_device(arr, acl_dtype=None):
     return aclnn.aclCreateTensor(shape, dt, strides, 0, aclnn.ACL_FORMAT_ND, shape, ptr)
 
 
-def from_device(t, dtype):
+def from_device(t, dtype=np.float32):
     """The view of aclTensor ``t`` copied back to the host as ``dtype``."""
     n = int(np.prod(t.view_dims))
     out = np.zeros(n, dtype=dtype)
@@ -27,3 +33,16 @@ def from_device(t, dtype):
         assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), out.nbytes, t.tensor_data, out.nbytes,
                              aclnn.ACL_MEMCPY_DEVICE_TO_HOST) == 0
     return out.reshape(t.view_dims)
+
+
+def run_example(name: str, argv=()):
+    """Load ``examples/<name>.py`` and return ``main(argv)``, on a runtime reset before and
+    after."""
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    runtime.reset()
+    try:
+        return module.main(list(argv))
+    finally:
+        runtime.reset()

@@ -2,9 +2,7 @@
 promotion, broadcasting (with the workspace it needs), non-contiguous inputs, empty tensors,
 in-place addition, and every validation path (status code, message naming the argument,
 data unchanged) of ``math/add/docs/aclnnAdd&aclnnInplaceAdd_en.md``."""
-import importlib.util
 import json
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -15,9 +13,8 @@ from aclnn import acl, runtime
 from aclnn.ops.add import (aclnnAdd, aclnnAddGetWorkspaceSize, aclnnInplaceAdd,
                            aclnnInplaceAddGetWorkspaceSize, broadcast_shape, can_cast)
 from kernels.add.golden import add_golden
-from aclnn_helpers import to_device
+from aclnn_helpers import run_example, to_device
 
-ROOT = Path(__file__).resolve().parents[1]
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = aclnn.ACL_FLOAT
 
@@ -78,14 +75,7 @@ def add_op(stream, a, b, alpha, out_dtype, alpha_dtype=F32):
 
 # -- the official sample -----------------------------------------------------------------------
 def test_official_sample_prints_the_formula_values(capsys):
-    spec = importlib.util.spec_from_file_location("sample", ROOT / "examples/add_sample.py")
-    sample = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sample)
-    runtime.reset()
-    try:
-        results = sample.main([])
-    finally:
-        runtime.reset()
+    results = run_example("add_sample")
     self_v = [0, 1, 2, 3, 4, 5, 6, 7]
     other_v = [1, 1, 1, 2, 2, 2, 3, 3]
     expect = [s + 1.2 * o for s, o in zip(self_v, other_v)]   # out_i = self_i + alpha * other_i

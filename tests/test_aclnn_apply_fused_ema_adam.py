@@ -1,10 +1,8 @@
 """aclnnApplyFusedEmaAdam through the host API: the official sample, dtypes and ranks,
 every validation path (status code, message naming the argument, data unchanged) and the
 executor's lifetime rules (reference/api.md §3-§4, reference/operators.md §1)."""
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -13,9 +11,8 @@ import pytest
 import aclnn
 from aclnn import acl, runtime
 from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
-from aclnn_helpers import from_device, to_device
+from aclnn_helpers import from_device, run_example, to_device
 
-ROOT = Path(__file__).resolve().parents[1]
 ATTRS = (0.001, 0.5, 0.9, 0.999, 1e-8, 1, True, 0.5)   # lr emaDecay beta1 beta2 eps mode bias wd
 
 
@@ -39,14 +36,7 @@ def run_op(stream, tensors, step_t, attrs=ATTRS):
 
 
 def test_official_sample_prints_the_formula_values(capsys):
-    spec = importlib.util.spec_from_file_location("sample", ROOT / "examples/apply_fused_ema_adam_sample.py")
-    sample = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sample)
-    runtime.reset()
-    try:
-        results = sample.main([])
-    finally:
-        runtime.reset()
+    results = run_example("apply_fused_ema_adam_sample")
     # hand formula (seed 计算公式) with grad = var = m = v = s = x, step 10, mode 1
     bc1, bc2 = 1 - 0.9 ** 10, 1 - 0.999 ** 10
     for i, x in enumerate(range(1, 9)):

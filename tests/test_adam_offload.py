@@ -5,10 +5,8 @@ order_params and dynamic learning rates; the seed's TypeError/ValueError cases; 
 refused with nothing changed; device memory (m and v stay on the host) and the step's
 timeline (copies of one parameter overlap the host work of the next).
 Sources: seeds/mindspore.nn.AdamOffload.txt, reference/operators.md §5."""
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +17,7 @@ from aclnn.optim import AdamOffload, Parameter, adam_no_update_param
 from npusim import get_soc
 from npusim.gm import malloc_size
 
-ROOT = Path(__file__).resolve().parents[1]
+from aclnn_helpers import run_example
 
 
 @pytest.fixture
@@ -430,14 +428,7 @@ def test_timeline_without_host_cost_overlaps_copies_and_kernels(device):
 
 # -- the sample ----------------------------------------------------------------------------
 def test_sample_runs_and_learns(capsys):
-    spec = importlib.util.spec_from_file_location("sample", ROOT / "examples/adam_offload_sample.py")
-    sample = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sample)
-    runtime.reset()
-    try:
-        result = sample.main(["--steps", "30"])
-    finally:
-        runtime.reset()
+    result = run_example("adam_offload_sample", ["--steps", "30"])
     assert result["loss"][-1] < 0.5 * result["loss"][0]
     assert result["staging_bytes"] < result["moments_host_bytes"]
     out = capsys.readouterr().out

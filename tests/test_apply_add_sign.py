@@ -3,9 +3,7 @@ against the documented order and the golden (sign(0) = sign(NaN) = 0), and
 aclnnApplyAddSign through the host API: the seed's example, dtypes, ranks, every
 validation error (status, message naming the argument, nothing changed) and the
 second phase (reference/operators.md §3, seed mindspore.ops.ApplyAddSign)."""
-import importlib.util
 import json
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -22,9 +20,8 @@ from npusim import (AlignmentError, DtypeError, GlobalMemory, UbError, get_soc, 
 from npusim.ascendc import PIPE_V, TBuf, TPipe, float32, half, uint8_t
 from npusim.ascendc import core as _core
 from npusim.ascendc.compare import CMPMODE, SELMODE, Compare, CompareScalar, Select
-from aclnn_helpers import from_device, to_device
+from aclnn_helpers import from_device, run_example, to_device
 
-ROOT = Path(__file__).resolve().parents[1]
 SOC = get_soc("Ascend910B1")
 SEED_SCALARS = (0.001, 1.0, 0.99, 0.9)        # lr, alpha, sign_decay, beta
 
@@ -357,14 +354,7 @@ def run_op(stream, args):
 
 
 def test_sample_reproduces_the_seed_example(capsys):
-    spec = importlib.util.spec_from_file_location("sample", ROOT / "examples/apply_add_sign_sample.py")
-    sample = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sample)
-    runtime.reset()
-    try:
-        results = sample.main([])
-    finally:
-        runtime.reset()
+    results = run_example("apply_add_sign_sample")
     # the seed's printed output, digit for digit
     var = ["5.99403024e-01", "3.98607016e-01", "9.98010039e-02", "4.98407990e-01"]
     m = ["5.70000052e-01", "5.19999981e-01", "1.89999998e-01", "6.20000064e-01"]

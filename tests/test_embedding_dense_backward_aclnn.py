@@ -3,9 +3,7 @@ on both SoC families, index distributions, padding and scaling, deterministic mo
 chunks and the documented caveats, the Atlas training bound, every validation path (status,
 message naming the argument, nothing changed), out-of-range indices (507015, out unchanged)
 and the workspace formula (reference/api.md §1, §3; reference/operators.md §2)."""
-import importlib.util
 import json
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -19,9 +17,8 @@ from aclnn.ops.embedding_dense_backward import (PrecisionCaveatWarning,
                                                 aclnnEmbeddingDenseBackwardGetWorkspaceSize)
 from kernels.embedding_dense_backward import tiling as edb
 from kernels.embedding_dense_backward.golden import embedding_dense_backward_golden as golden
-from aclnn_helpers import from_device, to_device
+from aclnn_helpers import from_device, run_example, to_device
 
-ROOT = Path(__file__).resolve().parents[1]
 BF16 = np.dtype(ml_dtypes.bfloat16)
 MIB = 1 << 20
 
@@ -76,15 +73,7 @@ def assert_close(out, expect, dtype):
 # -- the official sample -------------------------------------------------------------------
 @pytest.mark.parametrize("soc", ["Ascend910B1", "Ascend910A"])
 def test_official_sample(soc, capsys):
-    spec = importlib.util.spec_from_file_location(
-        "sample", ROOT / "examples/embedding_dense_backward_sample.py")
-    sample = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sample)
-    runtime.reset()
-    try:
-        result = sample.main(["--soc", soc])
-    finally:
-        runtime.reset()
+    result = run_example("embedding_dense_backward_sample", ["--soc", soc])
     # grad rows {1,2,3}, {4,5,6} to rows 1 and 2; row 0 is paddingIdx, row 3 untouched
     np.testing.assert_array_equal(result, [[0, 0, 0], [1, 2, 3], [4, 5, 6], [0, 0, 0]])
     assert capsys.readouterr().out.count("result[") == 12

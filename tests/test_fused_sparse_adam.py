@@ -3,9 +3,7 @@ bit-exactness against MindSpore's order of operations written out in float32, th
 golden on duplicates, out-of-range and empty indices, Nesterov, int64 indices, wide rows and
 a multi-chunk device sort, and every validation path with the in-place tensors unchanged
 (seed mindspore.ops.FusedSparseAdam; reference/operators.md §4)."""
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,31 +14,10 @@ from aclnn.ops.fused_sparse_adam import (aclnnFusedSparseAdam,
                                          aclnnFusedSparseAdamGetWorkspaceSize)
 from kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
 
-ROOT = Path(__file__).resolve().parents[1]
+from aclnn_helpers import from_device, run_example, to_device
+
 SCALARS = dict(beta1_power=0.9 ** 4, beta2_power=0.999 ** 4, lr=0.01, beta1=0.9, beta2=0.999,
                epsilon=1e-8)
-
-
-def to_device(arr, acl_dtype=None):
-    arr = np.ascontiguousarray(arr)
-    ptr, ret = acl.rt.malloc(max(arr.nbytes, 1), aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-    assert ret == 0
-    if arr.nbytes:
-        assert acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(arr), arr.nbytes,
-                             aclnn.ACL_MEMCPY_HOST_TO_DEVICE) == 0
-    shape = list(arr.shape)
-    strides = [int(s // arr.itemsize) for s in arr.strides]
-    dt = acl_dtype if acl_dtype is not None else aclnn.numpy_to_acl_dtype(arr.dtype)
-    return aclnn.aclCreateTensor(shape, dt, strides, 0, aclnn.ACL_FORMAT_ND, shape, ptr)
-
-
-def from_device(t, dtype=np.float32):
-    n = int(np.prod(t.view_dims))
-    out = np.zeros(n, dtype=dtype)
-    if n:
-        assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), out.nbytes, t.tensor_data, out.nbytes,
-                             aclnn.ACL_MEMCPY_DEVICE_TO_HOST) == 0
-    return out.reshape(t.view_dims)
 
 
 def make_state(shape, n, seed, low=-2, high=None):
@@ -94,14 +71,7 @@ def documented_order_fp32(var, m, v, grad, idx, nesterov, s):
 
 
 def test_seed_example_and_its_printed_value(capsys):
-    spec = importlib.util.spec_from_file_location("sample", ROOT / "examples/fused_sparse_adam_sample.py")
-    sample = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sample)
-    runtime.reset()
-    try:
-        res = sample.main([])
-    finally:
-        runtime.reset()
+    res = run_example("fused_sparse_adam_sample")
     # row 2 is named by no index: m = 0.9, v = 0.999 decay only; the seed prints 0.99971527
     np.testing.assert_allclose(res["var"][2], [[0.99971527, 0.99971527]], rtol=0, atol=1e-7)
     ones = np.ones((3, 1, 2), np.float32)

@@ -1,6 +1,5 @@
 """docs/tutorial.md cannot drift: each code block stands, line for line, in the example it
 names, and every example it names is run by the test suite (tensor_views.py here)."""
-import importlib.util
 import re
 import textwrap
 from pathlib import Path
@@ -8,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aclnn import runtime
+from aclnn_helpers import run_example
 
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIAL = (ROOT / "docs" / "tutorial.md").read_text()
@@ -36,14 +35,7 @@ def test_each_block_stands_in_its_example(path, block):
 
 
 def test_tensor_views_example(capsys):
-    spec = importlib.util.spec_from_file_location("tensor_views", ROOT / "examples/tensor_views.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    runtime.reset()
-    try:
-        result = module.main([])
-    finally:
-        runtime.reset()
+    result = run_example("tensor_views")
     np.testing.assert_array_equal(result, np.arange(8, dtype=np.float32).reshape(2, 4).T + 1)
     out = capsys.readouterr().out
     assert "transposed contiguous? False" in out and "Task Duration" in out and "bound:" in out
