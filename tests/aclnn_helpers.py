@@ -35,6 +35,12 @@ def from_device(t, dtype=np.float32):
     return out.reshape(t.view_dims)
 
 
+def assert_unchanged(tensors, arrays):
+    """Each device tensor still holds the host array it was made from (bit for bit)."""
+    for t, a in zip(tensors, arrays):
+        np.testing.assert_array_equal(from_device(t, a.dtype), a)
+
+
 def run_example(name: str, argv=()):
     """Load ``examples/<name>.py`` and return ``main(argv)``, on a runtime reset before and
     after."""

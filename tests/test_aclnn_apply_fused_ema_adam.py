@@ -11,7 +11,7 @@ import pytest
 import aclnn
 from aclnn import acl, runtime
 from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
-from aclnn_helpers import from_device, run_example, to_device
+from aclnn_helpers import assert_unchanged, from_device, run_example, to_device
 
 ATTRS = (0.001, 0.5, 0.9, 0.999, 1e-8, 1, True, 0.5)   # lr emaDecay beta1 beta2 eps mode bias wd
 
@@ -86,11 +86,6 @@ def _fresh(stream):
     return arrays, [to_device(a) for a in arrays], to_device(np.array([2], np.int64))
 
 
-def _assert_unchanged(tensors, arrays):
-    for t, a in zip(tensors, arrays):
-        np.testing.assert_array_equal(from_device(t, np.float32), a)
-
-
 def _bad_cases():
     f32 = aclnn.ACL_FLOAT
 
@@ -123,7 +118,7 @@ def test_invalid_arguments(stream, case):
     msg = acl.get_recent_err_msg()
     assert msg and arg in msg
     acl.rt.synchronize_stream(stream)
-    _assert_unchanged(tensors, arrays)
+    assert_unchanged(tensors, arrays)
 
 
 @pytest.mark.parametrize("attrs,arg", [((0.001, 0.5, 0.9, 0.999, 1e-8, 2, True, 0.5), "mode"),
@@ -133,7 +128,7 @@ def test_invalid_attributes(stream, attrs, arg):
     _, ex, ret = aclnn.aclnnApplyFusedEmaAdamGetWorkspaceSize(*tensors, step_t, *attrs)
     assert ret == aclnn.ACLNN_ERR_PARAM_INVALID and ex is None
     assert arg in acl.get_recent_err_msg()
-    _assert_unchanged(tensors, arrays)
+    assert_unchanged(tensors, arrays)
 
 
 def test_second_phase_errors_change_nothing(stream):
@@ -146,7 +141,7 @@ def test_second_phase_errors_change_nothing(stream):
     assert aclnn.aclnnApplyFusedEmaAdam(0, ws, ex, stream) == aclnn.ACLNN_ERR_PARAM_NULLPTR
     assert aclnn.aclnnApplyFusedEmaAdam(0, 0, None, stream) == aclnn.ACLNN_ERR_PARAM_NULLPTR
     assert acl.rt.synchronize_stream(stream) == 0
-    _assert_unchanged(tensors, arrays)
+    assert_unchanged(tensors, arrays)
 
 
 def test_executor_is_single_use(stream):
@@ -159,7 +154,7 @@ def test_executor_is_single_use(stream):
     assert aclnn.aclnnApplyFusedEmaAdam(wptr, ws, ex, stream) == aclnn.ACLNN_ERR_PARAM_INVALID
     assert "already run" in acl.get_recent_err_msg()
     assert acl.rt.synchronize_stream(stream) == 0
-    _assert_unchanged(tensors, after_one)
+    assert_unchanged(tensors, after_one)
     assert aclnn.aclDestroyAclOpExecutor(ex) == aclnn.ACLNN_ERR_INNER
 
 

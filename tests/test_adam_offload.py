@@ -17,7 +17,7 @@ from aclnn.optim import AdamOffload, Parameter, adam_no_update_param
 from npusim import get_soc
 from npusim.gm import malloc_size
 
-from aclnn_helpers import run_example
+from aclnn_helpers import from_device, run_example, to_device
 
 
 @pytest.fixture
@@ -29,24 +29,6 @@ def device(tmp_path):
     assert acl.rt.set_device(0) == 0
     yield runtime.current_device()
     runtime.reset()
-
-
-def to_device(arr):
-    arr = np.ascontiguousarray(arr)
-    ptr, ret = acl.rt.malloc(arr.nbytes, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-    assert ret == 0
-    assert acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(arr), arr.nbytes,
-                         aclnn.ACL_MEMCPY_HOST_TO_DEVICE) == 0
-    shape = list(arr.shape)
-    return aclnn.aclCreateTensor(shape, aclnn.numpy_to_acl_dtype(arr.dtype), None, 0,
-                                 aclnn.ACL_FORMAT_ND, shape, ptr)
-
-
-def from_device(t, dtype=np.float32):
-    out = np.zeros(tuple(t.view_dims), dtype)
-    assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), out.nbytes, t.tensor_data, out.nbytes,
-                         aclnn.ACL_MEMCPY_DEVICE_TO_HOST) == 0
-    return out
 
 
 SHAPES = {"dense.weight": (48, 40), "dense.bias": (40,), "norm.gamma": (40,),
