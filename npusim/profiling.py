@@ -191,7 +191,10 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def _write_csv(path, columns, rows) -> None:
+def write_csv(path, columns, rows, fmt=_fmt) -> None:
+    """Write ``rows`` (dicts) to ``path`` as CSV with the header ``columns``, each value
+    through ``fmt`` (default: msprof's style, 3 decimals); missing keys are empty. The
+    directory is created if needed."""
     directory = os.path.dirname(os.fspath(path))
     if directory:
         os.makedirs(directory, exist_ok=True)
@@ -199,7 +202,7 @@ def _write_csv(path, columns, rows) -> None:
         w = csv.writer(f)
         w.writerow(columns)
         for r in rows:
-            w.writerow([_fmt(r.get(c, "")) for c in columns])
+            w.writerow([fmt(r.get(c, "")) for c in columns])
 
 
 def write_op_summary(path, devices) -> int:
@@ -211,7 +214,7 @@ def write_op_summary(path, devices) -> int:
     """
     items = devices if isinstance(devices, list) and devices and isinstance(devices[0], dict) \
         else op_summary_rows(devices)
-    _write_csv(path, op_summary_columns(items), items)
+    write_csv(path, op_summary_columns(items), items)
     return len(items)
 
 
@@ -246,7 +249,7 @@ def write_task_time(path, devices) -> int:
         OSError: the file cannot be written.
     """
     rows = task_rows(devices)
-    _write_csv(path, TASK_COLUMNS, rows)
+    write_csv(path, TASK_COLUMNS, rows)
     return len(rows)
 
 

@@ -33,12 +33,13 @@ exception's text, and no figures; the other points go on.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import csv
 import itertools
 import os
 import sys
 import time
 from dataclasses import dataclass, field
+
+from npusim.profiling import write_csv
 
 #: Columns a sweep record usually has, in table order (others follow).
 RECORD_COLUMNS = (
@@ -157,15 +158,7 @@ class SweepResult:
 
     def to_csv(self, path) -> None:
         """Write every record to ``path`` as CSV (all columns, floats unrounded)."""
-        cols = self.columns()
-        directory = os.path.dirname(os.fspath(path))
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(cols)
-            for r in self.records:
-                w.writerow(["" if r.get(c) is None else r.get(c) for c in cols])
+        write_csv(path, self.columns(), self.records, lambda v: "" if v is None else v)
 
     def plot(self, path=None, *, x: str | None = None):
         """The sweep's figure (:func:`npusim.plot.plot_sweep`), saved to ``path`` if given;
