@@ -30,7 +30,7 @@ def run(n, cores, keep_spans, dtype=np.float32, mode=1):
     rng = np.random.default_rng(n)
     addrs = []
     for k in range(5):
-        a = gm.malloc(n * 4)
+        a = gm.malloc(n * np.dtype(dtype).itemsize)
         data = rng.standard_normal(n).astype(dtype)
         gm.write(a, np.abs(data) if k == 3 else data)
         addrs.append(a)
@@ -137,20 +137,8 @@ def _figures() -> dict:
     out = {}
     for n, cores, dt, mode in [(6128 * 5 + 17, 4, np.float32, 1), (3000, 48, np.float16, 0),
                                (1 << 18, 48, np.float32, 1)]:
-        gm = GlobalMemory(SOC.memory_size)
-        rng = np.random.default_rng(n)
-        addrs = []
-        for k in range(5):
-            a = gm.malloc(n * np.dtype(dt).itemsize)
-            data = rng.standard_normal(n).astype(dt)
-            gm.write(a, np.abs(data) if k == 3 else data)
-            addrs.append(a)
-        step = gm.malloc(8)
-        gm.write(step, np.array([4], np.int64))
-        td = tiling(SOC, n, np.dtype(dt), mode=mode, core_num=cores)
-        prof = run_kernel(apply_fused_ema_adam, td.blockDim,
-                          (*addrs, step, 0, td, np.dtype(dt)), soc=SOC, gm=gm, reserve_ub=False)
-        crc = [zlib.crc32(bytes(gm.read(a, n * np.dtype(dt).itemsize))) for a in addrs[1:]]
+        prof, outs = run(n, cores, False, dt, mode)
+        crc = [zlib.crc32(bytes(o)) for o in outs]
         t = prof.timing
         out[f"ema {n} {cores} {np.dtype(dt).name} {mode}"] = dict(
             cycles=t.cycles, block_end=[float(x) for x in t.block_end], hbm=t.hbm_bytes,
