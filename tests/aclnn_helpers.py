@@ -1,6 +1,7 @@
 """Helpers for the operator tests: host <-> device copies (contiguous ND tensors) and
 running an example script's ``main`` on a fresh runtime."""
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,24 @@ import aclnn
 from aclnn import acl, runtime
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def init_runtime(tmp_path, soc="Ascend910B1", **npusim):
+    """A fresh runtime: ``acl.init`` with an ``npusim`` section naming ``soc`` (plus any
+    other keys given), no device set yet."""
+    runtime.reset()
+    cfg = tmp_path / "acl.json"
+    cfg.write_text(json.dumps({"npusim": {"soc": soc, **npusim}}))
+    assert acl.init(str(cfg)) == 0
+
+
+def open_stream(tmp_path, soc="Ascend910B1"):
+    """:func:`init_runtime`, ``set_device(0)`` and a new stream, which is returned."""
+    init_runtime(tmp_path, soc)
+    assert acl.rt.set_device(0) == 0
+    s, ret = acl.rt.create_stream()
+    assert ret == 0
+    return s
 
 
 def to_device(arr, acl_dtype=None):

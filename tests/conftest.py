@@ -1,23 +1,16 @@
 """Shared fixtures: a fresh ACL runtime on an Ascend910B1 with one stream."""
-import json
-
 import pytest
 from hypothesis import settings
 
-from aclnn import acl, runtime
+from aclnn import runtime
+
+from aclnn_helpers import open_stream
 
 
 @pytest.fixture
 def stream(tmp_path):
     """acl.init (Ascend910B1) + set_device(0) + create_stream; the runtime is reset after."""
-    runtime.reset()
-    cfg = tmp_path / "acl.json"
-    cfg.write_text(json.dumps({"npusim": {"soc": "Ascend910B1"}}))
-    assert acl.init(str(cfg)) == 0
-    assert acl.rt.set_device(0) == 0
-    s, ret = acl.rt.create_stream()
-    assert ret == 0
-    yield s
+    yield open_stream(tmp_path)
     runtime.reset()
 
 

@@ -2,7 +2,6 @@
 promotion, broadcasting (with the workspace it needs), non-contiguous inputs, empty tensors,
 in-place addition, and every validation path (status code, message naming the argument,
 data unchanged) of ``math/add/docs/aclnnAdd&aclnnInplaceAdd_en.md``."""
-import json
 
 import ml_dtypes
 import numpy as np
@@ -13,21 +12,12 @@ from aclnn import acl, runtime
 from aclnn.ops.add import (aclnnAdd, aclnnAddGetWorkspaceSize, aclnnInplaceAdd,
                            aclnnInplaceAddGetWorkspaceSize, broadcast_shape, can_cast)
 from kernels.add.golden import add_golden
-from aclnn_helpers import assert_unchanged, from_device, run_example, to_device
+
+from aclnn_helpers import (assert_unchanged, from_device, init_runtime, open_stream, run_example,
+                           to_device)
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = aclnn.ACL_FLOAT
-
-
-def _start(tmp_path, soc="Ascend910B1"):
-    runtime.reset()
-    cfg = tmp_path / "acl.json"
-    cfg.write_text(json.dumps({"npusim": {"soc": soc}}))
-    assert acl.init(str(cfg)) == 0
-    assert acl.rt.set_device(0) == 0
-    s, ret = acl.rt.create_stream()
-    assert ret == 0
-    return s
 
 
 def empty_out(shape, dtype):
@@ -307,10 +297,7 @@ def test_second_phase_errors_change_nothing(stream):
 
 def test_socs(tmp_path):
     try:
-        runtime.reset()
-        cfg = tmp_path / "acl.json"
-        cfg.write_text(json.dumps({"npusim": {"soc": "Ascend310P3"}}))
-        assert acl.init(str(cfg)) == 0
+        init_runtime(tmp_path, "Ascend310P3")
         t = aclnn.aclCreateTensor([4], F32, [1], 0, aclnn.ACL_FORMAT_ND, [4], 0)
         _, _, ret = aclnnAddGetWorkspaceSize(t, t, scalar(1.0), t)
         assert ret == aclnn.ACLNN_ERR_RUNTIME_ERROR and "set_device" in acl.get_recent_err_msg()
@@ -318,7 +305,7 @@ def test_socs(tmp_path):
         _, _, ret = aclnnAddGetWorkspaceSize(t, t, scalar(1.0), t)
         assert ret == 161002 and "Ascend310P3" in acl.get_recent_err_msg()
         # Atlas training (910A): supported, without BF16
-        s = _start(tmp_path, "Ascend910A")
+        s = open_stream(tmp_path, "Ascend910A")
         a = np.arange(5000, dtype=np.float32)
         got, _ = add_op(s, a, a, 1.0, np.float32)
         np.testing.assert_array_equal(got, 2 * a)

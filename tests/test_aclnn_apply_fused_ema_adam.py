@@ -1,7 +1,6 @@
 """aclnnApplyFusedEmaAdam through the host API: the official sample, dtypes and ranks,
 every validation path (status code, message naming the argument, data unchanged) and the
 executor's lifetime rules (reference/api.md §3-§4, reference/operators.md §1)."""
-import json
 import math
 
 import ml_dtypes
@@ -11,7 +10,8 @@ import pytest
 import aclnn
 from aclnn import acl, runtime
 from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
-from aclnn_helpers import assert_unchanged, from_device, run_example, to_device
+
+from aclnn_helpers import assert_unchanged, from_device, init_runtime, run_example, to_device
 
 ATTRS = (0.001, 0.5, 0.9, 0.999, 1e-8, 1, True, 0.5)   # lr emaDecay beta1 beta2 eps mode bias wd
 
@@ -178,11 +178,8 @@ def test_repeatable_executor_runs_until_destroyed(stream):
 
 
 def test_unsupported_soc_and_no_device(tmp_path):
-    runtime.reset()
     try:
-        cfg = tmp_path / "acl.json"
-        cfg.write_text(json.dumps({"npusim": {"soc": "Ascend910A"}}))
-        assert acl.init(str(cfg)) == 0
+        init_runtime(tmp_path, "Ascend910A")
         t = aclnn.aclCreateTensor([4], aclnn.ACL_FLOAT, [1], 0, aclnn.ACL_FORMAT_ND, [4], 0)
         _, _, ret = aclnn.aclnnApplyFusedEmaAdamGetWorkspaceSize(t, t, t, t, t, t, *ATTRS)
         assert ret == aclnn.ACLNN_ERR_RUNTIME_ERROR and "set_device" in acl.get_recent_err_msg()

@@ -5,7 +5,6 @@ order_params and dynamic learning rates; the seed's TypeError/ValueError cases; 
 refused with nothing changed; device memory (m and v stay on the host) and the step's
 timeline (copies of one parameter overlap the host work of the next).
 Sources: seeds/mindspore.nn.AdamOffload.txt, reference/operators.md §5."""
-import json
 import math
 
 import numpy as np
@@ -17,15 +16,12 @@ from aclnn.optim import AdamOffload, Parameter, adam_no_update_param
 from npusim import get_soc
 from npusim.gm import malloc_size
 
-from aclnn_helpers import from_device, run_example, to_device
+from aclnn_helpers import from_device, init_runtime, run_example, to_device
 
 
 @pytest.fixture
 def device(tmp_path):
-    runtime.reset()
-    cfg = tmp_path / "acl.json"
-    cfg.write_text(json.dumps({"npusim": {"soc": "Ascend910B1"}}))
-    assert acl.init(str(cfg)) == 0
+    init_runtime(tmp_path)
     assert acl.rt.set_device(0) == 0
     yield runtime.current_device()
     runtime.reset()

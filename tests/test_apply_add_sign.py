@@ -3,7 +3,6 @@ against the documented order and the golden (sign(0) = sign(NaN) = 0), and
 aclnnApplyAddSign through the host API: the seed's example, dtypes, ranks, every
 validation error (status, message naming the argument, nothing changed) and the
 second phase (reference/operators.md §3, seed mindspore.ops.ApplyAddSign)."""
-import json
 
 import ml_dtypes
 import numpy as np
@@ -20,7 +19,8 @@ from npusim import (AlignmentError, DtypeError, GlobalMemory, UbError, get_soc, 
 from npusim.ascendc import PIPE_V, TBuf, TPipe, float32, half, uint8_t
 from npusim.ascendc import core as _core
 from npusim.ascendc.compare import CMPMODE, SELMODE, Compare, CompareScalar, Select
-from aclnn_helpers import from_device, run_example, to_device
+
+from aclnn_helpers import from_device, init_runtime, run_example, to_device
 
 SOC = get_soc("Ascend910B1")
 SEED_SCALARS = (0.001, 1.0, 0.99, 0.9)        # lr, alpha, sign_decay, beta
@@ -474,11 +474,8 @@ def test_second_phase_errors_change_nothing(stream):
 
 
 def test_unsupported_soc_and_no_device(tmp_path):
-    runtime.reset()
     try:
-        cfg = tmp_path / "acl.json"
-        cfg.write_text(json.dumps({"npusim": {"soc": "Ascend310P3"}}))
-        assert acl.init(str(cfg)) == 0
+        init_runtime(tmp_path, "Ascend310P3")
         t = aclnn.aclCreateTensor([4], aclnn.ACL_FLOAT, [1], 0, aclnn.ACL_FORMAT_ND, [4], 0)
         _, _, ret = aclnnApplyAddSignGetWorkspaceSize(t, t, t, t, t, t, t)
         assert ret == aclnn.ACLNN_ERR_RUNTIME_ERROR and "set_device" in acl.get_recent_err_msg()

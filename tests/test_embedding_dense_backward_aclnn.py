@@ -3,7 +3,6 @@ on both SoC families, index distributions, padding and scaling, deterministic mo
 chunks and the documented caveats, the Atlas training bound, every validation path (status,
 message naming the argument, nothing changed), out-of-range indices (507015, out unchanged)
 and the workspace formula (reference/api.md §1, §3; reference/operators.md §2)."""
-import json
 
 import ml_dtypes
 import numpy as np
@@ -17,32 +16,16 @@ from aclnn.ops.embedding_dense_backward import (PrecisionCaveatWarning,
                                                 aclnnEmbeddingDenseBackwardGetWorkspaceSize)
 from kernels.embedding_dense_backward import tiling as edb
 from kernels.embedding_dense_backward.golden import embedding_dense_backward_golden as golden
-from aclnn_helpers import assert_unchanged, from_device, run_example, to_device
+
+from aclnn_helpers import assert_unchanged, from_device, open_stream, run_example, to_device
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 MIB = 1 << 20
 
 
-def _open(tmp_path, soc):
-    runtime.reset()
-    cfg = tmp_path / "acl.json"
-    cfg.write_text(json.dumps({"npusim": {"soc": soc}}))
-    assert acl.init(str(cfg)) == 0
-    assert acl.rt.set_device(0) == 0
-    s, ret = acl.rt.create_stream()
-    assert ret == 0
-    return s
-
-
-@pytest.fixture
-def stream(tmp_path):
-    yield _open(tmp_path, "Ascend910B1")
-    runtime.reset()
-
-
 @pytest.fixture
 def stream_910(tmp_path):
-    yield _open(tmp_path, "Ascend910A")
+    yield open_stream(tmp_path, "Ascend910A")
     runtime.reset()
 
 
@@ -309,7 +292,7 @@ def test_bf16_and_socs_by_family(stream_910, tmp_path):
                                                            _retype(tensors[2], aclnn.ACL_BF16))
     assert ret == 161002 and "BF16" in acl.get_recent_err_msg()   # no bf16 on Atlas training
     runtime.reset()
-    _open(tmp_path, "Ascend310P3")
+    open_stream(tmp_path, "Ascend310P3")
     arrays, tensors = _fresh()
     _, _, ret = aclnnEmbeddingDenseBackwardGetWorkspaceSize(*tensors[:2], 3, 0, False, tensors[2])
     assert ret == 161002 and "Ascend310P3" in acl.get_recent_err_msg()

@@ -3,7 +3,6 @@ bit-exactness against MindSpore's order of operations written out in float32, th
 golden on duplicates, out-of-range and empty indices, Nesterov, int64 indices, wide rows and
 a multi-chunk device sort, and every validation path with the in-place tensors unchanged
 (seed mindspore.ops.FusedSparseAdam; reference/operators.md §4)."""
-import json
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ from aclnn.ops.fused_sparse_adam import (aclnnFusedSparseAdam,
                                          aclnnFusedSparseAdamGetWorkspaceSize)
 from kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
 
-from aclnn_helpers import assert_unchanged, from_device, run_example, to_device
+from aclnn_helpers import assert_unchanged, from_device, init_runtime, run_example, to_device
 
 SCALARS = dict(beta1_power=0.9 ** 4, beta2_power=0.999 ** 4, lr=0.01, beta1=0.9, beta2=0.999,
                epsilon=1e-8)
@@ -200,11 +199,8 @@ def test_invalid_arguments_change_nothing(stream, case):
 
 
 def test_unsupported_soc_and_no_device(tmp_path):
-    runtime.reset()
     try:
-        cfg = tmp_path / "acl.json"
-        cfg.write_text(json.dumps({"npusim": {"soc": "Ascend910A"}}))
-        assert acl.init(str(cfg)) == 0
+        init_runtime(tmp_path, "Ascend910A")
         t = aclnn.aclCreateTensor([4], aclnn.ACL_FLOAT, [1], 0, aclnn.ACL_FORMAT_ND, [4], 0)
         args = dict(varRef=t, mRef=t, vRef=t, beta1Power=0.5, beta2Power=0.5, lr=0.1, beta1=0.9,
                     beta2=0.9, epsilon=1e-8, grad=t, indices=t, useNesterov=False)
