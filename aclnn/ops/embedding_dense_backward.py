@@ -208,6 +208,27 @@ def _elementwise(soc, name, total, src_dtype, dst_dtype, src_addr, dst_addr):
     return KernelLaunch(cast, t.blockDim, (src_addr, dst_addr, t, src_dtype, dst_dtype), name)
 
 
+def _enqueue(device, stream, steps, kernels: list) -> None:
+    """Enqueue the graph's kernels (None: a step this call does not need) as one chain;
+    ``kernels`` receives their names."""
+    steps = [s for s in steps if s is not None]
+    kernels[:] = [s.name for s in steps]
+    enqueue_chain(device, stream, steps, API)
+
+
+def _executor(dev, ws: Workspace, launch, tensors, td, path: str, caveats, kernels):
+    """The executor of a graph: its workspace layout, tiling, path, caveats and kernels."""
+    grad, indices, out = tensors
+    executor = aclOpExecutor(API, ws.size, launch, dev, inputs=[grad, indices], outputs=[out],
+                             input_names=["grad", "indices"], output_names=["out"])
+    executor.tiling = td
+    executor.path = path
+    executor.caveats = caveats
+    executor.kernels = kernels
+    executor.workspace_parts = dict(ws.parts)
+    return executor
+
+
 def _empty_executor(dev, grad, indices, out):
     """Empty grad or indices: ``out`` = zeros (ZerosLike + ViewCopy of the op_api; here one
     ZerosLike on out). An empty ``out`` (numWeights or embeddingDim 0) launches nothing [R]."""
@@ -275,18 +296,11 @@ def _v2_executor(dev, grad, indices, out, a):
                                   "EmbeddingDenseGradV2", sync_all=td.needSyncAll,
                                   on_done=_caveat_hook(caveats)))
         steps.append(_elementwise(soc, "Cast", nw * E, kdtype, out.np_dtype, at["result"], o_addr))
-        steps = [s for s in steps if s is not None]
-        kernels[:] = [s.name for s in steps]
-        enqueue_chain(device, stream, steps, API)
+        _enqueue(device, stream, steps, kernels)
 
-    executor = aclOpExecutor(API, ws.size, launch, dev, inputs=[grad, indices], outputs=[out],
-                             input_names=["grad", "indices"], output_names=["out"])
-    executor.tiling = td
+    executor = _executor(dev, ws, launch, (grad, indices, out), td,
+                         "V2-small-dim" if small else "V2", caveats, kernels)
     executor.sort_tiling = st
-    executor.path = "V2-small-dim" if small else "V2"
-    executor.caveats = caveats
-    executor.kernels = kernels
-    executor.workspace_parts = dict(ws.parts)
     return ws.size, executor, ACLNN_SUCCESS
 
 
@@ -319,17 +333,9 @@ def _v1_executor(dev, grad, indices, out, a):
                                   (g_addr, i_addr, at["result"], td, kidx), "EmbeddingDenseGrad",
                                   reserve_ub=False, on_done=_caveat_hook(caveats)))
         steps.append(_elementwise(soc, "Cast", nw * E, _F32, out.np_dtype, at["result"], o_addr))
-        steps = [s for s in steps if s is not None]
-        kernels[:] = [s.name for s in steps]
-        enqueue_chain(device, stream, steps, API)
+        _enqueue(device, stream, steps, kernels)
 
-    executor = aclOpExecutor(API, ws.size, launch, dev, inputs=[grad, indices], outputs=[out],
-                             input_names=["grad", "indices"], output_names=["out"])
-    executor.tiling = td
-    executor.path = "V1"
-    executor.caveats = caveats
-    executor.kernels = kernels
-    executor.workspace_parts = dict(ws.parts)
+    executor = _executor(dev, ws, launch, (grad, indices, out), td, "V1", caveats, kernels)
     return ws.size, executor, ACLNN_SUCCESS
 
 
