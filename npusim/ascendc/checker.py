@@ -116,7 +116,6 @@ class UbTracker:
         self.w_pipe = np.full(nblk, -1, dtype=np.int16)
         self.w_idx = np.zeros(nblk, dtype=np.int64)
         self.r_all = np.full((len(_UB_READERS), nblk), -1, dtype=np.int64)
-        self.r_idx = {p: self.r_all[i] for i, p in enumerate(_UB_READERS)}   # views
         self.count = np.zeros(_N_PIPES, dtype=np.int64)       # instructions issued per pipe
         self.vc = np.zeros((_N_PIPES, _N_PIPES), dtype=np.int64)  # vc[p][q]: p knows q done
         self.pending: dict = {}                                # flag key -> snapshots
