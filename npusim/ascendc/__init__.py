@@ -29,6 +29,15 @@ from npusim.ascendc.types import (MAX_REPEAT_TIMES, ONE_BLK_SIZE, ONE_REPEAT_BYT
                                   DataCopyParams, HardEvent, Pipe, QuePosition, RoundMode,
                                   TPosition, bfloat16_t, float32, half, int8_t, int16_t,
                                   int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t)
+from npusim.ascendc.arith import *          # noqa: F401,F403
+from npusim.ascendc.reduce import *         # noqa: F401,F403
+from npusim.ascendc.gather import *         # noqa: F401,F403
+from npusim.ascendc.transpose import *      # noqa: F401,F403
+from npusim.ascendc.lib import *            # noqa: F401,F403
+from npusim.ascendc.repeat import *         # noqa: F401,F403
+from npusim.ascendc import repeat as _repeat
+from npusim.ascendc import arith as _arith, gather as _gather, lib as _lib, reduce as _reduce
+from npusim.ascendc import transpose as _transpose
 from npusim.ascendc.vector import (Abs, Add, Adds, Cast, Div, Duplicate, Exp, Ln, Max, Maxs,
                                    Min, Mins, Mul, Muls, Power, Reciprocal, Relu, Sqrt, Sub)
 
@@ -46,3 +55,5 @@ __all__ = [
     "Duplicate", "Exp", "Ln", "Max", "Maxs", "Min", "Mins", "Mul", "Muls", "Power",
     "Reciprocal", "Relu", "Sqrt", "Sub",
 ]
+__all__ += [*_repeat.__all__, *_arith.__all__, *_reduce.__all__, *_gather.__all__, *_transpose.__all__,
+            *_lib.__all__]

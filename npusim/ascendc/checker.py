@@ -147,14 +147,15 @@ class UbTracker:
                 self.vc[:, _S] = self.count[_S]
 
     # -- accesses --------------------------------------------------------------------
-    def _race(self, ctx, pipe: int, b0: int, b1: int, offset: int, end: int,
+    def _race(self, ctx, pipe: int, blocks, offset: int, end: int,
               instruction: str, writing: bool) -> None:
+        """``blocks``: the 32 B blocks accessed, as a slice or an index array."""
         known = self.vc[pipe]
         thr = self._thr
         thr[:_N_PIPES] = known
         thr[pipe] = _NEVER
-        wp = self.w_pipe[b0:b1]
-        late = self.w_idx[b0:b1] >= thr[wp]
+        wp = self.w_pipe[blocks]
+        late = self.w_idx[blocks] >= thr[wp]
         if late.any():
             other = Pipe(int(wp[int(late.argmax())])).name
             verb = "overwrites" if writing else "reads"
@@ -168,7 +169,7 @@ class UbTracker:
             own = _READER_ROW.get(pipe)
             if own is not None:
                 rthr[own, 0] = _NEVER
-            busy = self.r_all[:, b0:b1] >= rthr
+            busy = self.r_all[:, blocks] >= rthr
             if busy.any():
                 r = _UB_READERS[int(busy.any(axis=1).argmax())]
                 report(ctx, SyncError(instruction, f"{Pipe(pipe).name} overwrites UB [{offset}, "
@@ -186,25 +187,49 @@ class UbTracker:
             report(ctx, UninitialisedError(
                 instruction, f"reads UB [{offset}, {end}) but byte {first} was not written since "
                 "it was allocated (it holds the poison pattern 0xFF)", pipe=Pipe(pipe).name))
-        b0, b1 = offset // 32, (end + 31) // 32
-        self._race(ctx, pipe, b0, b1, offset, end, instruction, False)
+        blocks = slice(offset // 32, (end + 31) // 32)
+        self._race(ctx, pipe, blocks, offset, end, instruction, False)
         row = _READER_ROW.get(pipe)
         if row is not None:
-            self.r_all[row, b0:b1] = self.count[pipe]
+            self.r_all[row, blocks] = self.count[pipe]
 
     def write(self, ctx, pipe: int, offset: int, nbytes: int, instruction: str,
               init_view: np.ndarray | None = None) -> None:
         if nbytes <= 0:
             return
         end = offset + nbytes
-        b0, b1 = offset // 32, (end + 31) // 32
-        self._race(ctx, pipe, b0, b1, offset, end, instruction, True)
-        self.w_pipe[b0:b1] = pipe
-        self.w_idx[b0:b1] = self.count[pipe]
+        blocks = slice(offset // 32, (end + 31) // 32)
+        self._race(ctx, pipe, blocks, offset, end, instruction, True)
+        self.w_pipe[blocks] = pipe
+        self.w_idx[blocks] = self.count[pipe]
         if init_view is None:
             self.init[offset:end] = True
         else:
             init_view[...] = True
+
+    def read_at(self, ctx, pipe: int, byte_addr: np.ndarray, instruction: str) -> None:
+        """A read of the UB bytes at ``byte_addr`` (a strided or masked vector operand)."""
+        ok = self.init[byte_addr]
+        lo, hi = int(byte_addr.min()), int(byte_addr.max()) + 1
+        if not ok.all():
+            first = int(byte_addr[int(np.argmin(ok))])
+            report(ctx, UninitialisedError(
+                instruction, f"reads UB bytes in [{lo}, {hi}) but byte {first} was not written "
+                "since it was allocated (it holds the poison pattern 0xFF)", pipe=Pipe(pipe).name))
+        blocks = np.unique(byte_addr // 32)
+        self._race(ctx, pipe, blocks, lo, hi, instruction, False)
+        row = _READER_ROW.get(pipe)
+        if row is not None:
+            self.r_all[row, blocks] = self.count[pipe]
+
+    def write_at(self, ctx, pipe: int, byte_addr: np.ndarray, instruction: str) -> None:
+        """A write of the UB bytes at ``byte_addr`` (the lanes a mask leaves on)."""
+        lo, hi = int(byte_addr.min()), int(byte_addr.max()) + 1
+        blocks = np.unique(byte_addr // 32)
+        self._race(ctx, pipe, blocks, lo, hi, instruction, True)
+        self.w_pipe[blocks] = pipe
+        self.w_idx[blocks] = self.count[pipe]
+        self.init[byte_addr] = True
 
     def fresh(self, offset: int, nbytes: int) -> None:
         """AllocTensor: the buffer's contents are undefined again."""

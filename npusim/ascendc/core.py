@@ -19,6 +19,9 @@ from npusim.errors import KernelError, kernel_source_line
 
 OP, DMA_IN, DMA_OUT, SET, WAIT, BARRIER = range(6)
 
+#: The mask register after ResetMask: every lane on, as (low word, high word).
+FULL_MASK = ((1 << 64) - 1, (1 << 64) - 1)
+
 #: Byte written over fresh UB before each block, so reads of never-written UB look
 #: wrong (0xFF bytes are NaN in every float format).
 UB_POISON = 0xFF
@@ -61,6 +64,10 @@ class CoreContext:
         self.flag_balance: dict = {}  # user flag key -> SetFlag count - WaitFlag count
         self.flag_lines: dict = {}    # user flag key -> line of its last SetFlag
         self.gm_writes: list = []     # plain GM stores: (addr, row bytes, pitch, rows)
+        # the vector unit's control registers (npusim.ascendc.repeat)
+        self.mask_counter = False     # SetMaskCount / SetMaskNorm
+        self.vector_mask = FULL_MASK  # (low word, high word) of the mask register
+        self.saturation = False       # SetSaturationFlag
 
     def record(self, kind: int, pipe: int, cycles: float = 0.0, nbytes: int = 0,
                key=None, name: str = "") -> None:

@@ -18,9 +18,10 @@ import ml_dtypes
 import numpy as np
 
 from npusim.ascendc import core as _core
+from npusim.ascendc import repeat as _repeat
 from npusim.ascendc.tensor import LocalTensor
 from npusim.ascendc.types import PIPE_V, RoundMode
-from npusim.errors import AlignmentError, DtypeError
+from npusim.errors import AlignmentError, DtypeError, LimitError
 
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
@@ -42,7 +43,8 @@ RATE_CAST = 64                     # half<->float, float<->bf16/int32
 
 def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | None = None,
                  srcs: tuple = (), dst_nbytes: int | None = None,
-                 src_nbytes: int | None = None) -> None:
+                 src_nbytes: int | None = None, repeats: int | None = None,
+                 lanes: int | None = None, tracked: bool = False) -> None:
     """Record one PIPE_V instruction over ``count`` elements at ``rate`` elements/cycle.
 
     ``dst`` and ``srcs`` are the UB operands (used for the UB bank-conflict cost). Other
@@ -51,11 +53,15 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
 
     Cost: ``vec_head_cycles + max(ceil(count / rate), repeats * (1 + conflict))``: a repeat
     whose operands collide in the UB banks (:func:`_bank_conflict`) needs a second cycle.
+    A level-0 call (``repeats`` given, ``lanes`` elements per repeat) costs what its
+    repeats do whatever the mask: ``repeats * ceil(lanes / rate)`` (a repeat moves its
+    256 B however many lanes are on; reference/hardware.md §2.1, §3).
 
     Checks: every operand starts 32 B aligned in UB (reference/hardware.md §3); the
     checker's race and uninitialised-read tracking sees ``count`` elements of each operand
     (or ``dst_nbytes`` / ``src_nbytes`` bytes, for instructions whose operands are not
-    element-for-element, such as a compare's bit mask).
+    element-for-element, such as a compare's bit mask) unless the caller ``tracked`` the
+    exact lanes itself (:mod:`npusim.ascendc.repeat`).
     """
     if dst is not None and dst.offset & 31:
         _misaligned(name, dst)
@@ -63,7 +69,7 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
         if t.offset & 31:
             _misaligned(name, t)
     tracker = ctx.tracker
-    if tracker is not None:
+    if tracker is not None and not tracked:
         for t in srcs:
             tracker.read(ctx, PIPE_V, t.offset,
                          src_nbytes if src_nbytes is not None else count * t.dtype.itemsize, name)
@@ -71,11 +77,16 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
             tracker.write(ctx, PIPE_V, dst.offset,
                           dst_nbytes if dst_nbytes is not None else count * dst.dtype.itemsize, name)
     soc = ctx.soc
-    cycles = -(-count // rate)
+    if repeats is None:
+        cycles = -(-count // rate)
+        nrep = -(-count * dst.dtype.itemsize // 256) if dst is not None else 0
+    else:
+        cycles = repeats * -(-lanes // rate)
+        nrep = repeats
     if dst is not None and srcs:
         offsets = (srcs[0].offset,) if len(srcs) == 1 else tuple([t.offset for t in srcs])
         if _bank_conflict(soc.ub_banks, soc.ubbank_group_num, dst.offset, offsets):
-            cycles = max(cycles, 2 * -(-count * dst.dtype.itemsize // 256))
+            cycles = max(cycles, 2 * nrep)
     ctx.record(_core.OP, PIPE_V, soc.vec_head_cycles + cycles, 0, None, name)
 
 
@@ -128,8 +139,14 @@ def same_dtype(name: str, *tensors: LocalTensor) -> np.dtype:
     return dt
 
 
-def elementwise(name, ufunc, allowed, rate_table, dst, srcs, count, scalar=None):
-    """dst = ufunc(*srcs[, scalar]) over the first ``count`` elements, rounded to dst's type."""
+def elementwise(name, ufunc, allowed, rate_table, dst, srcs, args, scalar=None,
+                isSetMask: bool = True):
+    """dst = ufunc(*srcs[, scalar]), rounded to dst's type, in either Ascend C form.
+
+    ``args`` are the call's trailing arguments: ``(count,)`` (or a bare count) — the first
+    ``count`` elements (level 2) — or ``(mask, repeatTime[, repeatParams])`` — the level-0
+    form (:mod:`npusim.ascendc.repeat`; params default to contiguous).
+    """
     ctx = _core.current_core()
     dt = dst.dtype
     for src in srcs:
@@ -137,105 +154,213 @@ def elementwise(name, ufunc, allowed, rate_table, dst, srcs, count, scalar=None)
             same_dtype(name, dst, *srcs)            # raises, naming both dtypes
     if dt not in allowed or dt == _BF16:
         check_dtype(ctx, name, dt, allowed)         # raises unless the SoC allows it
-    count = int(count)
-    args = [src.elements(count, name) for src in srcs]
-    if scalar is not None:
-        args.append(dt.type(scalar))   # the instruction takes a scalar of type T: rounded first
+    if type(args) is tuple and len(args) > 1:
+        run_level0(ctx, name, lambda *v, out: _compute(ctx, ufunc, v, scalar, dt, out),
+                   dst, srcs, args, rate_table[dt.itemsize], isSetMask)
+        return
+    count = int(args[0] if type(args) is tuple else args)
+    ins = [src.elements(count, name) for src in srcs]
     # floating-point exceptions are ignored for the whole launch (npusim.launch), as the
     # vector unit does: inf and NaN propagate
-    ufunc(*args, out=dst.elements(count, name))
+    _compute(ctx, ufunc, ins, scalar, dt, dst.elements(count, name))
+    level2_done(ctx)
     issue_vector(ctx, name, count, rate_table[dt.itemsize], dst, srcs)
 
 
-def Add(dst, src0, src1, count):
+def _compute(ctx, ufunc, ins, scalar, dt, out) -> None:
+    """out = ufunc(*ins[, scalar]) in dt; with SetSaturationFlag(true) half results clamp
+    inf to ±65504 and NaN to 0, and int16/int32 results saturate instead of wrapping
+    (Memory矢量计算接口边界值汇总.md; reference/hardware.md §2.1 "Numerics")."""
+    if scalar is not None:
+        ins = [*ins, dt.type(scalar)]   # the instruction takes a scalar of type T: rounded first
+    if not ctx.saturation:
+        ufunc(*ins, out=out)
+        return
+    if dt.kind == "i":
+        wide = np.empty(out.shape, dtype=np.int64)
+        ufunc(*[np.asarray(x).astype(np.int64) for x in ins], out=wide)
+        info = np.iinfo(dt)
+        out[...] = np.clip(wide, info.min, info.max)
+        return
+    ufunc(*ins, out=out)
+    if dt == _F16:
+        np.nan_to_num(out, copy=False, nan=0.0, posinf=65504.0, neginf=-65504.0)
+
+
+def level2_done(ctx) -> None:
+    """A level-2 ("first n elements") API runs in Counter mode and restores Normal mode
+    and a full mask afterwards (掩码.md), so the mask register is reset by it."""
+    if ctx.mask_counter or ctx.vector_mask != _core.FULL_MASK:
+        ctx.mask_counter = False
+        ctx.vector_mask = _core.FULL_MASK
+
+
+#: Instructions allowed to accumulate into src1 across repeats (通用说明和约束.md).
+_ACCUMULATE = frozenset({"Add", "Sub", "Mul", "Max", "Min", "AddRelu", "SubRelu"})
+
+
+def run_level0(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args: tuple, rate: float,
+               is_set_mask: bool = True, lanes: int | None = None) -> _repeat.Level0:
+    """Run ``dst = fn(*srcs)`` as a level-0 call and record it.
+
+    ``args`` is ``(mask, repeatTime[, repeatParams])`` with Binary- or UnaryRepeatParams
+    (as the number of sources says), or the ``(blkStride, repStride)`` pairs of dst and
+    each source; ``fn(*values, out=array)`` computes one array of
+    lanes. ``lanes`` per repeat defaults to 256 B of the widest operand.
+
+    Raises:
+        LimitError: repeatTime > 255, strides > 255, a mask out of range.
+        UbError: a lane beyond its operand's buffer; an address overlap the Ascend C
+            rules forbid (a checker finding).
+    """
+    mask, repeat_time = args[0], args[1]
+    params = args[2] if len(args) > 2 else (
+        _repeat.BinaryRepeatParams() if len(srcs) > 1 else _repeat.UnaryRepeatParams())
+    strides = params.strides() if hasattr(params, "strides") else tuple(params)
+    if len(strides) != len(srcs) + 1:
+        raise LimitError(name, f"{type(params).__name__} does not fit a {len(srcs)}-source "
+                         "instruction", pipe="PIPE_V")
+    _repeat.check_strides(name, strides)
+    widest = max([dst.dtype.itemsize, *[s.dtype.itemsize for s in srcs]])
+    lanes = lanes or _repeat._lanes_of(np.dtype(f"u{widest}"))
+    call = _repeat.resolve(ctx, name, lanes, mask, repeat_time, is_set_mask)
+    d_idx = _repeat.lane_index(dst.dtype.itemsize, call, *strides[0])
+    s_idx = [_repeat.lane_index(s.dtype.itemsize, call, *st) for s, st in zip(srcs, strides[1:])]
+    kind = _repeat.overlap(dst, d_idx, srcs, s_idx, call) if call.repeat else None
+    if kind == "partial" or (kind == "sequential" and
+                             (name not in _ACCUMULATE or len(srcs) < 2)):
+        _repeat.report_overlap(ctx, name, kind)
+    # a later repeat that reads an earlier one's result runs after it, as the unit issues them
+    steps = [(call, slice(None))] if kind is None else \
+        [(_repeat.Level0(1, lanes, call.active[r:r + 1]), slice(r, r + 1))
+         for r in range(call.repeat)]
+    for sub, rows in steps:
+        if not sub.active.any():
+            continue
+        vals = [_repeat.read(s, i[rows], sub, name) for s, i in zip(srcs, s_idx)]
+        out = np.empty(d_idx[rows].shape, dtype=dst.dtype)
+        fn(*vals, out=out)
+        _repeat.write(dst, d_idx[rows], sub, out, name)
+    issue_vector(ctx, name, call.count, rate, dst, srcs, repeats=call.repeat, lanes=lanes,
+                 tracked=True)
+    return call
+
+
+def Add(dst, src0, src1, *args, isSetMask=True):
     """dst[i] = src0[i] + src1[i] for i < count. half/float/int16/int32."""
-    elementwise("Add", np.add, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Add", np.add, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), args,
+                isSetMask=isSetMask)
 
 
-def Sub(dst, src0, src1, count):
+def Sub(dst, src0, src1, *args, isSetMask=True):
     """dst[i] = src0[i] - src1[i]. half/float/int16/int32."""
-    elementwise("Sub", np.subtract, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Sub", np.subtract, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), args,
+                isSetMask=isSetMask)
 
 
-def Mul(dst, src0, src1, count):
+def Mul(dst, src0, src1, *args, isSetMask=True):
     """dst[i] = src0[i] * src1[i]. half/float/int16/int32."""
-    elementwise("Mul", np.multiply, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Mul", np.multiply, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), args,
+                isSetMask=isSetMask)
 
 
-def Div(dst, src0, src1, count):
+def Div(dst, src0, src1, *args, isSetMask=True):
     """dst[i] = src0[i] / src1[i]. half/float; 32 elements/cycle."""
-    elementwise("Div", np.divide, _FLOATS, RATE_SLOW, dst, (src0, src1), count)
+    elementwise("Div", np.divide, _FLOATS, RATE_SLOW, dst, (src0, src1), args,
+                isSetMask=isSetMask)
 
 
-def Max(dst, src0, src1, count):
+def Max(dst, src0, src1, *args, isSetMask=True):
     """dst[i] = max(src0[i], src1[i]). half/float/int16/int32."""
-    elementwise("Max", np.maximum, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Max", np.maximum, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), args,
+                isSetMask=isSetMask)
 
 
-def Min(dst, src0, src1, count):
+def Min(dst, src0, src1, *args, isSetMask=True):
     """dst[i] = min(src0[i], src1[i]). half/float/int16/int32."""
-    elementwise("Min", np.minimum, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), count)
+    elementwise("Min", np.minimum, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), args,
+                isSetMask=isSetMask)
 
 
-def Adds(dst, src, scalar, count):
+def Adds(dst, src, scalar, *args, isSetMask=True):
     """dst[i] = src[i] + scalar (scalar rounded to the tensor's type)."""
-    elementwise("Adds", np.add, ARITH_TYPES, RATE_SIMPLE, dst, (src,), count, scalar)
+    elementwise("Adds", np.add, ARITH_TYPES, RATE_SIMPLE, dst, (src,), args, scalar, isSetMask)
 
 
-def Muls(dst, src, scalar, count):
+def Muls(dst, src, scalar, *args, isSetMask=True):
     """dst[i] = src[i] * scalar (scalar rounded to the tensor's type)."""
-    elementwise("Muls", np.multiply, ARITH_TYPES, RATE_SIMPLE, dst, (src,), count, scalar)
+    elementwise("Muls", np.multiply, ARITH_TYPES, RATE_SIMPLE, dst, (src,), args, scalar, isSetMask)
 
 
-def Maxs(dst, src, scalar, count):
+def Maxs(dst, src, scalar, *args, isSetMask=True):
     """dst[i] = max(src[i], scalar)."""
-    elementwise("Maxs", np.maximum, ARITH_TYPES, RATE_SIMPLE, dst, (src,), count, scalar)
+    elementwise("Maxs", np.maximum, ARITH_TYPES, RATE_SIMPLE, dst, (src,), args, scalar, isSetMask)
 
 
-def Mins(dst, src, scalar, count):
+def Mins(dst, src, scalar, *args, isSetMask=True):
     """dst[i] = min(src[i], scalar)."""
-    elementwise("Mins", np.minimum, ARITH_TYPES, RATE_SIMPLE, dst, (src,), count, scalar)
+    elementwise("Mins", np.minimum, ARITH_TYPES, RATE_SIMPLE, dst, (src,), args, scalar, isSetMask)
 
 
-def Sqrt(dst, src, count):
+def Sqrt(dst, src, *args, isSetMask=True):
     """dst[i] = sqrt(src[i]). half/float; 32 elements/cycle."""
-    elementwise("Sqrt", np.sqrt, _FLOATS, RATE_SLOW, dst, (src,), count)
+    elementwise("Sqrt", np.sqrt, _FLOATS, RATE_SLOW, dst, (src,), args,
+                isSetMask=isSetMask)
 
 
-def Exp(dst, src, count):
+def Exp(dst, src, *args, isSetMask=True):
     """dst[i] = exp(src[i]). half/float; 32 elements/cycle."""
-    elementwise("Exp", np.exp, _FLOATS, RATE_SLOW, dst, (src,), count)
+    elementwise("Exp", np.exp, _FLOATS, RATE_SLOW, dst, (src,), args,
+                isSetMask=isSetMask)
 
 
-def Ln(dst, src, count):
+def Ln(dst, src, *args, isSetMask=True):
     """dst[i] = ln(src[i]). half/float; 32 elements/cycle."""
-    elementwise("Ln", np.log, _FLOATS, RATE_SLOW, dst, (src,), count)
+    elementwise("Ln", np.log, _FLOATS, RATE_SLOW, dst, (src,), args,
+                isSetMask=isSetMask)
 
 
-def Abs(dst, src, count):
+def Abs(dst, src, *args, isSetMask=True):
     """dst[i] = |src[i]|. half/float."""
-    elementwise("Abs", np.abs, _FLOATS, RATE_SIMPLE, dst, (src,), count)
+    elementwise("Abs", np.abs, _FLOATS, RATE_SIMPLE, dst, (src,), args,
+                isSetMask=isSetMask)
 
 
-def Reciprocal(dst, src, count):
+def Reciprocal(dst, src, *args, isSetMask=True):
     """dst[i] = 1 / src[i]. half/float."""
-    elementwise("Reciprocal", np.reciprocal, _FLOATS, RATE_SIMPLE, dst, (src,), count)
+    elementwise("Reciprocal", np.reciprocal, _FLOATS, RATE_SIMPLE, dst, (src,), args,
+                isSetMask=isSetMask)
 
 
-def Relu(dst, src, count):
+def Relu(dst, src, *args, isSetMask=True):
     """dst[i] = max(src[i], 0). half/float/int32."""
     elementwise("Relu", lambda x, out: np.maximum(x, x.dtype.type(0), out=out),
-                 (_F16, _F32, _I32), RATE_SIMPLE, dst, (src,), count)
+                 (_F16, _F32, _I32), RATE_SIMPLE, dst, (src,), args,
+                isSetMask=isSetMask)
 
 
-def Duplicate(dst, scalar, count):
-    """dst[i] = scalar for i < count (16- and 32-bit types, bfloat16 included)."""
+def Duplicate(dst, scalar, *args, isSetMask=True):
+    """dst[i] = scalar (16- and 32-bit types, bfloat16 included).
+
+    Forms: ``Duplicate(dst, scalar, count)``; level 0 ``Duplicate(dst, scalar, mask,
+    repeatTime, dstBlockStride, dstRepeatStride)`` (Duplicate page, atlasascendc_api_07_0080
+    family; strides in 32 B blocks).
+    """
     ctx = _core.current_core()
     if dst.dtype.itemsize not in (2, 4):
         raise DtypeError("Duplicate", f"{dst.dtype.name} is not a 16- or 32-bit type", pipe="PIPE_V")
-    count = int(count)
-    dst.elements(count, "Duplicate")[...] = dst.dtype.type(scalar)
-    issue_vector(ctx, "Duplicate", count, RATE_SIMPLE[dst.dtype.itemsize], dst)
+    value = dst.dtype.type(scalar)
+    rate = RATE_SIMPLE[dst.dtype.itemsize]
+    if len(args) > 1:
+        mask, repeat_time = args[0], args[1]
+        blk, rep = (int(args[2]), int(args[3])) if len(args) > 3 else (1, 8)
+        run_level0(ctx, "Duplicate", lambda out: out.fill(value), dst, (),
+                   (mask, repeat_time, ((blk, rep),)), rate, isSetMask)
+        return
+    count = int(args[0])
+    dst.elements(count, "Duplicate")[...] = value
+    level2_done(ctx)
+    issue_vector(ctx, "Duplicate", count, rate, dst)
 
 
 def Power(dst, src, exponent, count=None):
@@ -340,7 +465,7 @@ def _round_int(x: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
     return y.astype(dt)
 
 
-def Cast(dst, src, round_mode: RoundMode, count):
+def Cast(dst, src, round_mode: RoundMode, *args, isSetMask=True):
     """dst[i] = convert(src[i]) with ``round_mode`` (Ascend C ``RoundMode``).
 
     Supported pairs and modes (:data:`CAST_MODES`): half/bf16 -> float (exact, CAST_NONE);
@@ -348,6 +473,10 @@ def Cast(dst, src, round_mode: RoundMode, count):
     (RINT, FLOOR, CEIL, ROUND, TRUNC); float/half <-> int32; int8/uint8 <-> half; float ->
     float (rounding to an integral value). 128 elements/cycle between 8-bit integers and
     half, 64 otherwise.
+
+    Forms: ``Cast(dst, src, roundMode, count)``; level 0 ``Cast(dst, src, roundMode, mask,
+    repeatTime, UnaryRepeatParams)`` — a repeat covers 256 B of the wider type (e.g. 64
+    half -> float lanes: the half source advances 128 B, so ``srcRepStride`` is 4).
 
     Raises:
         DtypeError: the pair or the round mode is not supported.
@@ -361,22 +490,33 @@ def Cast(dst, src, round_mode: RoundMode, count):
         raise DtypeError("Cast", f"{round_mode.name} is not a mode of Cast {src.dtype.name} -> "
                          f"{dst.dtype.name} (accepted: {', '.join(sorted(m.name for m in modes))})",
                          pipe="PIPE_V")
-    count = int(count)
-    x = src.elements(count, "Cast")
-    with np.errstate(all="ignore"):
-        if key == (_F32, _F32):
-            y = _round_int(x, np.dtype(np.int64), round_mode).astype(np.float32)
-            y = np.where(np.isfinite(x), y, x)
-        elif dst.dtype.kind == "f" or dst.dtype == _BF16:
-            y = _round_float(x, dst.dtype, round_mode) if src.dtype.itemsize > dst.dtype.itemsize \
-                else x.astype(dst.dtype)
-        else:
-            y = _round_int(x, dst.dtype, round_mode)
-    dst.elements(count, "Cast")[...] = y
     # 128/cycle between 8/16-bit integers and half, 64 for the other pairs (§2.1)
     fast = (src.dtype == _F16 and dst.dtype.kind in "iu" and dst.dtype.itemsize <= 2) or \
         (dst.dtype == _F16 and src.dtype.kind in "iu" and src.dtype.itemsize <= 2)
-    issue_vector(ctx, "Cast", count, 128 if fast else RATE_CAST, dst, (src,))
+    rate = 128 if fast else RATE_CAST
+
+    def convert(x, out):
+        out[...] = _convert(x, src.dtype, dst.dtype, round_mode)
+
+    if len(args) > 1:
+        run_level0(ctx, "Cast", convert, dst, (src,), args, rate, isSetMask)
+        return
+    count = int(args[0])
+    convert(src.elements(count, "Cast"), dst.elements(count, "Cast"))
+    level2_done(ctx)
+    issue_vector(ctx, "Cast", count, rate, dst, (src,))
+
+
+def _convert(x: np.ndarray, src_dt: np.dtype, dst_dt: np.dtype, round_mode) -> np.ndarray:
+    """The values of Cast src_dt -> dst_dt with ``round_mode``."""
+    with np.errstate(all="ignore"):
+        if (src_dt, dst_dt) == (_F32, _F32):
+            y = _round_int(x, np.dtype(np.int64), round_mode).astype(np.float32)
+            return np.where(np.isfinite(x), y, x)
+        if dst_dt.kind == "f" or dst_dt == _BF16:
+            return _round_float(x, dst_dt, round_mode) if src_dt.itemsize > dst_dt.itemsize \
+                else x.astype(dst_dt)
+        return _round_int(x, dst_dt, round_mode)
 
 
 def cast_to(x: np.ndarray, dtype, round_mode: RoundMode = RoundMode.CAST_RINT) -> np.ndarray:

@@ -1,0 +1,15 @@
+"""Ascend C's high-level APIs (高阶API: the ``lib/`` headers of the Ascend C library),
+built from the basic instructions the way the library builds them, so that their cost
+comes out of the timing model rather than a table.
+
+* :mod:`.math` — Sigmoid, Tanh, Gelu, FasterGelu, Erf, Exp (high precision), Log, Sign,
+  Sin, Cos, Floor, Ceil, Round, Trunc;
+* :mod:`.softmax` — SoftMax and its host tiling;
+* :mod:`.normalization` — LayerNorm, RmsNorm and their host tilings.
+"""
+from npusim.ascendc.lib.math import *            # noqa: F401,F403
+from npusim.ascendc.lib.normalization import *   # noqa: F401,F403
+from npusim.ascendc.lib.softmax import *         # noqa: F401,F403
+from npusim.ascendc.lib import math as _m, normalization as _n, softmax as _s
+
+__all__ = [*_m.__all__, *_s.__all__, *_n.__all__]
