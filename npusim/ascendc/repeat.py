@@ -291,7 +291,7 @@ def lane_index(itemsize: int, call: Level0, blk_stride: int, rep_stride: int) ->
     return np.arange(call.repeat)[:, None] * (int(rep_stride) * epb) + within[None, :]
 
 
-def _view(t, idx: np.ndarray, call: Level0, name: str) -> np.ndarray:
+def lanes_view(t, idx: np.ndarray, call: Level0, name: str) -> np.ndarray:
     """The elements of ``t`` up to the last active lane, bounds-checked."""
     isz = t.dtype.itemsize
     hi = int(idx[call.active].max()) + 1 if call.active.any() else 0
@@ -322,7 +322,7 @@ def _track(ctx, t, idx: np.ndarray, call: Level0, name: str, write: bool) -> Non
 def read(t, idx: np.ndarray, call: Level0, name: str) -> np.ndarray:
     """The values of ``t`` at ``idx`` (repeat, lanes); lanes that are off read as whatever
     UB holds (they are never written back)."""
-    view = _view(t, idx, call, name)
+    view = lanes_view(t, idx, call, name)
     _track(t.ctx, t, idx, call, name, write=False)
     if view.size == 0:
         return np.zeros(idx.shape, dtype=t.dtype)
@@ -331,7 +331,7 @@ def read(t, idx: np.ndarray, call: Level0, name: str) -> np.ndarray:
 
 def write(t, idx: np.ndarray, call: Level0, values: np.ndarray, name: str) -> None:
     """Store ``values`` (repeat, lanes) at ``idx`` in the active lanes only."""
-    view = _view(t, idx, call, name)
+    view = lanes_view(t, idx, call, name)
     _track(t.ctx, t, idx, call, name, write=True)
     act = call.active
     view[idx[act]] = values[act] if values.shape == idx.shape else values
@@ -357,20 +357,22 @@ def overlap(dst, d_idx: np.ndarray, srcs, s_idxs, call: Level0) -> str | None:
             # in place lane for lane: fine unless a later repeat reads an earlier write
             if len(np.unique(d_addr[act])) == int(act.sum()):
                 continue
-        # first repeat that writes each address, against the repeat that reads it
-        written = {}
-        for r in range(call.repeat):
-            for a in d_addr[r][act[r]].tolist():
-                written.setdefault(a, r)
-        for r in range(call.repeat):
-            for a in s_addr[r][act[r]].tolist():
-                w = written.get(a)
-                if w is None:
-                    continue
-                if w < r:
-                    verdict = "sequential"
-                elif w == r and not np.array_equal(s_addr[r][act[r]], d_addr[r][act[r]]):
-                    return "partial"
+        # the first repeat that writes each address, against the repeat that reads it
+        reps = np.broadcast_to(np.arange(call.repeat)[:, None], act.shape)
+        d_flat, d_rep = d_addr[act], reps[act]
+        written, first = np.unique(d_flat, return_index=True)   # row-major: first = min r
+        s_flat, s_rep = s_addr[act], reps[act]
+        pos = np.minimum(np.searchsorted(written, s_flat), written.size - 1)
+        hit = written[pos] == s_flat
+        w = d_rep[first[pos]]
+        if np.any(hit & (w < s_rep)):
+            verdict = "sequential"
+        # within one repeat: the source's lanes must be the destination's, or miss them all
+        span = int(max(d_addr.max(), s_addr.max())) + 1
+        same = np.isin(s_rep * span + s_flat, d_rep * span + d_flat)
+        for r in np.unique(s_rep[same]).tolist():
+            if not np.array_equal(s_addr[r][act[r]], d_addr[r][act[r]]):
+                return "partial"
     return verdict
 
 

@@ -226,6 +226,8 @@ def run_level0(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args: tuple, r
     call = _repeat.resolve(ctx, name, lanes, mask, repeat_time, is_set_mask)
     d_idx = _repeat.lane_index(dst.dtype.itemsize, call, *strides[0])
     s_idx = [_repeat.lane_index(s.dtype.itemsize, call, *st) for s, st in zip(srcs, strides[1:])]
+    for t, idx in ((dst, d_idx), *zip(srcs, s_idx)):
+        _repeat.lanes_view(t, idx, call, name)      # bounds first: UbError names the operand
     kind = _repeat.overlap(dst, d_idx, srcs, s_idx, call) if call.repeat else None
     if kind == "partial" or (kind == "sequential" and
                              (name not in _ACCUMULATE or len(srcs) < 2)):
