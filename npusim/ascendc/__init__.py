@@ -38,7 +38,7 @@ from npusim.ascendc.repeat import *         # noqa: F401,F403
 from npusim.ascendc import repeat as _repeat
 from npusim.ascendc import arith as _arith, gather as _gather, lib as _lib, reduce as _reduce
 from npusim.ascendc import transpose as _transpose
-from npusim.ascendc.vector import (Abs, Add, Adds, Cast, Div, Duplicate, Exp, Ln, Max, Maxs,
+from npusim.ascendc.vector import (Abs, Add, Adds, Cast, Div, Duplicate, Ln, Max, Maxs,
                                    Min, Mins, Mul, Muls, Power, Reciprocal, Relu, Sqrt, Sub)
 
 __all__ = [
@@ -52,7 +52,7 @@ __all__ = [
     "DataCopyPadExtParams", "DataCopyParams", "HardEvent", "Pipe", "QuePosition", "RoundMode",
     "TPosition", "bfloat16_t", "float32", "half", "int8_t", "int16_t", "int32_t", "int64_t",
     "uint8_t", "uint16_t", "uint32_t", "uint64_t", "Abs", "Add", "Adds", "Cast", "Div",
-    "Duplicate", "Exp", "Ln", "Max", "Maxs", "Min", "Mins", "Mul", "Muls", "Power",
+    "Duplicate", "Ln", "Max", "Maxs", "Min", "Mins", "Mul", "Muls", "Power",
     "Reciprocal", "Relu", "Sqrt", "Sub",
 ]
 __all__ += [*_repeat.__all__, *_arith.__all__, *_reduce.__all__, *_gather.__all__, *_transpose.__all__,

@@ -154,17 +154,30 @@ def elementwise(name, ufunc, allowed, rate_table, dst, srcs, args, scalar=None,
             same_dtype(name, dst, *srcs)            # raises, naming both dtypes
     if dt not in allowed or dt == _BF16:
         check_dtype(ctx, name, dt, allowed)         # raises unless the SoC allows it
+    # floating-point exceptions are ignored for the whole launch (npusim.launch), as the
+    # vector unit does: inf and NaN propagate
+    run_forms(ctx, name, lambda *v, out: _compute(ctx, ufunc, v, scalar, dt, out), dst, srcs,
+              args, rate_table[dt.itemsize], isSetMask)
+
+
+def run_forms(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args, rate: float,
+              is_set_mask: bool = True) -> None:
+    """Run ``dst = fn(*srcs)`` in the form ``args`` selects, and record it.
+
+    ``args``: ``(count,)`` (or a bare count) — the first ``count`` elements of every
+    operand (level 2) — or ``(mask, repeatTime[, params])`` — the level-0 form, through
+    :func:`run_level0` (``params`` may also be the ``(blkStride, repStride)`` pairs of dst
+    and each source, for instructions whose operands do not map onto Binary/
+    UnaryRepeatParams one to one). ``fn(*values, out=array)`` computes one array.
+    """
     if type(args) is tuple and len(args) > 1:
-        run_level0(ctx, name, lambda *v, out: _compute(ctx, ufunc, v, scalar, dt, out),
-                   dst, srcs, args, rate_table[dt.itemsize], isSetMask)
+        run_level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask)
         return
     count = int(args[0] if type(args) is tuple else args)
     ins = [src.elements(count, name) for src in srcs]
-    # floating-point exceptions are ignored for the whole launch (npusim.launch), as the
-    # vector unit does: inf and NaN propagate
-    _compute(ctx, ufunc, ins, scalar, dt, dst.elements(count, name))
+    fn(*ins, out=dst.elements(count, name))
     level2_done(ctx)
-    issue_vector(ctx, name, count, rate_table[dt.itemsize], dst, srcs)
+    issue_vector(ctx, name, count, rate, dst, srcs)
 
 
 def _compute(ctx, ufunc, ins, scalar, dt, out) -> None:
@@ -200,13 +213,18 @@ _ACCUMULATE = frozenset({"Add", "Sub", "Mul", "Max", "Min", "AddRelu", "SubRelu"
 
 
 def run_level0(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args: tuple, rate: float,
-               is_set_mask: bool = True, lanes: int | None = None) -> _repeat.Level0:
+               is_set_mask: bool = True, lanes: int | None = None,
+               pass_rows: bool = False, call: _repeat.Level0 | None = None) -> _repeat.Level0:
     """Run ``dst = fn(*srcs)`` as a level-0 call and record it.
 
     ``args`` is ``(mask, repeatTime[, repeatParams])`` with Binary- or UnaryRepeatParams
     (as the number of sources says), or the ``(blkStride, repStride)`` pairs of dst and
     each source; ``fn(*values, out=array)`` computes one array of
-    lanes. ``lanes`` per repeat defaults to 256 B of the widest operand.
+    lanes. ``lanes`` per repeat defaults to 256 B of the widest operand. With
+    ``pass_rows``, ``fn`` also gets ``rows=``, the slice of repeats its arrays hold (for
+    instructions whose operands vary per repeat beyond the sources, e.g. Select's mask).
+    ``call``: the active lanes, resolved by the caller (for instructions whose mask or
+    stride rules differ from the common ones, e.g. Copy); the caller checks the strides.
 
     Raises:
         LimitError: repeatTime > 255, strides > 255, a mask out of range.
@@ -220,10 +238,12 @@ def run_level0(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args: tuple, r
     if len(strides) != len(srcs) + 1:
         raise LimitError(name, f"{type(params).__name__} does not fit a {len(srcs)}-source "
                          "instruction", pipe="PIPE_V")
-    _repeat.check_strides(name, strides)
+    if call is None:
+        _repeat.check_strides(name, strides)
     widest = max([dst.dtype.itemsize, *[s.dtype.itemsize for s in srcs]])
     lanes = lanes or _repeat._lanes_of(np.dtype(f"u{widest}"))
-    call = _repeat.resolve(ctx, name, lanes, mask, repeat_time, is_set_mask)
+    if call is None:
+        call = _repeat.resolve(ctx, name, lanes, mask, repeat_time, is_set_mask)
     d_idx = _repeat.lane_index(dst.dtype.itemsize, call, *strides[0])
     s_idx = [_repeat.lane_index(s.dtype.itemsize, call, *st) for s, st in zip(srcs, strides[1:])]
     for t, idx in ((dst, d_idx), *zip(srcs, s_idx)):
@@ -241,7 +261,10 @@ def run_level0(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args: tuple, r
             continue
         vals = [_repeat.read(s, i[rows], sub, name) for s, i in zip(srcs, s_idx)]
         out = np.empty(d_idx[rows].shape, dtype=dst.dtype)
-        fn(*vals, out=out)
+        if pass_rows:
+            fn(*vals, out=out, rows=rows)
+        else:
+            fn(*vals, out=out)
         _repeat.write(dst, d_idx[rows], sub, out, name)
     issue_vector(ctx, name, call.count, rate, dst, srcs, repeats=call.repeat, lanes=lanes,
                  tracked=True)
@@ -514,7 +537,7 @@ def _convert(x: np.ndarray, src_dt: np.dtype, dst_dt: np.dtype, round_mode) -> n
     with np.errstate(all="ignore"):
         if (src_dt, dst_dt) == (_F32, _F32):
             y = _round_int(x, np.dtype(np.int64), round_mode).astype(np.float32)
-            return np.where(np.isfinite(x), y, x)
+            return np.where(np.isfinite(x), np.copysign(y, x), x)    # -0.3 -> -0, as IEEE
         if dst_dt.kind == "f" or dst_dt == _BF16:
             return _round_float(x, dst_dt, round_mode) if src_dt.itemsize > dst_dt.itemsize \
                 else x.astype(dst_dt)
