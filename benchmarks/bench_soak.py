@@ -151,6 +151,9 @@ class Soak:
         self.put("fsa_v", np.abs(r.standard_normal((16, 8))).astype(np.float32))
         self.put("fsa_grad", r.standard_normal((6, 8)).astype(np.float32))
         self.put("fsa_idx", r.integers(0, 16, 6).astype(np.int32))
+        for k, v in (("b1p", 0.9 ** 3), ("b2p", 0.999 ** 3), ("lr", 1e-3), ("b1", 0.9),
+                     ("b2", 0.999), ("eps", 1e-8)):             # scalar inputs: device tensors
+            self.put(f"fsa_{k}", np.array([v], np.float32))
 
     def tensor(self, name: str, shape=None):
         ptr, host = self.buffers[name]
@@ -213,8 +216,9 @@ class Soak:
                 op.aclnnEmbeddingDenseBackward), ts
         if kind == "fsa":
             from aclnn.ops import fused_sparse_adam as op
-            ts = [self.tensor(f"fsa_{k}") for k in ("var", "m", "v", "grad", "idx")]
-            return ts[:3] + [0.9 ** 3, 0.999 ** 3, 1e-3, 0.9, 0.999, 1e-8] + ts[3:] + [False], (
+            ts = [self.tensor(f"fsa_{k}") for k in ("var", "m", "v", "b1p", "b2p", "lr", "b1",
+                                                    "b2", "eps", "grad", "idx")]
+            return ts + [False], (
                 op.aclnnFusedSparseAdamGetWorkspaceSize, op.aclnnFusedSparseAdam), ts
         raise ValueError(kind)
 

@@ -4,9 +4,11 @@ The example of the MindSpore document ``mindspore.ops.FusedSparseAdam`` (seed
 ``mindspore.ops.FusedSparseAdam.txt``): var, m and v are [3, 1, 2] float32 tensors of ones,
 beta1_power 0.9, beta2_power 0.999, lr 0.001, beta1 0.9, beta2 0.999, epsilon 1e-8, a
 [2, 1, 2] random gradient and indices [0, 1]. The operator is not lazy: row 2, which no
-index names, is updated too (the seed prints 0.99971527 for it). Written in the steps of the
-official aclnn samples (reference/api.md §3): init, tensors, the two phases, synchronize,
-copy back, release.
+index names, is updated too (the seed prints 0.99971527 for it). The six scalars are
+one-element FLOAT device tensors, as aclnn takes an optimizer's scalar inputs
+(docs/tutorial.md §10). Written in the steps of the official aclnn samples
+(reference/api.md §3): init, tensors, the two phases, synchronize, copy back, release.
+(``examples/mindspore_fused_sparse_adam.py`` runs the document's own code instead.)
 
 Run: ``python examples/fused_sparse_adam_sample.py [--soc Ascend910B1] [--seed 0]``
 """
@@ -71,15 +73,18 @@ def main(argv=None):
     hosts = {name: np.ones((3, 1, 2), np.float32) for name in ("var", "m", "v")}
     hosts["grad"] = np.random.default_rng(args.seed).random((2, 1, 2), dtype=np.float32)
     hosts["indices"] = np.array([0, 1], np.int32)
+    scalars = dict(beta1_power=0.9, beta2_power=0.999, lr=0.001, beta1=0.9, beta2=0.999,
+                   epsilon=1e-8)
+    for name, value in scalars.items():         # scalar inputs: one-element device tensors
+        hosts[name] = np.array([value], np.float32)
     tensors, addrs = {}, {}
     for name, data in hosts.items():
         dt = aclnn.ACL_INT32 if name == "indices" else aclnn.ACL_FLOAT
         tensors[name], addrs[name] = create_acl_tensor(data, dt)
-    beta1_power, beta2_power, lr, beta1, beta2, epsilon = 0.9, 0.999, 0.001, 0.9, 0.999, 1e-8
 
     workspace_size, executor, ret = aclnnFusedSparseAdamGetWorkspaceSize(
-        tensors["var"], tensors["m"], tensors["v"], beta1_power, beta2_power, lr, beta1, beta2,
-        epsilon, tensors["grad"], tensors["indices"], False)
+        tensors["var"], tensors["m"], tensors["v"], *(tensors[name] for name in scalars),
+        tensors["grad"], tensors["indices"], False)
     check(ret, "aclnnFusedSparseAdamGetWorkspaceSize")
     workspace_addr = 0
     if workspace_size > 0:

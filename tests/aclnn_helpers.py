@@ -60,12 +60,18 @@ def assert_unchanged(tensors, arrays):
         np.testing.assert_array_equal(from_device(t, a.dtype), a)
 
 
-def run_example(name: str, argv=()):
-    """Load ``examples/<name>.py`` and return ``main(argv)``, on a runtime reset before and
-    after."""
+def load_example(name: str):
+    """The module ``examples/<name>.py``, loaded (its ``main`` not run)."""
     spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def run_example(name: str, argv=()):
+    """Load ``examples/<name>.py`` and return ``main(argv)``, on a runtime reset before and
+    after."""
+    module = load_example(name)
     runtime.reset()
     try:
         return module.main(list(argv))

@@ -429,6 +429,11 @@ def _bad_cases():
         "not device memory": (lambda A: sub(A, 2, shaped(A[2], [1], addr=0x1000)), 161002, "lr"),
         "past the allocation": (lambda A: sub(A, 0, shaped(A[0], [4, 8], offset=16)), 161002, "varRef"),
         "destroyed lr": (lambda A: (aclnn.aclDestroyTensor(A[2]), A)[1], 161002, "lr"),
+        # scalar inputs are one-element aclTensors (docs/tutorial.md §10): a number or an
+        # aclScalar is refused, and the message says what to pass
+        "lr a number": (lambda A: sub(A, 2, 0.001), 161002, "lr"),
+        "beta an aclScalar": (lambda A: sub(A, 5, aclnn.aclCreateScalar(0.9, aclnn.ACL_FLOAT)),
+                              161002, "beta"),
     }
 
 
@@ -448,6 +453,8 @@ def test_invalid_arguments(stream, case):
     assert (ws, ex, ret) == (0, None, code)
     msg = acl.get_recent_err_msg()
     assert msg and arg in msg and "aclnnApplyAddSignGetWorkspaceSize" in msg
+    if "number" in case or "aclScalar" in case:
+        assert "one-element aclTensor (shape [1])" in msg and "aclnnApplyAdamW" in msg
     assert acl.rt.synchronize_stream(stream) == 0
     for t, h in zip(keep, hosts):
         np.testing.assert_array_equal(from_device(t, np.float32), h)

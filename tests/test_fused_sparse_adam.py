@@ -1,8 +1,10 @@
 """aclnnFusedSparseAdam: the seed's example (its printed value for the row no index names),
 bit-exactness against MindSpore's order of operations written out in float32, the numpy
-golden on duplicates, out-of-range and empty indices, Nesterov, int64 indices, wide rows and
-a multi-chunk device sort, and every validation path with the in-place tensors unchanged
-(seed mindspore.ops.FusedSparseAdam; reference/operators.md §4)."""
+golden on duplicates, out-of-range and empty indices, Nesterov (rows no index names keep
+their var, as MindSpore 2.10's CPU kernel measured), int64 indices, wide rows and a
+multi-chunk device sort, the scalar inputs as one-element device tensors (numbers are
+refused with a message saying so), and every validation path with the in-place tensors
+unchanged (seed mindspore.ops.FusedSparseAdam; reference/operators.md §4)."""
 
 import numpy as np
 import pytest
@@ -29,11 +31,16 @@ def make_state(shape, n, seed, low=-2, high=None):
     return var, m, v, grad, idx
 
 
+def scalar_tensors(scalars=SCALARS):
+    """The six scalars as one-element FLOAT device tensors, in the operator's order."""
+    return [to_device(np.array([scalars[k]], np.float32)) for k in
+            ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon")]
+
+
 def run(stream, var, m, v, grad, idx, nesterov=False, idx_dtype=np.int32, scalars=SCALARS):
     tensors = [to_device(a) for a in (var, m, v)]
     ws, ex, ret = aclnnFusedSparseAdamGetWorkspaceSize(
-        *tensors, scalars["beta1_power"], scalars["beta2_power"], scalars["lr"],
-        scalars["beta1"], scalars["beta2"], scalars["epsilon"], to_device(grad),
+        *tensors, *scalar_tensors(scalars), to_device(grad),
         to_device(np.asarray(idx, idx_dtype)), nesterov)
     assert ret == 0, acl.get_recent_err_msg()
     wptr = 0
@@ -58,7 +65,7 @@ def documented_order_fp32(var, m, v, grad, idx, nesterov, s):
     lr = lr * np.sqrt(f(1) - b2p) / (f(1) - b1p)
     m *= b1
     v *= b2
-    m_t = m * b1 if nesterov else None                 # rows without an index: zero gradient
+    m_t = np.zeros_like(m) if nesterov else None       # rows without an index: never written
     for k, g in summed.items():
         m[k] += (f(1) - b1) * g
         v[k] += (f(1) - b2) * g * g
@@ -124,30 +131,45 @@ def test_against_golden(stream, case):
         assert ex.kernels[0] == "Cast"
 
 
-def test_nesterov_rows_without_an_index_use_a_zero_gradient(stream):
+def test_nesterov_rows_without_an_index_keep_their_var(stream):
+    """MindSpore 2.10's CPU kernel, measured (aclnn/ops/fused_sparse_adam.py): with Nesterov,
+    a row no index names has m*beta1 and v*beta2 but its var unchanged."""
     var, m, v, grad, idx = make_state((10, 4), 3, seed=5, low=0, high=3)
     got, _ = run(stream, var, m, v, grad, idx, True)
     want = fused_sparse_adam_golden(var, m, v, *SCALARS.values(), grad, idx, use_nesterov=True)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=2e-6, atol=2e-6)
-    # rows 3..9: M = beta1 * (beta1 * m)
+    hit = np.zeros(10, bool)
+    hit[idx] = True
+    assert hit.sum() < 10
     f = np.float32
-    lr_t = f(0.01) * np.sqrt(f(1) - f(SCALARS["beta2_power"])) / (f(1) - f(SCALARS["beta1_power"]))
-    mm = m[5] * f(0.9) * f(0.9)
-    expect = var[5] - lr_t * mm / (np.sqrt(v[5] * f(0.999)) + f(1e-8))
-    np.testing.assert_allclose(got[0][5], expect, rtol=1e-6)
+    np.testing.assert_array_equal(got[0][~hit], var[~hit])
+    np.testing.assert_array_equal(got[1][~hit], m[~hit] * f(0.9))
+    np.testing.assert_array_equal(got[2][~hit], v[~hit] * f(0.999))
+    assert not np.array_equal(got[0][hit], var[hit])      # the indexed rows do move
+
+
+def test_nesterov_row_without_an_index_is_nan_where_the_denominator_is_zero(stream):
+    """Measured with MindSpore 2.10: v = 0 and epsilon = 0 on a row no index names give
+    NaN (0/0), so the row's var is ``var - lr_t*0/(sqrt(v)+eps)``, not skipped."""
+    var, m, v = (np.ones((3, 2), np.float32) for _ in range(3))
+    v[2] = 0
+    got, _ = run(stream, var, m, v, np.ones((1, 2), np.float32), [0], True,
+                 scalars=dict(SCALARS, epsilon=0.0))
+    assert np.isnan(got[0][2]).all() and np.isfinite(got[0][:2]).all()
 
 
 # -- validation ------------------------------------------------------------------------------
 def _fresh():
     var, m, v, grad, idx = make_state((6, 4), 5, seed=9, low=0, high=6)
     arrays = [var, m, v, grad, idx.astype(np.int32)]
+    arrays += [np.array([x], np.float32) for x in (0.9, 0.999, 0.001, 0.9, 0.999, 1e-8)]
     return arrays, [to_device(a) for a in arrays]
 
 
 def _args(T, **over):
-    a = dict(varRef=T[0], mRef=T[1], vRef=T[2], beta1Power=0.9, beta2Power=0.999, lr=0.001,
-             beta1=0.9, beta2=0.999, epsilon=1e-8, grad=T[3], indices=T[4], useNesterov=False)
+    s = dict(zip(("beta1Power", "beta2Power", "lr", "beta1", "beta2", "epsilon"), T[5:]))
+    a = dict(varRef=T[0], mRef=T[1], vRef=T[2], **s, grad=T[3], indices=T[4], useNesterov=False)
     a.update(over)
     return a
 
@@ -174,8 +196,13 @@ BAD = {
     "2-D indices": (lambda T: _args(T, indices=_reshape(T[4], [5, 1])), 161002, "indices"),
     "grad rows": (lambda T: _args(T, grad=_reshape(T[3], [4, 5], [20])), 161002, "grad"),
     "grad cols": (lambda T: _args(T, grad=_reshape(T[3], [5, 2, 2])), 161002, "grad"),
-    "beta1Power 1": (lambda T: _args(T, beta1Power=1.0), 161002, "beta1Power"),
-    "lr not a number": (lambda T: _args(T, lr="0.1"), 161002, "lr"),
+    "null lr": (lambda T: _args(T, lr=None), 161001, "lr"),
+    "lr a number (the old form)": (lambda T: _args(T, lr=0.001), 161002, "lr"),
+    "beta1Power a number": (lambda T: _args(T, beta1Power=0.9), 161002, "beta1Power"),
+    "epsilon an aclScalar": (lambda T: _args(T, epsilon=aclnn.aclCreateScalar(
+        1e-8, aclnn.ACL_FLOAT)), 161002, "epsilon"),
+    "fp16 beta2": (lambda T: _args(T, beta2=_retype(T[9], aclnn.ACL_FLOAT16)), 161002, "beta2"),
+    "two-element lr": (lambda T: _args(T, lr=_reshape(T[0], [2])), 161002, "lr"),
     "nesterov not bool": (lambda T: _args(T, useNesterov=2), 161002, "useNesterov"),
     "NZ var": (lambda T: _args(T, varRef=aclnn.aclCreateTensor(
         [6, 4], aclnn.ACL_FLOAT, [4, 1], 0, aclnn.ACL_FORMAT_FRACTAL_NZ, [6, 4],
@@ -194,16 +221,26 @@ def test_invalid_arguments_change_nothing(stream, case):
     assert (ws, ex, ret) == (0, None, code)
     msg = acl.get_recent_err_msg()
     assert msg and arg in msg
+    if "number" in case or "aclScalar" in case:           # says what to pass instead
+        assert "one-element aclTensor (shape [1])" in msg and "aclnnApplyAdamW" in msg
     assert acl.rt.synchronize_stream(stream) == 0
     assert_unchanged(tensors, arrays)
+
+
+def test_beta1_power_of_one_reaches_the_device_and_gives_inf_or_nan(stream):
+    """The value is on the device, so the first phase cannot refuse it (module docstring):
+    lr_t = x/0 and var is no longer finite; the MindSpore front end refuses it first."""
+    var, m, v, grad, idx = make_state((4, 2), 2, seed=1, low=0, high=4)
+    got, _ = run(stream, var, m, v, grad, idx, scalars=dict(SCALARS, beta1_power=1.0))
+    assert not np.isfinite(got[0]).any()
 
 
 def test_unsupported_soc_and_no_device(tmp_path):
     try:
         init_runtime(tmp_path, "Ascend910A")
         t = aclnn.aclCreateTensor([4], aclnn.ACL_FLOAT, [1], 0, aclnn.ACL_FORMAT_ND, [4], 0)
-        args = dict(varRef=t, mRef=t, vRef=t, beta1Power=0.5, beta2Power=0.5, lr=0.1, beta1=0.9,
-                    beta2=0.9, epsilon=1e-8, grad=t, indices=t, useNesterov=False)
+        args = dict(varRef=t, mRef=t, vRef=t, beta1Power=t, beta2Power=t, lr=t, beta1=t,
+                    beta2=t, epsilon=t, grad=t, indices=t, useNesterov=False)
         _, _, ret = aclnnFusedSparseAdamGetWorkspaceSize(**args)
         assert ret == aclnn.ACLNN_ERR_RUNTIME_ERROR
         assert acl.rt.set_device(0) == 0

@@ -300,7 +300,9 @@ def _fsa_args(e):
     rng = np.random.default_rng(5)
     var, m = (e.tensor(rng.standard_normal((6, 8)).astype(np.float32)) for _ in range(2))
     v = e.tensor(np.abs(rng.standard_normal((6, 8))).astype(np.float32))
-    return [var, m, v, 0.9 ** 3, 0.999 ** 3, 0.01, 0.9, 0.999, 1e-8,
+    scalars = [e.tensor(np.array([x], np.float32)) for x in (0.9 ** 3, 0.999 ** 3, 0.01, 0.9,
+                                                              0.999, 1e-8)]
+    return [var, m, v, *scalars,
             e.tensor(rng.standard_normal((4, 8)).astype(np.float32)),
             e.tensor(np.array([0, 2, 2, 5], np.int32)), False]
 
@@ -313,8 +315,8 @@ def _fsa_api():
 if HAS_FSA:
     OPS["aclnnFusedSparseAdam"] = (
         _fsa_api, _fsa_args,
-        [("varRef", "T"), ("mRef", "T"), ("vRef", "T"), ("beta1Power", "D"),
-         ("beta2Power", "D"), ("lr", "D"), ("beta1", "D"), ("beta2", "D"), ("epsilon", "D"),
+        [("varRef", "T"), ("mRef", "T"), ("vRef", "T"), ("beta1Power", "T"),
+         ("beta2Power", "T"), ("lr", "T"), ("beta1", "T"), ("beta2", "T"), ("epsilon", "T"),
          ("grad", "T"), ("indices", "T"), ("useNesterov", "BOOL")])
 if HAS_EDB:
     OPS["aclnnEmbeddingDenseBackward"] = (
@@ -323,12 +325,43 @@ if HAS_EDB:
          ("scaleGradByFreq", "BOOL"), ("out", "T")])
 
 
+def _softmax_args(e):
+    return [e.rand([4, 8], seed=1), -1, e.rand([4, 8], seed=2)]
+
+
+def _softmax_api():
+    from aclnn.ops import softmax as m
+    return m.aclnnSoftmaxGetWorkspaceSize, m.aclnnSoftmax
+
+
+def _rms_norm_args(e):
+    return [e.rand([4, 8], seed=1), e.rand([8], seed=2), 1e-6, e.rand([4, 8], seed=3),
+            e.tensor(np.zeros((4, 1), np.float32))]
+
+
+def _rms_norm_api():
+    from aclnn.ops import rms_norm as m
+    return m.aclnnRmsNormGetWorkspaceSize, m.aclnnRmsNorm
+
+
+OPS["aclnnSoftmax"] = (_softmax_api, _softmax_args, [("self", "T"), ("dim", "DIM"), ("out", "T")])
+OPS["aclnnRmsNorm"] = (_rms_norm_api, _rms_norm_args,
+                       [("x", "T"), ("gamma", "T"), ("epsilon", "D"), ("yOut", "T"),
+                        ("rstdOut", "T")])
+#: An int64 dim (aclnnSoftmax): not an int, or outside [-n, n).
+DIM_BAD = {"None": None, "str": "0", "1.5": 1.5, "bool": True, "out of range": 2,
+           "2**63": 2 ** 63}
+#: Operators whose documents give another code than 161002 to the shape rules:
+#: aclnnRmsNorm.md lists them under 561002 (ACLNN_ERR_INNER_TILING_ERROR).
+SHAPE_RULE_CODE = {"aclnnRmsNorm": 561002}
+
+
 def _first_phase_rows():
     rows = []
     for op, (_, _, params) in OPS.items():
         for i, (arg, kind) in enumerate(params):
             bad = {"T": TENSOR_BAD, "S": SCALAR_BAD, "D": DOUBLE_BAD, "MODE": MODE_BAD,
-                   "BOOL": BOOL_BAD, "U64": UINT64_BAD}[kind]
+                   "BOOL": BOOL_BAD, "U64": UINT64_BAD, "DIM": DIM_BAD}[kind]
             for label in bad:
                 if op == "aclnnEmbeddingDenseBackward" and arg == "paddingIdx" and label == "2**64":
                     continue      # paddingIdx takes int64 values too (negative = no padding)
@@ -347,15 +380,17 @@ def test_first_phase_rejects_bad_argument(env, op, index, kind, label):
         if label in NOT_FOR_ONE_ELEMENT and args[index].numel() == 1:
             pytest.skip("a one-element view has no stride that reaches outside its storage")
         args[index] = make(env, args[index])
+        if label in ("other shape", "9 dims"):
+            code = SHAPE_RULE_CODE.get(op, code)
     elif kind == "S":
         make, code, words = SCALAR_BAD[label]
         args[index] = make(env)
     else:
         args[index] = {"D": DOUBLE_BAD, "MODE": MODE_BAD, "BOOL": BOOL_BAD,
-                       "U64": UINT64_BAD}[kind][label]
+                       "U64": UINT64_BAD, "DIM": DIM_BAD}[kind][label]
         code = 161002          # a C double/int64/bool cannot be null: a bad value
         words = {"D": NUMBER, "MODE": ("0 (L2) or 1",), "BOOL": ("must be a bool",),
-                 "U64": ("uint64",)}[kind]
+                 "U64": ("uint64",), "DIM": ("int", "range")}[kind]
     expect_failure(first, args, code, arg, words, api=first.__name__)
 
 
@@ -392,7 +427,8 @@ def test_every_tensor_with_nine_dims(env, op):
             and args[i].view_dims == args[0].view_dims]
     for i in same:
         args[i] = _nine_dims(args[i])
-    expect_failure(first, args, 161002, names[0], ("dimension", "8"), api=first.__name__)
+    expect_failure(first, args, SHAPE_RULE_CODE.get(op, 161002), names[0], ("dimension", "8"),
+                   api=first.__name__)
 
 
 def test_create_tensor_with_negative_dims_is_nullptr_then_161001(env):
@@ -1031,6 +1067,7 @@ def test_every_operator_is_in_the_tables():
     spelled = {"add": "aclnnAdd", "apply_add_sign": "aclnnApplyAddSign",
                "apply_fused_ema_adam": "aclnnApplyFusedEmaAdam",
                "embedding_dense_backward": "aclnnEmbeddingDenseBackward",
-               "fused_sparse_adam": "aclnnFusedSparseAdam"}
+               "fused_sparse_adam": "aclnnFusedSparseAdam", "softmax": "aclnnSoftmax",
+               "rms_norm": "aclnnRmsNorm"}
     assert modules <= set(spelled), f"operator modules without rows: {modules - set(spelled)}"
     assert {spelled[m] for m in modules} <= set(OPS)

@@ -236,8 +236,9 @@ def _figures_ops() -> dict:
         v, vvb = put(np.abs(rng.standard_normal((300, 40))).astype(np.float32))
         gr, _ = put(rng.standard_normal((120, 40)).astype(np.float32))
         ix, _ = put(rng.integers(0, 300, 120).astype(np.int32))
-        run(aclnnFusedSparseAdamGetWorkspaceSize, aclnnFusedSparseAdam, var, m, v, 0.5, 0.25,
-            0.01, 0.9, 0.999, 1e-8, gr, ix, True)
+        fsa_scal = [put(np.array([x], np.float32))[0] for x in (0.5, 0.25, 0.01, 0.9, 0.999, 1e-8)]
+        run(aclnnFusedSparseAdamGetWorkspaceSize, aclnnFusedSparseAdam, var, m, v, *fsa_scal,
+            gr, ix, True)
         record("FusedSparseAdam 300x40, 120 indices, nesterov", [(var, vb), (m, mb), (v, vvb)])
         var, vb = put(rng.standard_normal(5000).astype(np.float32))
         m, mb = put(rng.standard_normal(5000).astype(np.float32))

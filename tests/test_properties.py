@@ -465,9 +465,10 @@ def test_fused_sparse_adam_matches_golden(dev, case):
     f = {k: float(np.float32(x)) for k, x in sc.items()}
     try:
         tv, tm, tvv = dev.put(var), dev.put(m), dev.put(v)
+        scalars = [dev.put(np.array([f[k]], np.float32)) for k in (
+            "beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon")]
         dev.run(op.aclnnFusedSparseAdamGetWorkspaceSize, op.aclnnFusedSparseAdam, tv, tm, tvv,
-                f["beta1_power"], f["beta2_power"], f["lr"], f["beta1"], f["beta2"],
-                f["epsilon"], dev.put(grad), dev.put(indices), nesterov)
+                *scalars, dev.put(grad), dev.put(indices), nesterov)
         got = [dev.get(t, F32) for t in (tv, tm, tvv)]
     finally:
         dev.free_all()

@@ -74,7 +74,9 @@ def well_formed(name: str, t) -> None:
 
 
 def objects(*args) -> None:
-    """Check ``(name, object, cls)`` triples: the nulls first, then the objects.
+    """Check ``(name, object, cls)`` triples (or ``(name, object, cls, hint)``, the hint
+    ending the message of an object that is not a ``cls``): the nulls first, then the
+    objects.
 
     * 161001 for the first argument that is None ("Expected a proper Tensor but got null
       for argument ...", the ``OP_CHECK_NULL`` message of ops-nn), checked over all the
@@ -83,15 +85,15 @@ def objects(*args) -> None:
       (aclDestroyTensor / aclDestroyScalar), or -- for a tensor -- that is not well
       formed (:func:`well_formed`) [R: Python-only cases, see the module docstring].
     """
-    for name, obj, cls in args:
+    for name, obj, cls, *_ in args:
         if obj is None:
             what = "Tensor" if cls is aclTensor else cls.__name__.removeprefix("acl")
             raise ParamError(ACLNN_ERR_PARAM_NULLPTR,
                              f"Expected a proper {what} but got null for argument {name}.")
-    for name, obj, cls in args:
+    for name, obj, cls, *hint in args:
         if not isinstance(obj, cls):
             raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} must be an {cls.__name__}, got "
-                             f"{type(obj).__name__}")
+                             f"{type(obj).__name__}{''.join(hint)}")
         if obj.destroyed:
             destroy = "aclDestroyTensor" if cls is aclTensor else "aclDestroyScalar"
             raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} was destroyed ({destroy})")
@@ -99,10 +101,37 @@ def objects(*args) -> None:
             well_formed(name, obj)
 
 
-def not_null(**tensors) -> None:
+def not_null(scalar_inputs=(), **tensors) -> None:
     """Every keyword is a tensor argument: 161001 for None, then 161002 for an object
-    that is not a live, well-formed aclTensor (see :func:`objects`)."""
-    objects(*((name, t, aclTensor) for name, t in tensors.items()))
+    that is not a live, well-formed aclTensor (see :func:`objects`). The message for a
+    name in ``scalar_inputs`` given in another form (a number, an aclScalar) says what to
+    pass instead (:data:`SCALAR_INPUT_RULE`)."""
+    hint = f"; {SCALAR_INPUT_RULE}"
+    objects(*((name, t, aclTensor, hint if name in scalar_inputs else "")
+              for name, t in tensors.items()))
+
+
+#: How an optimizer's scalar inputs (lr, beta1, epsilon...) are passed to the aclnn layer:
+#: one-element aclTensors on the device, of the updated tensor's dtype -- aclnnApplyAdamW
+#: takes beta1Power, beta2Power, lr, weightDecay, beta1, beta2 and eps so ("shape要求为[1]",
+#: dtype "与varRef保持一致", 161002 when "shape大小不为1"; ops-nn
+#: optim/apply_adam_w/docs/aclnnApplyAdamW.md). docs/tutorial.md §10.
+SCALAR_INPUT_RULE = ("pass a scalar input as a one-element aclTensor (shape [1]) of the updated "
+                     "tensor's dtype in device memory, as aclnnApplyAdamW takes lr and the "
+                     "betas; Python numbers and aclScalar are not accepted")
+
+
+def scalar_tensors(ref_name: str, ref, **scalars) -> None:
+    """161002 unless each scalar input is a one-element aclTensor (at most 8 dims, as
+    every aclnn tensor) with ``ref``'s dtype (:data:`SCALAR_INPUT_RULE`)."""
+    for name, t in scalars.items():
+        if t.data_type != ref.data_type:
+            raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} has dtype {t.data_type.name} "
+                             f"but {ref_name} has {ref.data_type.name}; they must be equal")
+        if t.numel() != 1:
+            raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} has shape {list(t.view_dims)} "
+                             f"({t.numel()} elements); it must be a scalar of one element")
+        ndim_between(name, t, 0, 8)
 
 
 def device():

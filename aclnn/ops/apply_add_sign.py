@@ -10,10 +10,16 @@ Semantics: MindSpore ``ops.ApplyAddSign`` (``shared/seeds/mindspore.ops.ApplyAdd
 CANN publishes no aclnn API for this operator (the Ascend kernel is the TBE
 ``ApplyAddSignD``; ops-nn has no add_sign op), so the interface is modelled on the aclnn
 optimizer that takes the same kind of arguments, ``aclnnApplyAdamW`` (ops-nn
-``optim/apply_adam_w/docs/aclnnApplyAdamW.md``): ``Ref`` tensors updated in place, the
-scalars as device tensors of one element with var's dtype, statuses 161001/161002 [R for
-carrying that convention over]. The calling convention is pyACL's (values first, status
-last, ``reference/api.md`` §5)::
+``optim/apply_adam_w/docs/aclnnApplyAdamW.md``): ``Ref`` tensors updated in place,
+statuses 161001/161002 [R for carrying that convention over].
+
+Scalar inputs: lr, alpha, signDecay and beta are one-element aclTensors (shape [1]) of
+varRef's dtype in device memory -- the convention of the aclnn optimizers whose graph
+operator takes its scalars as inputs (aclnnApplyAdamW: beta1Power ... eps "shape要求为[1]",
+dtype "与varRef保持一致"), shared with aclnnFusedSparseAdam (docs/tutorial.md §10). A
+number or an aclScalar in their place is 161002, and the message says what to pass.
+
+The calling convention is pyACL's (values first, status last, ``reference/api.md`` §5)::
 
     workspaceSize, executor, ret = aclnnApplyAddSignGetWorkspaceSize(
         varRef, mRef, lr, alpha, signDecay, beta, grad)
@@ -47,8 +53,9 @@ def aclnnApplyAddSignGetWorkspaceSize(varRef, mRef, lr, alpha, signDecay, beta, 
         varRef: aclTensor FLOAT or FLOAT16, 0-8 dims ("任意维度" in the seed, up to aclnn's
             8), ND, contiguous, on the device; updated in place.
         mRef: aclTensor of varRef's shape and dtype; updated in place.
-        lr, alpha, signDecay, beta: aclTensors of one element (shape [1] or []) with
-            varRef's dtype, on the device (the seed: "必须是Scalar", float32/float16).
+        lr, alpha, signDecay, beta: aclTensors of one element (shape [1], or [] / [1, 1]...
+            up to 8 dims) with varRef's dtype, on the device (the seed: "必须是Scalar",
+            float32/float16; the scalar-input convention of the module docstring).
         grad: aclTensor of varRef's shape and dtype.
 
     Returns:
@@ -57,10 +64,10 @@ def aclnnApplyAddSignGetWorkspaceSize(varRef, mRef, lr, alpha, signDecay, beta, 
         ``ACLNN_SUCCESS``; or ``(0, None, code)`` with code
         161001 (ACLNN_ERR_PARAM_NULLPTR) when an argument is None;
         161002 (ACLNN_ERR_PARAM_INVALID) for a dtype other than FLOAT/FLOAT16, dtypes or
-        shapes that differ from varRef's, a scalar with other than one element, more
-        than 8 dims, a non-ND format, a non-contiguous tensor, a view reaching outside
-        its storage, data outside device memory (a freed or foreign pointer), a
-        destroyed tensor, an object that is not an aclTensor [R], or a SoC other than
+        shapes that differ from varRef's, a scalar with other than one element or given
+        as a number or aclScalar instead of an aclTensor, more than 8 dims, a non-ND
+        format, a non-contiguous tensor, a view reaching outside its storage, data
+        outside device memory (a freed or foreign pointer), a destroyed tensor, an object that is not an aclTensor [R], or a SoC other than
         Atlas A2/A3;
         361001 (ACLNN_ERR_RUNTIME_ERROR) when no device is set.
         The message names the argument (``acl.get_recent_err_msg()``). A failed call
@@ -70,7 +77,7 @@ def aclnnApplyAddSignGetWorkspaceSize(varRef, mRef, lr, alpha, signDecay, beta, 
     scalars = dict(zip(_SCALARS, (lr, alpha, signDecay, beta)))
     tensors = dict(varRef=varRef, mRef=mRef, **scalars, grad=grad)
     try:
-        _check.not_null(**tensors)
+        _check.not_null(_SCALARS, **tensors)
         dev = _check.device()
         soc = dev.soc
         if soc.short_soc_version not in _SUPPORTED_SHORT_SOC:
@@ -79,15 +86,7 @@ def aclnnApplyAddSignGetWorkspaceSize(varRef, mRef, lr, alpha, signDecay, beta, 
         _check.dtype_in("varRef", varRef, _DTYPES)
         _check.same_dtype_shape("varRef", varRef, mRef=mRef, grad=grad)
         _check.ndim_between("varRef", varRef, 0, _MAX_DIMS)
-        for name, t in scalars.items():
-            if t.data_type != varRef.data_type:
-                raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} has dtype {t.data_type.name} "
-                                 f"but varRef has {varRef.data_type.name}; they must be equal")
-            if t.numel() != 1:
-                raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} has shape {list(t.view_dims)} "
-                                 f"({t.numel()} elements); it must be a scalar of one element")
-            # one element, but still an aclnn tensor: at most 8 dims (reference/api.md §1)
-            _check.ndim_between(name, t, 0, _MAX_DIMS)
+        _check.scalar_tensors("varRef", varRef, **scalars)
         for name, t in tensors.items():
             _check.nd_format(name, t)
         for name, t in tensors.items():

@@ -16,9 +16,25 @@ Semantics (not lazy): duplicate indices are summed first and indices outside
 the indexed rows ``m += (1-beta1)*g`` and ``v += (1-beta2)*g*g``, and every row
 ``var -= lr*sqrt(1-beta2Power)/(1-beta1Power) * M / (sqrt(v) + epsilon)`` (epsilon added to
 ``sqrt(v)``, not to the bias-corrected v), ``M = m``. With useNesterov,
-``M = beta1*m + (1-beta1)*g`` on the indexed rows and, **a choice of this project**,
-``M = beta1*m`` (the same update with a zero gradient) on the rows no index names: the CPU
-kernel leaves those rows undefined (it reads a workspace it never wrote).
+``M = beta1*m + (1-beta1)*g`` on the indexed rows and ``M = 0`` on the rows no index names:
+their m and v decay but their var is left unchanged (``var - 0``; NaN only where
+``sqrt(v) + epsilon`` is 0 or NaN). That is MindSpore 2.10's CPU kernel as measured
+(``pip install mindspore``, CPU, PyNative, first launch in a process: var of those rows
+bit-identical, m = m*beta1, v = v*beta2, NaN for v = 0 with epsilon = 0): its Nesterov
+moment is a workspace written for the indexed rows only, zero when fresh (reference/
+operators.md §4 flags it as undefined; in a process that has launched before, the
+workspace holds stale values and those rows move by amounts that follow no formula).
+
+Scalar inputs: beta1Power, beta2Power, lr, beta1, beta2 and epsilon are one-element
+aclTensors (shape [1]) of varRef's dtype (FLOAT) in device memory, read by the kernel --
+the convention of the aclnn optimizers whose graph operator takes its scalars as inputs
+(aclnnApplyAdamW, ops-nn ``optim/apply_adam_w/docs/aclnnApplyAdamW.md``: "shape要求为[1]",
+dtype "与varRef保持一致"), shared with aclnnApplyAddSign (docs/tutorial.md §10). A number
+or an aclScalar in their place is 161002, and the message says what to pass. Since the
+values are on the device, the first phase cannot see them: ``beta1Power == 1`` is not a
+parameter error here (lr_t is then infinite and var becomes inf/NaN, as the arithmetic
+gives); the MindSpore front end (:mod:`aclnn.mindspore`) refuses it before launching, as
+MindSpore's CPU kernel does.
 
 The graph: ``Cast`` of int64 indices to int32 (saturating, so an index beyond the int32
 range stays out of range and is dropped) -> the shared ``Sort`` kernel (indices with their
@@ -44,6 +60,9 @@ from kernels.fused_sparse_adam.tiling import tiling
 API = "aclnnFusedSparseAdam"
 #: The Sort and MrgSort instructions the duplicate merge uses exist on A2/A3 only.
 _SUPPORTED_SHORT_SOC = ("Ascend910B", "Ascend910_93")
+_SCALARS = ("beta1Power", "beta2Power", "lr", "beta1", "beta2", "epsilon")
+
+
 def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Power, lr, beta1,
                                          beta2, epsilon, grad, indices, useNesterov):
     """First phase: validate, tile, and build the executor.
@@ -51,9 +70,10 @@ def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Po
     Args:
         varRef, mRef, vRef: aclTensors, FLOAT, same shape, >= 1 dim, ND, contiguous;
             updated in place.
-        beta1Power, beta2Power, lr, beta1, beta2, epsilon: numbers (the seed's float32
-            scalar tensors, read as float32 by the kernel); ``beta1Power`` must not be 1
-            (the CPU kernel raises "the 'beta1_power' can not be 1").
+        beta1Power, beta2Power, lr, beta1, beta2, epsilon: one-element aclTensors (shape
+            [1]; [] or up to 8 dims of one element also do) of varRef's dtype, FLOAT, on the
+            device (the seed's float32 scalar tensors; the scalar-input convention of the
+            module docstring). beta1Power == 1 is not detected (see the module docstring).
         grad: aclTensor, FLOAT, ``grad.shape[0] == indices`` count and ``grad.shape[1:] ==
             varRef.shape[1:]``.
         indices: aclTensor, INT32 or INT64, 1-D. Values outside ``[0, varRef.shape[0])`` are
@@ -64,14 +84,19 @@ def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Po
         ``(workspaceSize, executor, ret)``: workspaceSize in bytes (the 16 MiB system
         workspace, the Sort kernel's merge buffers, the sorted indices and positions and the
         int32 indices of int64 input, each 512 B aligned; 0 when var is empty); ret 0,
-        161001 for a null tensor, 161002 for a dtype, shape, dimension count, format,
-        scalar (not a number, or beta1Power == 1) or useNesterov the rules do not allow, an
-        unsupported SoC, non-contiguous or non-device data; 361001 with no device. The
-        message names the argument.
+        161001 for a null tensor or scalar, 161002 for a dtype, shape, dimension count,
+        format or useNesterov the rules do not allow, a scalar input that is not a
+        one-element aclTensor of varRef's dtype (a number or an aclScalar included: the
+        message says what to pass), an unsupported SoC, non-contiguous or non-device data;
+        361001 with no device. The message names the argument. A failed call changes
+        nothing.
     """
     api = API + "GetWorkspaceSize"
     try:
-        _check.not_null(varRef=varRef, mRef=mRef, vRef=vRef, grad=grad, indices=indices)
+        scalars = dict(zip(_SCALARS, (beta1Power, beta2Power, lr, beta1, beta2, epsilon)))
+        tensors = dict(varRef=varRef, mRef=mRef, vRef=vRef, **scalars, grad=grad,
+                       indices=indices)
+        _check.not_null(_SCALARS, **tensors)
         dev = _check.device()
         soc = dev.soc
         if soc.short_soc_version not in _SUPPORTED_SHORT_SOC:
@@ -95,14 +120,8 @@ def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Po
         if grad.view_dims[1:] != varRef.view_dims[1:]:
             raise ParamError(ACLNN_ERR_PARAM_INVALID, f"grad.shape[1:] = {list(grad.view_dims[1:])}"
                              f" must equal varRef.shape[1:] = {list(varRef.view_dims[1:])}")
-        scalars = {name: np.float32(_check.number(name, value)) for name, value in (
-            ("beta1Power", beta1Power), ("beta2Power", beta2Power), ("lr", lr),
-            ("beta1", beta1), ("beta2", beta2), ("epsilon", epsilon))}
-        if scalars["beta1Power"] == np.float32(1.0):
-            raise ParamError(ACLNN_ERR_PARAM_INVALID, "beta1Power must not be 1: the step size "
-                             "lr*sqrt(1-beta2Power)/(1-beta1Power) divides by 1 - beta1Power")
+        _check.scalar_tensors("varRef", varRef, **scalars)
         nesterov = _check.boolean("useNesterov", useNesterov)
-        tensors = dict(varRef=varRef, mRef=mRef, vRef=vRef, grad=grad, indices=indices)
         for name, t in tensors.items():
             _check.nd_format(name, t)
         for name, t in tensors.items():
@@ -113,9 +132,7 @@ def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Po
     rows = varRef.view_dims[0]
     E = int(np.prod(varRef.view_dims[1:], dtype=np.int64)) if varRef.ndim > 1 else 1
     n = indices.numel()
-    td = tiling(soc, rows, E, n, beta1_power=scalars["beta1Power"],
-                beta2_power=scalars["beta2Power"], lr=scalars["lr"], beta1=scalars["beta1"],
-                beta2=scalars["beta2"], epsilon=scalars["epsilon"], use_nesterov=nesterov)
+    td = tiling(soc, rows, E, n, use_nesterov=nesterov)
     st = sort_tiling(soc, n)
     layout = Workspace(td.workspaceSize)
     for name, nbytes in (("sort", st.workspaceSize), ("sorted", 4 * n), ("pos", 4 * n),
@@ -143,13 +160,15 @@ def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Po
                                       sync_all=st.chunkNum > 1))
         steps.append(KernelLaunch(fused_sparse_adam, td.blockDim,
                                   (varRef.data_address(), mRef.data_address(), vRef.data_address(),
+                                   *(s.data_address() for s in scalars.values()),
                                    grad.data_address(), at["sorted"], at["pos"], td),
                                   "FusedSparseAdam"))
         kernels[:] = [s.name for s in steps]
         enqueue_chain(device, stream, steps, API)
 
-    executor = aclOpExecutor(API, ws, launch, dev, inputs=[grad, indices],
-                             outputs=[varRef, mRef, vRef], input_names=["grad", "indices"],
+    executor = aclOpExecutor(API, ws, launch, dev, inputs=[*scalars.values(), grad, indices],
+                             outputs=[varRef, mRef, vRef],
+                             input_names=[*_SCALARS, "grad", "indices"],
                              output_names=["varRef", "mRef", "vRef"])
     executor.tiling = td
     executor.sort_tiling = st

@@ -8,8 +8,8 @@ and the seed ``mindspore.ops.FusedSparseAdam.txt``:
 * every row: ``m = beta1*m``, ``v = beta2*v`` (not lazy);
 * indexed rows: ``m += (1-beta1)*g``, ``v += (1-beta2)*g*g``;
 * every row: ``var -= lr_t * M / (sqrt(v) + epsilon)`` with ``M = m``, or with useNesterov
-  ``M = beta1*m + (1-beta1)*g`` (``g = 0`` on rows that are not indexed: the project's
-  choice, the CPU kernel leaves those rows undefined).
+  ``M = beta1*m + (1-beta1)*g`` on the indexed rows and ``M = 0`` on the others, whose var
+  is thus unchanged (MindSpore 2.10's CPU kernel as measured; aclnn/ops/fused_sparse_adam.py).
 
 The golden works in float64 and rounds once to float32; it does not follow the kernel's
 order of operations.
@@ -38,6 +38,10 @@ def fused_sparse_adam_golden(var, m, v, beta1_power, beta2_power, lr, beta1, bet
     v1 = beta2 * v0
     m1[hit] += (1.0 - beta1) * g[hit]
     v1[hit] += (1.0 - beta2) * g[hit] * g[hit]
-    M = beta1 * m1 + (1.0 - beta1) * g if use_nesterov else m1
-    var1 = var0 - lr_t * M / (np.sqrt(v1) + epsilon)
+    M = m1
+    if use_nesterov:
+        M = np.where(hit.reshape((rows,) + (1,) * (var0.ndim - 1)),
+                     beta1 * m1 + (1.0 - beta1) * g, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var1 = var0 - lr_t * M / (np.sqrt(v1) + epsilon)
     return tuple(a.astype(np.float32) for a in (var1, m1, v1))

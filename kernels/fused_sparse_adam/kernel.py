@@ -10,8 +10,13 @@ operators.md §4), in its order, every operation rounded to fp32:
   then ``m += (1-beta1)*g`` and ``v += ((1-beta2)*g)*g`` (ComputeAdam), and with
   useNesterov ``m_t = m*beta1 + (1-beta1)*g``;
 * every row: ``var = var - (lr_t*M) / (sqrt(v) + epsilon)`` (ComputeWeight), ``M = m`` or,
-  with useNesterov, ``m_t``; a row that no index names has ``m_t = m*beta1`` (the update
-  with a zero gradient: the CPU kernel reads an unwritten workspace there, [R]).
+  with useNesterov, ``m_t``; a row that no index names has ``m_t = 0`` (Duplicate), so its
+  var is left unchanged: the CPU kernel's workspace m_t, written for the indexed rows only,
+  is zero when fresh -- measured with MindSpore 2.10 (aclnn/ops/fused_sparse_adam.py).
+
+The six scalars (beta1Power, beta2Power, lr, beta1, beta2, epsilon) are one-element fp32
+GM tensors, read once per core with ``GlobalTensor::GetValue`` (the aclnn scalar-input
+convention, docs/tutorial.md §10).
 
 The duplicate merge runs here on the device, on the output of the shared Sort kernel
 (:mod:`kernels.common.sorted_index`): a core owns the rows ``[rowBegin, rowEnd)`` of var,
@@ -49,7 +54,8 @@ def _as_float(key: int) -> np.float32:
 class KernelFusedSparseAdam:
     """One block of FusedSparseAdam (see the module docstring)."""
 
-    def Init(self, var, m, v, grad, sortedIndices, posIdx, tiling):
+    def Init(self, var, m, v, beta1Power, beta2Power, lr, beta1, beta2, epsilon, grad,
+             sortedIndices, posIdx, tiling):
         t = self.tiling = tiling
         self.blockIdx = GetBlockIdx()
         rep = t.formerRowRepTime
@@ -76,11 +82,20 @@ class KernelFusedSparseAdam:
         self.keyBuf, self.posBuf = TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC)
         self.pipe.InitBuffer(self.keyBuf, ENTRY_WINDOW * 4)
         self.pipe.InitBuffer(self.posBuf, ENTRY_WINDOW * 4)
-        # scalar unit: lr * sqrt(1 - beta2_power) / (1 - beta1_power), in float
+        # the scalars: one fp32 element each, read through the scalar unit
+        values = []
+        for addr in (beta1Power, beta2Power, lr, beta1, beta2, epsilon):
+            g = GlobalTensor(float32)
+            g.SetGlobalBuffer(addr, 1)
+            values.append(np.float32(g.GetValue(0)))
+        beta1Power, beta2Power, lr, self.beta1, self.beta2, self.epsilon = values
+        # scalar unit: lr * sqrt(1 - beta2_power) / (1 - beta1_power), in float; a
+        # beta1Power of 1 gives inf (no check on the device, as the arithmetic gives)
         one = np.float32(1.0)
-        self.lrT = (t.lr * np.sqrt(one - t.beta2Power)) / (one - t.beta1Power)
-        self.oneMinusBeta1 = one - t.beta1
-        self.oneMinusBeta2 = one - t.beta2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.lrT = (lr * np.sqrt(one - beta2Power)) / (one - beta1Power)
+        self.oneMinusBeta1 = one - self.beta1
+        self.oneMinusBeta2 = one - self.beta2
         self.windowStart = None
 
     # -- the stretch of sorted indices this core owns ------------------------------------------
@@ -144,16 +159,16 @@ class KernelFusedSparseAdam:
         _sync(HardEvent.MTE2_V)
         n = k * wp
         # ComputeMomentum: every row
-        Muls(m, m, t.beta1, n)
-        Muls(v, v, t.beta2, n)
-        if t.useNesterov:                                  # rows without an index: m_t = m*beta1
-            Muls(num, m, t.beta1, n)
+        Muls(m, m, self.beta1, n)
+        Muls(v, v, self.beta2, n)
+        if t.useNesterov:                                  # rows without an index: m_t = 0
+            Duplicate(num, 0.0, n)
         # ComputeAdam: the runs of equal indices that fall in this tile
         e = self.MergeRuns(t0, k, col, w, e, s1)
         # ComputeWeight: var = var - (lr_t * M) / (sqrt(v) + epsilon)
         Muls(num, num if t.useNesterov else m, self.lrT, n)
         Sqrt(tmp, v, n)
-        Adds(tmp, tmp, t.epsilon, n)
+        Adds(tmp, tmp, self.epsilon, n)
         Div(num, num, tmp, n)
         Sub(var, var, num, n)
         _sync(HardEvent.V_MTE3)
@@ -207,16 +222,19 @@ class KernelFusedSparseAdam:
         Add(vRow, vRow, tmp, w)
         if t.useNesterov:
             mtRow = self._tile(4, r)
-            Muls(mtRow, mRow, t.beta1, w)
+            Muls(mtRow, mRow, self.beta1, w)
             Muls(tmp, g, self.oneMinusBeta1, w)
             Add(mtRow, mtRow, tmp, w)
 
 
-def fused_sparse_adam(var, m, v, grad, sortedIndices, posIdx, tiling):
+def fused_sparse_adam(var, m, v, beta1Power, beta2Power, lr, beta1, beta2, epsilon, grad,
+                      sortedIndices, posIdx, tiling):
     """Kernel entry: updates ``var``, ``m``, ``v`` (device addresses, fp32 [varRows,
-    rowSize]) in place from ``grad`` ([indicesNum, rowSize]) and the Sort kernel's outputs
-    (int32 sorted indices and their positions). Launch with ``blockDim = tiling.blockDim``.
+    rowSize]) in place from the six one-element fp32 scalars, ``grad`` ([indicesNum,
+    rowSize]) and the Sort kernel's outputs (int32 sorted indices and their positions).
+    Launch with ``blockDim = tiling.blockDim``.
     """
     op = KernelFusedSparseAdam()
-    op.Init(var, m, v, grad, sortedIndices, posIdx, tiling)
+    op.Init(var, m, v, beta1Power, beta2Power, lr, beta1, beta2, epsilon, grad, sortedIndices,
+            posIdx, tiling)
     op.Process()

@@ -14,14 +14,14 @@ so this tiling is ours [R]:
   numerator, which is m_t with useNesterov), two rows (the summed gradient and one grad
   row) and two windows of 1024 sorted entries; ``rowAlign`` is ``colChunk`` rounded up to
   8 (32 B);
-* the scalars are float32, as the CPU kernel reads them (``reinterpret_cast<float*>``), and
-  the step size ``lr * sqrt(1 - beta2Power) / (1 - beta1Power)`` is computed by the kernel.
+* the scalars are not TilingData: they are one-element float32 device tensors (the aclnn
+  scalar-input convention), read by the kernel as the CPU kernel reads them
+  (``reinterpret_cast<float*>``), and the step size
+  ``lr * sqrt(1 - beta2Power) / (1 - beta1Power)`` is computed by the kernel.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
 
 SYS_WORKSPACE_SIZE = 16 * 1024 * 1024
 #: DataCopyPad blockCount limit (reference/hardware.md §3).
@@ -30,7 +30,7 @@ MAX_BLOCK_COUNT = 4095
 
 @dataclass(frozen=True)
 class FusedSparseAdamTilingData:
-    """The kernel's TilingData (counts in rows / elements; scalars float32)."""
+    """The kernel's TilingData (counts in rows / elements)."""
 
     varRows: int
     rowSize: int
@@ -42,18 +42,11 @@ class FusedSparseAdamTilingData:
     rowAlign: int
     tileRows: int
     useNesterov: bool
-    beta1Power: np.float32
-    beta2Power: np.float32
-    lr: np.float32
-    beta1: np.float32
-    beta2: np.float32
-    epsilon: np.float32
     blockDim: int
     workspaceSize: int
 
 
-def tiling(soc, var_rows: int, row_size: int, indices_num: int, *, beta1_power, beta2_power,
-           lr, beta1, beta2, epsilon, use_nesterov: bool = False,
+def tiling(soc, var_rows: int, row_size: int, indices_num: int, *, use_nesterov: bool = False,
            core_num: int | None = None) -> FusedSparseAdamTilingData:
     """Tiling for ``var`` of ``var_rows x row_size`` fp32 and ``indices_num`` indices.
 
@@ -74,10 +67,7 @@ def tiling(soc, var_rows: int, row_size: int, indices_num: int, *, beta1_power, 
     wp = align(max(col, 1))
     per_core = tail + (1 if rep else 0)
     tile_rows = max(1, min(MAX_BLOCK_COUNT, (budget - 2 * wp) // (tiles * wp), max(per_core, 1)))
-    f = np.float32
     return FusedSparseAdamTilingData(
         varRows=rows, rowSize=E, indicesNum=int(indices_num), formerRowNum=tail + 1,
         formerRowRepTime=rep, tailRowNum=tail, colChunk=col, rowAlign=wp, tileRows=tile_rows,
-        useNesterov=bool(use_nesterov), beta1Power=f(beta1_power), beta2Power=f(beta2_power),
-        lr=f(lr), beta1=f(beta1), beta2=f(beta2), epsilon=f(epsilon), blockDim=block,
-        workspaceSize=SYS_WORKSPACE_SIZE)
+        useNesterov=bool(use_nesterov), blockDim=block, workspaceSize=SYS_WORKSPACE_SIZE)
