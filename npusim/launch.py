@@ -5,6 +5,11 @@
 the core context set, so ``GetBlockIdx()`` and the TPipe/DataCopy/vector calls act on that
 block's core. Blocks run one after another on numpy; their instruction records are then
 replayed by :func:`npusim.timing.simulate` to give the kernel's time.
+
+The kernel type (``KERNEL_TASK_TYPE_DEFAULT``, 设置Kernel类型.md) says which cores a block
+runs on: on A2/A3 ``KERNEL_TYPE_AIV_ONLY`` (the default) starts blockDim vector cores,
+``KERNEL_TYPE_AIC_ONLY`` blockDim cube cores (blockDim counts AICs; they run in waves over
+``cube_core_cnt`` of them); the coupled 910A/310P run every kernel on their AI cores.
 """
 from __future__ import annotations
 
@@ -19,12 +24,17 @@ import numpy as np
 from npusim.ascendc import core as _core
 from npusim.ascendc import checker
 from npusim.ascendc.checker import CheckerConfig
+from npusim.ascendc.types import KernelMetaType, Pipe
 from npusim.errors import GmAccessError, LimitError, SyncError
-from npusim.timing import PROFILE_PIPES, KernelTiming, simulate
+from npusim.timing import AIC_PROFILE_PIPES, PROFILE_PIPES, KernelTiming, simulate
 
-#: msprof op-summary names of the per-pipe times (µs), by pipe.
+#: msprof op-summary names of the per-pipe times (µs), by pipe: a vector core's...
 MSPROF_PIPE_NAMES = {"PIPE_MTE2": "aiv_mte2_time", "PIPE_V": "aiv_vec_time",
                      "PIPE_MTE3": "aiv_mte3_time", "PIPE_S": "aiv_scalar_time"}
+#: ...and a cube core's (AIC_ONLY launches).
+MSPROF_AIC_PIPE_NAMES = {"PIPE_MTE2": "aic_mte2_time", "PIPE_MTE1": "aic_mte1_time",
+                         "PIPE_M": "aic_mac_time", "PIPE_FIX": "aic_fixpipe_time",
+                         "PIPE_S": "aic_scalar_time"}
 
 
 @dataclass
@@ -38,12 +48,15 @@ class KernelProfile:
         start_us: device time at which the launch started (µs; set by the stream).
         duration_us: Task Duration: launch overhead + first to last instruction (µs).
         pipe_time_us: msprof name (aiv_mte2_time, aiv_vec_time, aiv_mte3_time,
-            aiv_scalar_time) -> busy time of that pipe averaged over the blocks (µs).
+            aiv_scalar_time; for an AIC_ONLY launch aic_mte2_time, aic_mte1_time,
+            aic_mac_time, aic_fixpipe_time, aic_scalar_time) -> busy time of that pipe
+            averaged over the blocks (µs).
         core_pipe_time_us: pipe name -> array of busy µs per block.
         bytes_read, bytes_written: GM traffic of all blocks (bytes).
         hbm_bytes: the part of that traffic that reached HBM during the launch (L2
             misses, write-backs, bypassing copies); writes the L2 absorbed are not in it.
-        bound: what limits the kernel: "HBM bandwidth", "vector", "scalar" or "latency".
+        bound: what limits the kernel: "HBM bandwidth", "vector" (or "cube" for an AIC
+            launch), "scalar" or "latency".
         bound_percent: how close to that limit the kernel ran (%).
         warnings: checker notes (e.g. DataCopy lengths rounded down).
         host_functional_s, host_timing_s: host wall time the simulator spent running the
@@ -102,13 +115,14 @@ class KernelProfile:
         return "\n".join(lines)
 
 
-def _bound(soc, cycles: float, duration_us: float, nbytes: float, busy: dict) -> tuple[str, float]:
+def _bound(soc, cycles: float, duration_us: float, nbytes: float, busy: dict,
+           compute=(Pipe.PIPE_V, "vector")) -> tuple[str, float]:
     if cycles <= 0:
         return "latency", 0.0
     hbm = nbytes / (duration_us * 1e-6) / soc.hbm_bandwidth if duration_us else 0.0
-    vec = float(busy[PROFILE_PIPES[1]].max()) / cycles
-    scalar = float(busy[PROFILE_PIPES[3]].max()) / cycles
-    name, frac = max((("HBM bandwidth", hbm), ("vector", vec), ("scalar", scalar)),
+    unit = float(busy[compute[0]].max()) / cycles
+    scalar = float(busy[Pipe.PIPE_S].max()) / cycles
+    name, frac = max((("HBM bandwidth", hbm), (compute[1], unit), ("scalar", scalar)),
                      key=lambda kv: kv[1])
     if frac < 0.5:
         return "latency", 100.0 * frac
@@ -177,13 +191,31 @@ def _run_blocks_with_sync_all(kernel, args, ctxs) -> None:
         _core.set_current_core(None)
 
 
-def _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config):
-    ctx = _core.CoreContext(soc, gm, ub, b, block_dim, capacity)
+def _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config, kind=None,
+                 pool=None):
+    ctx = _core.CoreContext(soc, gm, ub, b, block_dim, capacity, kind, pool)
     ctx.trace_lines = [] if keep_spans else None
     ctx.checker_config = config
     if config.enabled and (config.all_blocks or b in (0, block_dim - 1)):
-        ctx.tracker = checker.UbTracker(soc.ub_size)
+        ctx.tracker = checker.UbTracker(soc.ub_size, soc)
     return ctx
+
+
+def _core_kind(soc, kernel_type) -> str:
+    """The kind of core a block of ``kernel_type`` runs on (设置Kernel类型.md: A2/A3 take
+    AIV_ONLY, AIC_ONLY and the MIX types; the 310P AICORE)."""
+    if kernel_type is None:
+        return _core.AIV if soc.is_split else _core.AICORE
+    kt = KernelMetaType(kernel_type)
+    if soc.is_split and kt == KernelMetaType.KERNEL_TYPE_AIV_ONLY:
+        return _core.AIV
+    if soc.is_split and kt == KernelMetaType.KERNEL_TYPE_AIC_ONLY:
+        return _core.AIC
+    if not soc.is_split and kt == KernelMetaType.KERNEL_TYPE_AICORE:
+        return _core.AICORE
+    raise LimitError("<<<blockDim>>>", f"kernel type {kt.name} cannot be launched on "
+                     f"{soc.soc_version} by this simulator (A2/A3: AIV_ONLY, AIC_ONLY; coupled "
+                     "910A/310P: AICORE; mixed AIC/AIV launches are not modelled yet)", core=-1)
 
 
 def _end_of_block_checks(ctx) -> None:
@@ -234,11 +266,13 @@ def _release_block(ctx) -> None:
     if pipe is not None:
         pipe._release()
     ctx.tracker = None
+    ctx.mems = {}
 
 
 def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None = None,
                reserve_ub: bool = True, keep_spans: bool = False,
-               sync_all: bool = False, checks: CheckerConfig | None = None) -> KernelProfile:
+               sync_all: bool = False, checks: CheckerConfig | None = None,
+               kernel_type: KernelMetaType | None = None) -> KernelProfile:
     """Run ``kernel(*args)`` on ``block_dim`` blocks and time it.
 
     Args:
@@ -257,31 +291,37 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             cores).
         checks: the kernel checker's configuration (:mod:`npusim.ascendc.checker`; default:
             on, every category an error, races tracked on the first and last block).
+        kernel_type: a :class:`KernelMetaType` (default: a vector kernel, AIV_ONLY on A2/A3).
+            KERNEL_TYPE_AIC_ONLY runs each block on a cube core (L1/L0 buffers, pipes MTE2,
+            MTE1, M, FIX; no UB), blockDim counting AICs, and profiles the aic_* pipe times.
 
     Raises:
-        LimitError: block_dim out of range. Any :class:`KernelError` the kernel raises
-        propagates; GM may then hold the partial writes of the blocks that ran, as on
-        hardware.
+        LimitError: block_dim out of range, or a kernel type the SoC cannot launch. Any
+        :class:`KernelError` the kernel raises propagates; GM may then hold the partial
+        writes of the blocks that ran, as on hardware.
     """
     with _without_cyclic_gc():
         return _launch(kernel, int(block_dim), args, soc, gm, name, reserve_ub, keep_spans,
-                       sync_all, checks)
+                       sync_all, checks, _core_kind(soc, kernel_type))
 
 
 def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync_all,
-            checks) -> KernelProfile:
+            checks, kind) -> KernelProfile:
     if not 1 <= block_dim <= soc.max_block_dim:
         raise LimitError("<<<blockDim>>>", f"blockDim {block_dim} is outside [1, "
                          f"{soc.max_block_dim}] (reference/hardware.md §3 launch limits)", core=-1)
     capacity = soc.ub_usable - (soc.ascendc_reserved_ub if reserve_ub else 0)
     config = checks if checks is not None else checker.DEFAULT
     t0 = time.perf_counter()
+    cube = kind == _core.AIC
+    cores = soc.cube_block_num if cube else soc.vector_block_num
     if sync_all:
-        if block_dim > soc.vector_block_num:
-            raise LimitError("SyncAll", f"blockDim {block_dim} exceeds the {soc.vector_block_num} "
+        if block_dim > cores:
+            raise LimitError("SyncAll", f"blockDim {block_dim} exceeds the {cores} "
                              "cores: SyncAll would deadlock (reference/hardware.md §3)", core=-1)
         ctxs = [_new_context(soc, gm, np.full(soc.ub_size, _core.UB_POISON, np.uint8), b,
-                             block_dim, capacity, keep_spans, config) for b in range(block_dim)]
+                             block_dim, capacity, keep_spans, config, kind)
+                for b in range(block_dim)]
         _run_blocks_with_sync_all(kernel, args, ctxs)
         for ctx in ctxs:
             _core.set_current_core(ctx)
@@ -292,12 +332,14 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
                 _release_block(ctx)
     else:
         ub = np.empty(soc.ub_size, dtype=np.uint8)
+        pool: dict = {}              # L1/L0 buffers, reused block after block like the UB
         ctxs = []
         try:
             with np.errstate(all="ignore"):   # IEEE results, no numpy warnings
                 for b in range(block_dim):
                     ub.fill(_core.UB_POISON)
-                    ctx = _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config)
+                    ctx = _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config,
+                                       kind, pool)
                     _core.set_current_core(ctx)
                     kernel(*args)
                     _end_of_block_checks(ctx)
@@ -318,13 +360,16 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
     nread = sum(ctx.bytes_read for ctx in ctxs)
     nwritten = sum(ctx.bytes_written for ctx in ctxs)
     t1 = time.perf_counter()
-    timing = simulate(blocks, soc, keep_spans=keep_spans)
+    pipes, names = (AIC_PROFILE_PIPES, MSPROF_AIC_PIPE_NAMES) if cube else (PROFILE_PIPES,
+                                                                          MSPROF_PIPE_NAMES)
+    timing = simulate(blocks, soc, keep_spans=keep_spans, cores=cores, profile_pipes=pipes)
     t2 = time.perf_counter()
     to_us = 1e6 / soc.freq_hz
     duration = soc.launch_overhead_us + timing.cycles * to_us
-    core_busy = {p.name: timing.pipe_busy[p] * to_us for p in PROFILE_PIPES}
-    pipe_avg = {MSPROF_PIPE_NAMES[p]: float(v.mean()) for p, v in core_busy.items()}
-    bound, pct = _bound(soc, timing.cycles, duration, timing.hbm_bytes, timing.pipe_busy)
+    core_busy = {p.name: timing.pipe_busy[p] * to_us for p in pipes}
+    pipe_avg = {names[p]: float(v.mean()) for p, v in core_busy.items()}
+    bound, pct = _bound(soc, timing.cycles, duration, timing.hbm_bytes, timing.pipe_busy,
+                        (Pipe.PIPE_M, "cube") if cube else (Pipe.PIPE_V, "vector"))
     return KernelProfile(name or getattr(kernel, "__name__", "kernel"), soc.soc_version,
                          block_dim, duration, pipe_avg, core_busy, nread, nwritten, bound, pct,
                          timing.hbm_bytes, warnings, host_functional_s=t1 - t0,

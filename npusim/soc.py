@@ -73,6 +73,12 @@ class SocSpec:
     ``[VectorCoreSpec]`` / ``[VectorCoreMemoryRates]`` (None where absent):
         vec_freq (MHz), vc_ub_size (bytes), vc_ddr_rate (B/cycle).
 
+    The cube half (issue 14; defaults are the A2/A3 values, the field comments give each
+    one's source): bt_size, fb0..fb3_size (bytes), support_fixpipe, the ini's
+    l1_to_l0_a/b_rate and l0_c_to_ub_rate, the documented MTE1 rates mte1_l0a/l0b/bt_rate
+    (B/cycle), fixpipe_elements_per_cycle, cube_m/n_size and cube_k_per_cycle (Mmad MACs
+    per cycle by dtype), and our [R] heads mmad/mte1/fixpipe_head_cycles.
+
     Timing parameters (ours; see the base records for their basis):
         hbm_bandwidth (B/s, device-wide GM bandwidth shared by all cores),
         dma_latency_cycles (fixed cost per MTE2/MTE3 transfer, cycles),
@@ -152,6 +158,39 @@ class SocSpec:
     #: UB banks (rows of 32 B interleave over them) and bank groups: 48 banks x 128 rows x
     #: 32 B in 16 groups of 3 on 2201 (§2 "UB banks (2201)").
     ub_banks: int = 48
+    # -- The cube half of the AI core (issue 14). Defaults are the A2/A3 values. --------
+    #: [AICoreSpec] bt_size (bias table) and fb0..fb3_size (Fixpipe buffers), bytes (§1.1);
+    #: 0 where the ini has no such key (910A, 310P).
+    bt_size: int = 1024
+    fb0_size: int = 2048
+    fb1_size: int = 1024
+    fb2_size: int = 2048
+    fb3_size: int = 2048
+    #: [AICoreSpec] support_fixpipe=1 (§1.1): the Fixpipe unit moves L0C out (A2/A3 only).
+    support_fixpipe: bool = True
+    #: [AICoreMemoryRates] l1_to_l0_a_rate, l1_to_l0_b_rate, l0_c_to_ub_rate (B/cycle, §1.1),
+    #: kept as the ini has them; the timing uses the documented MTE1 rates below.
+    l1_to_l0_a_rate: int = 512
+    l1_to_l0_b_rate: int = 256
+    l0_c_to_ub_rate: int = 256
+    #: PIPE_MTE1 rates, B/cycle: LoadData / LoadDataWithTranspose L1 -> L0A 256 and -> L0B 128,
+    #: L1 -> bias table 32 (§2.1 and §2: the 2201 documents, not the ini's 512/256).
+    mte1_l0a_rate: int = 256
+    mte1_l0b_rate: int = 128
+    mte1_bt_rate: int = 32
+    #: Fixpipe L0C -> L1, elements per cycle (float -> half/bf16 and quantisation, §2.1).
+    fixpipe_elements_per_cycle: int = 64
+    #: [AICoreSpec] cube_m_size / cube_n_size (16); and, per input dtype of Mmad, the k
+    #: elements one cycle consumes for a 16 x 16 output fractal (§2.1: half/bf16 16x16x16,
+    #: float 16x16x4, int8 16x16x32). A dtype missing here has no Mmad on this SoC.
+    cube_m_size: int = 16
+    cube_n_size: int = 16
+    cube_k_per_cycle: tuple = (("float16", 16), ("bfloat16", 16), ("float32", 4), ("int8", 32))
+    #: Fixed cost of one Mmad, one MTE1 load and one Fixpipe, cycles: the Δt / ΔT of the §2.1
+    #: formulas, which are not published (§5) [R: taken equal to vec_head_cycles].
+    mmad_head_cycles: int = 22
+    mte1_head_cycles: int = 22
+    fixpipe_head_cycles: int = 22
 
     @property
     def freq_hz(self) -> float:
@@ -182,6 +221,25 @@ class SocSpec:
         if self.short_soc_version in ("Ascend910B", "Ascend910_93"):
             return self.ub_size - 256
         return self.ub_size
+
+    @property
+    def l1_usable(self) -> int:
+        """L1 bytes reported by GetCoreMemSize(L1): 910B and A3 reserve 256 B for kfc
+        (reference/hardware.md §1.7, ``ASC_L1_SIZE = 512*1024 - 256``)."""
+        if self.short_soc_version in ("Ascend910B", "Ascend910_93"):
+            return self.l1_size - 256
+        return self.l1_size
+
+    @property
+    def cube_block_num(self) -> int:
+        """Cores a cube-only (AIC_ONLY) kernel's blockDim counts: cube_core_cnt (AICs) on
+        split A2/A3, ai_core_cnt on the coupled 910A/310P (reference/hardware.md §3)."""
+        return self.cube_core_cnt if self.is_split else self.ai_core_cnt
+
+    def cube_rate(self, dtype) -> int | None:
+        """k elements per cycle of one 16 x 16 Mmad output fractal for input ``dtype``
+        (None: no Mmad for that dtype on this SoC)."""
+        return dict(self.cube_k_per_cycle).get(str(dtype))
 
     @property
     def ascendc_reserved_ub(self) -> int:
@@ -392,6 +450,10 @@ _ASCEND910A = SocSpec(
     hbm_bandwidth=1.2e12,  # [R]
     gm_unaligned_rate_factor=1.0,  # the 512 B effect is documented for A2 only (§2)
     ub_banks=64,  # ini ubbank_num; the 48-bank layout is documented for 2201 only
+    # no bt_size/fb*_size/support_fixpipe keys in the ini (§1.3, §1.4); Mmad takes half and
+    # int8 only (Mmad page, "Atlas 训练系列产品 / 推理系列产品" type table)
+    bt_size=0, fb0_size=0, fb1_size=0, fb2_size=0, fb3_size=0, support_fixpipe=False,
+    cube_k_per_cycle=(("float16", 16), ("int8", 32)),
     dma_latency_cycles=100,  # as 910B1 (derivation there)
     vec_head_cycles=22,  # as 910B1 (derivation there)
     scalar_cycles=1,  # [R]
@@ -456,12 +518,17 @@ _ASCEND310P3 = SocSpec(
     ub_to_ddr_rate=17,
     l1_to_ub_rate=128,
     ub_to_l1_rate=256,
+    l0_c_to_ub_rate=512,  # §1.4
     vc_ddr_rate=9,
     vc_ub_size=262144,
     memory_size_from_ini=True,
     hbm_bandwidth=204.8e9,  # [R]
     gm_unaligned_rate_factor=1.0,  # the 512 B effect is documented for A2 only (§2)
     ub_banks=64,  # ini ubbank_num; the 48-bank layout is documented for 2201 only
+    # no bt_size/fb*_size/support_fixpipe keys in the ini (§1.3, §1.4); Mmad takes half and
+    # int8 only (Mmad page, "Atlas 训练系列产品 / 推理系列产品" type table)
+    bt_size=0, fb0_size=0, fb1_size=0, fb2_size=0, fb3_size=0, support_fixpipe=False,
+    cube_k_per_cycle=(("float16", 16), ("int8", 32)),
     dma_latency_cycles=100,  # as 910B1 (derivation there)
     vec_head_cycles=22,  # as 910B1 (derivation there)
     scalar_cycles=1,  # [R]

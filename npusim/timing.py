@@ -11,7 +11,10 @@ Model (the parameters live in the SoC preset, :mod:`npusim.soc`):
   clears it. Queue hand-offs (EnQue/DeQue, FreeTensor/AllocTensor) are flags too.
   PipeBarrier(PIPE_ALL) joins every pipe of the core.
 * A vector or scalar instruction busies its pipe for its cost in cycles
-  (:mod:`npusim.ascendc.vector`).
+  (:mod:`npusim.ascendc.vector`); so do the cube's (:mod:`npusim.ascendc.cube`): LoadData
+  on PIPE_MTE1 (bytes / the L1 -> L0 rate + a head), Mmad on PIPE_M (one cycle per 16 x 16
+  output fractal and k step + a head), Fixpipe L0C -> L1 on PIPE_FIX. GM -> L1 copies are
+  DMA on PIPE_MTE2 and Fixpipe L0C -> GM a DMA write on PIPE_FIX, costed like UB copies.
 * A DMA costs its core ``latency + bytes / rate``: the MTE2 (GM -> UB) latency is
   ``dma_latency_cycles``, MTE3's ``dma_write_latency_cycles``; the rate is the per-core
   ini rate of the path (``ddr_read_rate`` for HBM reads, ``l2_read_rate`` for L2 hits,
@@ -45,6 +48,8 @@ from npusim.errors import SyncError
 
 #: Pipes reported in every profile, in msprof's order.
 PROFILE_PIPES = (Pipe.PIPE_MTE2, Pipe.PIPE_V, Pipe.PIPE_MTE3, Pipe.PIPE_S)
+#: Pipes reported for a cube-core (AIC) launch.
+AIC_PROFILE_PIPES = (Pipe.PIPE_MTE2, Pipe.PIPE_MTE1, Pipe.PIPE_M, Pipe.PIPE_FIX, Pipe.PIPE_S)
 
 
 @dataclass
@@ -369,7 +374,8 @@ def _split(records, pipes, merge: bool = True):
     return lists
 
 
-def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> KernelTiming:
+def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: int | None = None,
+             profile_pipes: tuple = PROFILE_PIPES) -> KernelTiming:
     """Replay the records of every block; return the kernel's timing.
 
     Args:
@@ -377,6 +383,9 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
         soc: the SocSpec whose rates and core count apply.
         keep_spans: also return every instruction's span, for traces (slower: each
             instruction is then its own simpy event).
+        cores: physical cores the blocks run on, in waves (default: the vector cores,
+            ``soc.vector_block_num``; an AIC_ONLY launch passes ``soc.cube_block_num``).
+        profile_pipes: the pipes whose busy cycles ``pipe_busy`` reports.
 
     Raises:
         SyncError: a pipe waits for a flag that is never set (the kernel would hang).
@@ -384,10 +393,10 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False) -> Kernel
     env = simpy.Environment()
     memory = _Memory(soc)
     n_blocks = len(blocks)
-    n_cores = max(1, soc.vector_block_num)
+    n_cores = max(1, soc.vector_block_num if cores is None else cores)
     block_start = np.zeros(n_blocks)
     block_end = np.full(n_blocks, np.nan)
-    busy = {p: np.zeros(n_blocks) for p in PROFILE_PIPES}
+    busy = {p: np.zeros(n_blocks) for p in profile_pipes}
     spans = [[] for _ in range(n_blocks)] if keep_spans else None
     waiting: dict[int, tuple] = {}     # block -> (pipe, label, flag key) of its last wait
 

@@ -208,7 +208,10 @@ class KernelSortWithIndex:
         tmp = self.buf.GetWithOffset(2 * C, 16 * C, float32)
         Duplicate(keys, PAD_KEY, Lp)                    # pad slots: NaN pattern, sorts last
         _sync(HardEvent.V_MTE2)
-        DataCopyPad(keys, self.keysGm[start], _params(4 * L), _NO_PAD)
+        # pad the row to 32 B with PAD_KEY: without padding, DataCopyPad would fill the rest
+        # of its last 32 B block with the first key (the "dummy", DataCopyPad_GMToUB.md)
+        DataCopyPad(keys, self.keysGm[start], _params(4 * L),
+                    DataCopyPadExtParams(True, 0, -L % 8, PAD_KEY))
         _sync(HardEvent.MTE2_V)
         Adds(keys, keys, SIGN_FLIP, Lp)                 # float view x -> -x: ascending order
         CreateVecIndex(index.ReinterpretCast(int32_t), start, Lp)

@@ -14,7 +14,8 @@ Names are Ascend C's so that a kernel reads line by line like its C++ counterpar
 """
 from npusim.ascendc.atomic import DisableDmaAtomic, SetAtomicAdd, SetAtomicNone
 from npusim.ascendc.broadcast import Broadcast
-from npusim.ascendc.compare import CMPMODE, SELMODE, Compare, CompareScalar, Select
+from npusim.ascendc.compare import (CMPMODE, SELMODE, Compare, CompareScalar, GetCmpMask, Select,
+                                    SetCmpMask)
 from npusim.ascendc.sort import (CreateVecIndex, Extract, GetMrgSortResult, IndexCast, MrgSort,
                                  MrgSortSrcList, Sort, Sort32)
 from npusim.ascendc.core import GetBlockIdx, GetBlockNum
@@ -44,6 +45,7 @@ from npusim.ascendc.vector import (Abs, Add, Adds, Cast, Div, Duplicate, Ln, Max
 __all__ = [
     "CreateVecIndex", "Extract", "GetMrgSortResult", "IndexCast", "MrgSort", "MrgSortSrcList",
     "Sort", "Sort32", "Broadcast", "CMPMODE", "SELMODE", "Compare", "CompareScalar", "Select",
+    "GetCmpMask", "SetCmpMask",
     "CacheMode", "DisableDmaAtomic", "SetAtomicAdd", "SetAtomicNone", "SyncAll",
     "GetBlockIdx", "GetBlockNum", "DataCopy", "DataCopyPad", "GetTPipePtr", "TBuf", "TPipe",
     "TQue", "PipeBarrier", "SetFlag", "WaitFlag", "GlobalTensor", "LocalTensor",
@@ -57,3 +59,8 @@ __all__ = [
 ]
 __all__ += [*_repeat.__all__, *_arith.__all__, *_reduce.__all__, *_gather.__all__, *_transpose.__all__,
             *_lib.__all__]
+from npusim.ascendc.datacopy import Copy, CopyRepeatParams, SetPadValue  # noqa: E402
+__all__ += ["Copy", "CopyRepeatParams", "SetPadValue"]
+from npusim.ascendc.cube import *           # noqa: E402,F401,F403  (the cube half: issue 14)
+from npusim.ascendc import cube as _cube    # noqa: E402
+__all__ += _cube.__all__

@@ -5,18 +5,22 @@ C's CPU-debug checker and msSanitizer.
 Categories (each finding is a :class:`KernelError` of that category naming the core, the
 pipe, the instruction and the kernel line):
 
-* ``UB`` — accesses outside the UB or a tensor's buffer, buffers that do not fit, too many
-  buffers (raised where they happen: :mod:`pipe`, :mod:`tensor`).
+* ``UB`` — accesses outside the UB (or L1, L0A, L0B, L0C, BT) or a tensor's buffer,
+  buffers that do not fit, too many buffers (raised where they happen: :mod:`pipe`,
+  :mod:`tensor`).
 * ``Alignment`` — UB operands not 32 B aligned; DataCopy lengths that are not whole 32 B
   blocks (the copy is rounded down, as hardware does, and the checker says so);
   DataCopy/DataCopyPad parameters out of range.
 * ``GM`` — accesses outside the allocation a GlobalTensor was built on; several cores
   writing the same GM bytes without atomic add.
 * ``Uninitialised`` — reading UB that nothing wrote since AllocTensor (or since the launch
-  began, for TBuf and static tensors).
-* ``Sync`` — a pipe reading UB another pipe wrote, or overwriting UB another pipe reads,
-  with no queue hand-off, flag or barrier in between; SetFlag twice without WaitFlag;
-  flags unpaired at kernel end; eventIDs out of range.
+  began, for TBuf and static tensors); the same for the cube's memories (L1, L0A, L0B,
+  L0C, BT), where a plain copy (LoadData, L1 -> BT) carries the bytes' state along and the
+  instruction that computes with them (Mmad, Fixpipe) checks exactly the bytes it uses.
+* ``Sync`` — a pipe reading a local memory another pipe wrote, or overwriting bytes another
+  pipe reads, with no queue hand-off, flag or barrier in between (e.g. Mmad on PIPE_M
+  reading L0A that LoadData wrote on PIPE_MTE1 with no MTE1_M flag); SetFlag twice without
+  WaitFlag; flags unpaired at kernel end; eventIDs out of range.
 * ``Leak`` — tensors allocated from a queue and not freed at kernel end.
 
 Memory-safety findings (out of bounds, misaligned addresses, limits) always stop the
@@ -38,17 +42,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from npusim.ascendc.core import BARRIER as _BARRIER, SET as _SET, WAIT as _WAIT
+from npusim.ascendc.core import BARRIER as _BARRIER, SET as _SET, WAIT as _WAIT, memory_size
 from npusim.ascendc.types import Pipe
 from npusim.errors import KernelError, SyncError
 
 CATEGORIES = ("UB", "Alignment", "GM", "Uninitialised", "Sync", "Leak")
 _N_PIPES = max(int(p) for p in Pipe) + 1
-_UB_READERS = (int(Pipe.PIPE_V), int(Pipe.PIPE_MTE3), int(Pipe.PIPE_S))
 _S = int(Pipe.PIPE_S)
 _PIPE_ALL = int(Pipe.PIPE_ALL)
-_UB_READERS_IDX = np.array(_UB_READERS)
-_READER_ROW = {p: i for i, p in enumerate(_UB_READERS)}
+_V, _MTE1, _MTE3, _M, _FIX = (int(Pipe.PIPE_V), int(Pipe.PIPE_MTE1), int(Pipe.PIPE_MTE3),
+                              int(Pipe.PIPE_M), int(Pipe.PIPE_FIX))
+#: The pipes that read each memory (reference/hardware.md §2.1 pipe assignment): a write
+#: must not overtake their reads. UB: vector, MTE3 (UB -> GM), scalar; L1: MTE1 (LoadData,
+#: L1 -> bias table), MTE3 (L1 -> GM), FIX (quantisation tables); L0A/L0B/BT: the cube;
+#: L0C: the cube (accumulation) and Fixpipe; FB: Fixpipe.
+_READERS = {"UB": (_V, _MTE3, _S), "L1": (_MTE1, _MTE3, _FIX), "L0A": (_M,), "L0B": (_M,),
+            "L0C": (_M, _FIX), "BT": (_M,), "FB": (_FIX,)}
 _NEVER = np.iinfo(np.int64).max        # a progress threshold no instruction index reaches
 
 
@@ -100,57 +109,40 @@ def report(ctx, exc: KernelError) -> None:
     raise exc
 
 
-class UbTracker:
-    """Per-block shadow state of the UB: initialised bytes and, per 32 B block, the last
-    writer and readers with the index of their instruction on their pipe.
+class MemoryShadow:
+    """Per-block shadow state of one local memory (UB, L1, L0A, L0B, L0C, BT or FB):
+    initialised bytes and, per 32 B block, the last writer and readers with the index of
+    their instruction on their pipe.
 
     Each access is checked with a few whole-slice numpy operations: the other pipes'
     progress known to the accessing pipe is gathered per 32 B block (a pipe never races
     itself, and a block nothing wrote has no writer), then compared with the block's last
-    writer (and, for a write, its last readers).
+    writer (and, for a write, its last readers). The pipes' progress (``clock``) is the
+    core's, shared by all its memories.
     """
 
-    def __init__(self, ub_size: int):
-        nblk = ub_size // 32
-        self.init = np.zeros(ub_size, dtype=bool)
+    def __init__(self, clock: "_Clocks", size: int, mem: str):
+        nblk = -(-size // 32)
+        readers = _READERS[mem]
+        self.clock = clock
+        self.mem = mem
+        self.init = np.zeros(size, dtype=bool)
         self.w_pipe = np.full(nblk, -1, dtype=np.int16)
         self.w_idx = np.zeros(nblk, dtype=np.int64)
-        self.r_all = np.full((len(_UB_READERS), nblk), -1, dtype=np.int64)
-        self.count = np.zeros(_N_PIPES, dtype=np.int64)       # instructions issued per pipe
-        self.vc = np.zeros((_N_PIPES, _N_PIPES), dtype=np.int64)  # vc[p][q]: p knows q done
-        self.pending: dict = {}                                # flag key -> snapshots
-        self.alloc_lines: dict = {}                            # (queue id, buffer) -> line
+        self.readers = readers
+        self.r_all = np.full((len(readers), nblk), -1, dtype=np.int64)
+        self._readers_idx = np.array(readers)
+        self._reader_row = {p: i for i, p in enumerate(readers)}
         # scratch: progress thresholds by writer pipe (last entry: "never written", which
         # w_pipe = -1 indexes) and by reader
         self._thr = np.full(_N_PIPES + 1, _NEVER, dtype=np.int64)
-        self._rthr = np.empty((len(_UB_READERS), 1), dtype=np.int64)
-
-    # -- sync edges ------------------------------------------------------------------
-    def on_record(self, kind: int, pipe: int, key) -> None:
-        if kind == _SET:
-            snap = self.vc[pipe].copy()
-            snap[pipe] = self.count[pipe]
-            self.pending.setdefault(key, []).append(snap)
-        elif kind == _WAIT:
-            snaps = self.pending.get(key)
-            if snaps:
-                np.maximum(self.vc[pipe], snaps.pop(0), out=self.vc[pipe])
-            if pipe == _S:        # the scalar unit stops issuing: all later work knows it
-                np.maximum(self.vc, self.vc[_S], out=self.vc)
-        elif kind == _BARRIER:
-            if pipe == _PIPE_ALL:
-                known = np.maximum(self.vc.max(axis=0), self.count)
-                self.vc[:] = known
-        else:
-            self.count[pipe] += 1
-            if pipe == _S:        # scalar work completes before later instructions issue
-                self.vc[:, _S] = self.count[_S]
+        self._rthr = np.empty((len(readers), 1), dtype=np.int64)
 
     # -- accesses --------------------------------------------------------------------
     def _race(self, ctx, pipe: int, blocks, offset: int, end: int,
               instruction: str, writing: bool) -> None:
         """``blocks``: the 32 B blocks accessed, as a slice or an index array."""
-        known = self.vc[pipe]
+        known = self.clock.vc[pipe]
         thr = self._thr
         thr[:_N_PIPES] = known
         thr[pipe] = _NEVER
@@ -159,23 +151,28 @@ class UbTracker:
         if late.any():
             other = Pipe(int(wp[int(late.argmax())])).name
             verb = "overwrites" if writing else "reads"
-            report(ctx, SyncError(instruction, f"{Pipe(pipe).name} {verb} UB [{offset}, {end}) "
-                                  f"that {other} wrote, with no queue hand-off, flag or barrier "
-                                  f"from {other} to {Pipe(pipe).name} in between",
+            report(ctx, SyncError(instruction, f"{Pipe(pipe).name} {verb} {self.mem} [{offset}, "
+                                  f"{end}) that {other} wrote, with no queue hand-off, flag or "
+                                  f"barrier from {other} to {Pipe(pipe).name} in between",
                                   pipe=Pipe(pipe).name))
         if writing:
             rthr = self._rthr
-            rthr[:, 0] = known[_UB_READERS_IDX]
-            own = _READER_ROW.get(pipe)
+            rthr[:, 0] = known[self._readers_idx]
+            own = self._reader_row.get(pipe)
             if own is not None:
                 rthr[own, 0] = _NEVER
             busy = self.r_all[:, blocks] >= rthr
             if busy.any():
-                r = _UB_READERS[int(busy.any(axis=1).argmax())]
-                report(ctx, SyncError(instruction, f"{Pipe(pipe).name} overwrites UB [{offset}, "
-                                      f"{end}) that {Pipe(r).name} may still be reading: no "
-                                      "queue hand-off, flag or barrier in between",
+                r = self.readers[int(busy.any(axis=1).argmax())]
+                report(ctx, SyncError(instruction, f"{Pipe(pipe).name} overwrites {self.mem} "
+                                      f"[{offset}, {end}) that {Pipe(r).name} may still be "
+                                      "reading: no queue hand-off, flag or barrier in between",
                                       pipe=Pipe(pipe).name))
+
+    def _uninitialised(self, ctx, pipe: int, what: str, first: int, instruction: str) -> None:
+        report(ctx, UninitialisedError(
+            instruction, f"reads {self.mem} {what} but byte {first} was not written since it was "
+            "allocated (it holds the poison pattern 0xFF)", pipe=Pipe(pipe).name))
 
     def read(self, ctx, pipe: int, offset: int, nbytes: int, instruction: str) -> None:
         if nbytes <= 0:
@@ -183,15 +180,13 @@ class UbTracker:
         end = offset + nbytes
         ok = self.init[offset:end]
         if not ok.all():
-            first = offset + int(np.argmin(ok))
-            report(ctx, UninitialisedError(
-                instruction, f"reads UB [{offset}, {end}) but byte {first} was not written since "
-                "it was allocated (it holds the poison pattern 0xFF)", pipe=Pipe(pipe).name))
+            self._uninitialised(ctx, pipe, f"[{offset}, {end})", offset + int(np.argmin(ok)),
+                                instruction)
         blocks = slice(offset // 32, (end + 31) // 32)
         self._race(ctx, pipe, blocks, offset, end, instruction, False)
-        row = _READER_ROW.get(pipe)
+        row = self._reader_row.get(pipe)
         if row is not None:
-            self.r_all[row, blocks] = self.count[pipe]
+            self.r_all[row, blocks] = self.clock.count[pipe]
 
     def write(self, ctx, pipe: int, offset: int, nbytes: int, instruction: str,
               init_view: np.ndarray | None = None) -> None:
@@ -201,39 +196,114 @@ class UbTracker:
         blocks = slice(offset // 32, (end + 31) // 32)
         self._race(ctx, pipe, blocks, offset, end, instruction, True)
         self.w_pipe[blocks] = pipe
-        self.w_idx[blocks] = self.count[pipe]
+        self.w_idx[blocks] = self.clock.count[pipe]
         if init_view is None:
             self.init[offset:end] = True
         else:
             init_view[...] = True
 
-    def read_at(self, ctx, pipe: int, byte_addr: np.ndarray, instruction: str) -> None:
-        """A read of the UB bytes at ``byte_addr`` (a strided or masked vector operand)."""
-        ok = self.init[byte_addr]
+    def read_at(self, ctx, pipe: int, byte_addr: np.ndarray, instruction: str,
+                check_init: bool = True) -> None:
+        """A read of the bytes at ``byte_addr`` (a strided or masked vector operand, a
+        fractal layout). ``check_init=False``: a plain copy, which moves the bytes' state
+        along (:meth:`copy_state`) rather than using their values."""
         lo, hi = int(byte_addr.min()), int(byte_addr.max()) + 1
-        if not ok.all():
-            first = int(byte_addr[int(np.argmin(ok))])
-            report(ctx, UninitialisedError(
-                instruction, f"reads UB bytes in [{lo}, {hi}) but byte {first} was not written "
-                "since it was allocated (it holds the poison pattern 0xFF)", pipe=Pipe(pipe).name))
+        if check_init:
+            ok = self.init[byte_addr]
+            if not ok.all():
+                self._uninitialised(ctx, pipe, f"bytes in [{lo}, {hi})",
+                                    int(byte_addr.reshape(-1)[int(np.argmin(ok.reshape(-1)))]),
+                                    instruction)
         blocks = np.unique(byte_addr // 32)
         self._race(ctx, pipe, blocks, lo, hi, instruction, False)
-        row = _READER_ROW.get(pipe)
+        row = self._reader_row.get(pipe)
         if row is not None:
-            self.r_all[row, blocks] = self.count[pipe]
+            self.r_all[row, blocks] = self.clock.count[pipe]
 
-    def write_at(self, ctx, pipe: int, byte_addr: np.ndarray, instruction: str) -> None:
-        """A write of the UB bytes at ``byte_addr`` (the lanes a mask leaves on)."""
+    def write_at(self, ctx, pipe: int, byte_addr: np.ndarray, instruction: str,
+                 init: np.ndarray | bool = True) -> None:
+        """A write of the bytes at ``byte_addr`` (the lanes a mask leaves on, a fractal
+        layout); ``init`` is the new initialised state (a copy passes its source's)."""
         lo, hi = int(byte_addr.min()), int(byte_addr.max()) + 1
         blocks = np.unique(byte_addr // 32)
         self._race(ctx, pipe, blocks, lo, hi, instruction, True)
         self.w_pipe[blocks] = pipe
-        self.w_idx[blocks] = self.count[pipe]
-        self.init[byte_addr] = True
+        self.w_idx[blocks] = self.clock.count[pipe]
+        self.init[byte_addr] = init
 
     def fresh(self, offset: int, nbytes: int) -> None:
         """AllocTensor: the buffer's contents are undefined again."""
         self.init[offset:offset + nbytes] = False
+
+
+def copy_state(ctx, pipe: int, src: MemoryShadow, src_addr: np.ndarray, dst: MemoryShadow,
+               dst_addr: np.ndarray, instruction: str) -> None:
+    """A copy from ``src`` bytes to ``dst`` bytes on ``pipe``: both sides are checked for
+    races; the destination bytes become initialised where the source bytes were (a copy of
+    never-written padding is not a use of it — the instruction that computes with the data
+    checks)."""
+    src.read_at(ctx, pipe, src_addr, instruction, check_init=False)
+    dst.write_at(ctx, pipe, dst_addr, instruction, init=src.init[src_addr])
+
+
+class _Clocks:
+    """The pipes' progress on one core, shared by the shadows of all its memories: the
+    instructions each pipe issued, and ``vc[p][q]``: how far ``p`` knows ``q`` got."""
+
+    def __init__(self):
+        self.count = np.zeros(_N_PIPES, dtype=np.int64)
+        self.vc = np.zeros((_N_PIPES, _N_PIPES), dtype=np.int64)
+        self.pending: dict = {}                    # flag key -> snapshots of vc
+
+
+class UbTracker(MemoryShadow):
+    """The checker's state of one block: the UB's shadow, the pipes' clocks and, created on
+    first use, the shadows of the core's other memories (:meth:`shadow`)."""
+
+    def __init__(self, ub_size: int, soc=None):
+        super().__init__(_Clocks(), ub_size, "UB")
+        self.alloc_lines: dict = {}                # (queue id, buffer) -> line
+        self.soc = soc
+        self._shadows: dict = {}
+
+    @property
+    def count(self) -> np.ndarray:
+        return self.clock.count
+
+    @property
+    def vc(self) -> np.ndarray:
+        return self.clock.vc
+
+    def shadow(self, mem: str) -> MemoryShadow:
+        """The shadow of physical memory ``mem`` ("UB": this tracker itself)."""
+        if mem == "UB":
+            return self
+        sh = self._shadows.get(mem)
+        if sh is None:
+            sh = self._shadows[mem] = MemoryShadow(self.clock, memory_size(self.soc, mem), mem)
+        return sh
+
+    # -- sync edges ------------------------------------------------------------------
+    def on_record(self, kind: int, pipe: int, key) -> None:
+        clock = self.clock
+        vc, count = clock.vc, clock.count
+        if kind == _SET:
+            snap = vc[pipe].copy()
+            snap[pipe] = count[pipe]
+            clock.pending.setdefault(key, []).append(snap)
+        elif kind == _WAIT:
+            snaps = clock.pending.get(key)
+            if snaps:
+                np.maximum(vc[pipe], snaps.pop(0), out=vc[pipe])
+            if pipe == _S:        # the scalar unit stops issuing: all later work knows it
+                np.maximum(vc, vc[_S], out=vc)
+        elif kind == _BARRIER:
+            if pipe == _PIPE_ALL:
+                vc[:] = np.maximum(vc.max(axis=0), count)
+        else:
+            count[pipe] += 1
+            if pipe == _S:        # scalar work completes before later instructions issue
+                vc[:, _S] = count[_S]
 
 
 def gm_write_conflicts(blocks_writes: list) -> str | None:

@@ -8,13 +8,20 @@ replays those records afterwards. A record is
 ``(kind, pipe, cycles, nbytes, key, name)``:
 
 * kind: one of OP (busy the pipe for ``cycles``), DMA_IN / DMA_OUT (a GM read / write of
-  ``nbytes`` on MTE2 / MTE3), SET / WAIT (flag ``key`` on ``pipe``), BARRIER (PipeBarrier).
+  ``nbytes`` on MTE2 / MTE3, or FIX for Fixpipe to GM), SET / WAIT (flag ``key`` on
+  ``pipe``), BARRIER (PipeBarrier).
 * name: the Ascend C instruction, for profiles and traces.
+
+A core is of one kind (reference/hardware.md §1, §3): on the split A2/A3 an AIV (vector
+core: the UB) or an AIC (cube core: L1, L0A, L0B, L0C, bias table, Fixpipe buffer); on the
+coupled 910A/310P one AI core with the UB and the cube buffers. Memories other than the
+UB are allocated the first time a block uses them, so a vector-only launch pays nothing.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from npusim.ascendc.types import TPosition
 from npusim.errors import KernelError, kernel_source_line
 
 OP, DMA_IN, DMA_OUT, SET, WAIT, BARRIER = range(6)
@@ -28,6 +35,44 @@ UB_POISON = 0xFF
 
 _current: "CoreContext | None" = None
 
+# -- physical memories and core kinds (reference/hardware.md §1, §3) ----------------------
+UB, L1, L0A, L0B, L0C, BT, FB, GM = "UB", "L1", "L0A", "L0B", "L0C", "BT", "FB", "GM"
+AIV, AIC, AICORE = "AIV", "AIC", "AICore"
+
+#: Memories each kind of core has. The coupled AI core has no bias table or Fixpipe buffer
+#: (no bt_size / fb*_size in the 910A and 310P inis, §1.3-§1.4).
+CORE_MEMORIES = {AIV: frozenset({UB}), AIC: frozenset({L1, L0A, L0B, L0C, BT, FB}),
+                 AICORE: frozenset({UB, L1, L0A, L0B, L0C})}
+
+#: The memories of the cube half (DataCopy hands copies touching them to the cube module).
+CUBE_MEMORIES = frozenset({L1, L0A, L0B, L0C, BT, FB})
+
+#: Start-address alignment of each memory, bytes (通用说明和约束.md table 2, §3).
+MEMORY_ALIGN = {UB: 32, L1: 32, L0A: 512, L0B: 512, L0C: 64, BT: 64, FB: 64}
+
+_UB_POSITIONS = frozenset({TPosition.VECIN, TPosition.VECOUT, TPosition.VECCALC})
+
+
+def memory_size(soc, mem: str) -> int:
+    """Bytes of physical memory ``mem`` on one core of ``soc`` (the ini sizes, §1.6)."""
+    return {UB: soc.ub_size, L1: soc.l1_size, L0A: soc.l0_a_size, L0B: soc.l0_b_size,
+            L0C: soc.l0_c_size, BT: soc.bt_size, FB: soc.fb0_size}[mem]
+
+
+def position_memory(soc, position) -> str:
+    """The physical memory behind a TPosition on ``soc`` (通用说明和约束.md table 1):
+    VECIN/VECOUT/VECCALC -> UB; A1/B1/TSCM -> L1; A2 -> L0A; B2 -> L0B; CO1 -> L0C; on A2/A3
+    C1 -> L1, C2 -> bias table, CO2 -> GM, C2PIPE2GM -> Fixpipe buffer; on the coupled
+    910A/310P C1 -> UB, C2 -> L0C, CO2 -> UB."""
+    if position in _UB_POSITIONS:
+        return UB
+    P = TPosition
+    split = soc.is_split
+    table = {P.A1: L1, P.B1: L1, P.TSCM: L1, P.A2: L0A, P.B2: L0B, P.CO1: L0C, P.GM: GM,
+             P.C1: L1 if split else UB, P.C2: BT if split else L0C,
+             P.CO2: GM if split else UB, P.C2PIPE2GM: FB}
+    return table[TPosition(position)]
+
 
 class CoreContext:
     """State of one block while it runs.
@@ -39,11 +84,17 @@ class CoreContext:
         block_idx, block_num: what GetBlockIdx/GetBlockNum return.
         ub_capacity: bytes TPipe may hand out (``soc.ub_usable``, less the 8 KiB Ascend C
             reserve unless the kernel is built without it; reference/hardware.md §1.7).
+        core_kind: AIV, AIC or AICORE (default: AIV on split SoCs, AICORE on coupled ones).
+        mem_pool: memory name -> uint8 array that blocks run one after another may reuse
+            for their L1/L0 buffers (None: each block allocates its own).
     """
 
     def __init__(self, soc, gm, ub: np.ndarray, block_idx: int, block_num: int,
-                 ub_capacity: int):
+                 ub_capacity: int, core_kind: str | None = None, mem_pool: dict | None = None):
         self.soc = soc
+        self.core_kind = core_kind or (AIV if soc.is_split else AICORE)
+        self.mem_pool = mem_pool
+        self.mems: dict = {}          # this block's non-UB memories, allocated on first use
         self.gm = gm
         self.ub = ub
         self.block_idx = block_idx
@@ -68,6 +119,9 @@ class CoreContext:
         self.mask_counter = False     # SetMaskCount / SetMaskNorm
         self.vector_mask = FULL_MASK  # (low word, high word) of the mask register
         self.saturation = False       # SetSaturationFlag
+        self.rsvd_cnt = 0             # elements the last GatherMask kept (GetGatherMaskRemainCount)
+        self.pad_value = None         # SetPadValue: DataCopyPad's fill when isPad is false
+        self.cmp_mask = np.zeros(16, dtype=np.uint8)   # the 128-bit CMPMASK register (compare.py)
 
     def record(self, kind: int, pipe: int, cycles: float = 0.0, nbytes: int = 0,
                key=None, name: str = "") -> None:
@@ -79,6 +133,34 @@ class CoreContext:
 
     def warn(self, message: str) -> None:
         self.warnings.append(f"core {self.block_idx}: {message}")
+
+    def require_memory(self, mem: str, instruction: str) -> None:
+        """KernelError unless this kind of core has physical memory ``mem``."""
+        if mem not in CORE_MEMORIES[self.core_kind]:
+            where = {AIV: "a vector core (AIV)", AIC: "a cube core (AIC)",
+                     AICORE: "this AI core"}[self.core_kind]
+            raise KernelError(instruction, f"{where} of {self.soc.soc_version} has no {mem}: "
+                              "the AIV holds the UB, the AIC L1/L0A/L0B/L0C/BT/FB, and they "
+                              "exchange data only through GM (reference/hardware.md §3)")
+
+    def memory(self, mem: str, instruction: str = "LocalTensor") -> np.ndarray:
+        """The bytes of physical memory ``mem``; a non-UB memory is allocated (poisoned
+        like the UB) the first time the block touches it."""
+        if mem == UB:
+            return self.ub
+        buf = self.mems.get(mem)
+        if buf is None:
+            self.require_memory(mem, instruction)
+            size = memory_size(self.soc, mem)
+            pool = self.mem_pool
+            buf = pool.get(mem) if pool is not None else None
+            if buf is None:
+                buf = np.empty(size, dtype=np.uint8)
+                if pool is not None:
+                    pool[mem] = buf
+            buf.fill(UB_POISON)
+            self.mems[mem] = buf
+        return buf
 
 
 def current_core_or_none() -> CoreContext | None:

@@ -1,25 +1,39 @@
-"""DataCopy and DataCopyPad between GM and UB (and UB to UB).
+"""DataCopy and DataCopyPad between GM and UB, DataCopy and Copy from UB to UB.
 
-Rules (reference/hardware.md §3 "Memory and alignment"):
+Rules (reference/hardware.md §3 "Memory and alignment"; asc-devkit
+``docs/zh/api/SIMD-API/基础API/Memory矢量计算/数据搬运/``):
 
-* GM -> UB runs on PIPE_MTE2, UB -> GM on PIPE_MTE3, UB -> UB on PIPE_V.
+* GM -> UB runs on PIPE_MTE2, UB -> GM on PIPE_MTE3, UB -> UB (DataCopy, Copy) on PIPE_V.
 * The UB address must be 32 B aligned.
 * Contiguous DataCopy moves whole 32 B blocks: ``count * sizeof(T)`` that is not a
-  multiple of 32 is silently rounded *down*, as on hardware; the core keeps a warning.
-* DataCopyParams: blockCount [0, 4095], blockLen and gaps [0, 65535], in 32 B units.
-* DataCopyPad: blockLen in bytes [0, 2097151]; each GM->UB row is padded to 32 B in UB.
+  multiple of 32 is silently rounded *down*, as on hardware; the checker reports it.
+* DataCopyParams: blockCount [0, 4095], blockLen and gaps [0, 65535], in 32 B units
+  (GM <-> UB and UB -> UB alike).
+* DataCopyPad: blockLen in bytes [0, 2097151]; each GM->UB row is padded to 32 B in UB
+  (left/right padding, then "dummy" bytes: see :func:`DataCopyPad`).
+* Copy: the level-0 vector copy with masks and block strides (Copy.md).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from npusim.ascendc import checker
 from npusim.ascendc import core as _core
+from npusim.ascendc import repeat as _repeat
+from npusim.ascendc.gather import (BF16, F16, F32, I16, I32, U16, U32, check_aligned,
+                                   check_range, check_types, repeat_times)
 from npusim.ascendc.tensor import GlobalTensor, LocalTensor
-from npusim.ascendc.types import (PIPE_MTE2, PIPE_MTE3, PIPE_V, CacheMode, DataCopyExtParams,
-                                  DataCopyPadExtParams, DataCopyParams)
-from npusim.errors import AlignmentError, KernelError
+from npusim.ascendc.types import Nd2NzParams
+from npusim.ascendc.types import (PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V, CacheMode,
+                                  DataCopyExtParams, DataCopyPadExtParams, DataCopyParams,
+                                  TPosition)
+from npusim.ascendc.vector import RATE_SIMPLE, run_level0, same_dtype
+from npusim.errors import AlignmentError, KernelError, LimitError
+
+__all__ = ["DataCopy", "DataCopyPad", "SetPadValue", "Copy", "CopyRepeatParams"]
 
 #: UB -> UB copy rate on PIPE_V, bytes per cycle (reference/hardware.md §2.1 pipe table).
 _UB_TO_UB_BYTES_PER_CYCLE = 256
@@ -107,6 +121,11 @@ def DataCopy(dst, src, count_or_params) -> None:
         A length that is not a whole number of 32 B blocks is a checker finding
         (category Alignment): the copy is rounded down, as on hardware.
     """
+    if (getattr(dst, "mem", None) in _core.CUBE_MEMORIES or isinstance(count_or_params, Nd2NzParams)
+            or getattr(src, "mem", None) in _core.CUBE_MEMORIES):   # L1/BT or ND->NZ: the cube's
+        from npusim.ascendc.cube import datamove                   # paths (npusim.ascendc.cube)
+        datamove.data_copy(dst, src, count_or_params)
+        return
     ctx = _core.current_core()
     if isinstance(dst, LocalTensor) and isinstance(src, GlobalTensor):
         pipe, ub, gm, src_is_gm = "PIPE_MTE2", dst, src, True
@@ -159,18 +178,50 @@ def DataCopy(dst, src, count_or_params) -> None:
 
 
 def _copy_ub_to_ub(ctx, dst: LocalTensor, src: LocalTensor, count) -> None:
+    """DataCopy UB -> UB on PIPE_V (DataCopy_UBToUB_continuous.md / _highdim_split.md): a
+    count (rounded down to whole 32 B blocks, as for GM) or DataCopyParams — blockCount
+    rows of blockLen x 32 B, ``srcStride`` / ``dstStride`` blocks between rows."""
     _check_ub_aligned(dst, "DataCopy", "PIPE_V")
     _check_ub_aligned(src, "DataCopy", "PIPE_V")
     if isinstance(count, DataCopyParams):
-        raise KernelError("DataCopy", "UB -> UB copies take a count in this simulator")
-    nbytes = int(count) * src.dtype.itemsize // 32 * 32
-    data = src.bytes_view(nbytes, "DataCopy", "PIPE_V").copy()
-    dst.bytes_view(nbytes, "DataCopy", "PIPE_V")[...] = data
+        p = count
+        _check_range("blockCount", p.blockCount, 4095, "DataCopy")
+        for name in ("blockLen", "srcStride", "dstStride"):
+            _check_range(name, getattr(p, name), 65535, "DataCopy")
+        rows, row = int(p.blockCount), int(p.blockLen) * 32
+        src_pitch, dst_pitch = row + int(p.srcStride) * 32, row + int(p.dstStride) * 32
+        if rows == 0 or row == 0:      # a NOP on A2/A3
+            return
+    else:
+        want = int(count) * src.dtype.itemsize
+        rows, row = 1, want // 32 * 32
+        src_pitch = dst_pitch = row
+        if row != want:
+            checker.report(ctx, AlignmentError(
+                "DataCopy", f"{count} x {src.dtype.name} = {want} B is not a whole number of "
+                f"32 B blocks: only {row} B are copied, as on hardware", pipe="PIPE_V"))
+    src_view = _strided(src.bytes_view((rows - 1) * src_pitch + row, "DataCopy", "PIPE_V"),
+                        rows, row, src_pitch)
+    dst_view = _strided(dst.bytes_view((rows - 1) * dst_pitch + row, "DataCopy", "PIPE_V"),
+                        rows, row, dst_pitch)
+    dst_view[...] = src_view.copy()          # read everything first, as the unit does
     if ctx.tracker is not None:
-        ctx.tracker.read(ctx, int(PIPE_V), src.offset, nbytes, "DataCopy")
-        ctx.tracker.write(ctx, int(PIPE_V), dst.offset, nbytes, "DataCopy")
+        _track_rows(ctx, src.offset, rows, row, src_pitch, "DataCopy", write=False)
+        _track_rows(ctx, dst.offset, rows, row, dst_pitch, "DataCopy", write=True)
+    nbytes = rows * row
     ctx.record(_core.OP, PIPE_V, ctx.soc.vec_head_cycles + -(-nbytes // _UB_TO_UB_BYTES_PER_CYCLE),
                0, None, "DataCopy")
+
+
+def _track_rows(ctx, offset: int, rows: int, row: int, pitch: int, name: str,
+                write: bool) -> None:
+    """Tell the checker about ``rows`` rows of ``row`` bytes, ``pitch`` apart, on PIPE_V."""
+    tracker = ctx.tracker
+    if rows == 1 or pitch == row:
+        (tracker.write if write else tracker.read)(ctx, int(PIPE_V), offset, rows * row, name)
+        return
+    addr = (offset + np.arange(rows)[:, None] * pitch + np.arange(row)[None, :]).reshape(-1)
+    (tracker.write_at if write else tracker.read_at)(ctx, int(PIPE_V), addr, name)
 
 
 def DataCopyPad(dst, src, params: DataCopyExtParams,
@@ -179,14 +230,22 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
 
     GM -> UB: ``blockCount`` rows of ``blockLen`` bytes, ``srcStride`` bytes apart in GM;
     each row lands 32 B aligned in UB (after ``leftPadding`` elements), rows separated
-    by ``dstStride`` 32 B blocks; with ``isPad`` the left/right padding elements are set to
-    ``paddingValue``. UB -> GM: the reverse, writing exactly ``blockLen`` bytes per row
-    (``srcStride`` in 32 B blocks, ``dstStride`` in bytes).
+    by ``dstStride`` 32 B blocks. What fills a row's 32 B around its data
+    (DataCopyPad_GMToUB.md "参数解释"): with no left/right padding, the "dummy" bytes up to
+    32 B repeat the row's first element; with padding, the padding and the dummy are
+    ``paddingValue`` when ``isPad``, else the :func:`SetPadValue` value if one was set,
+    else random — the simulator leaves them unwritten, so the checker calls a read of
+    them uninitialised. UB -> GM: the reverse, writing exactly ``blockLen`` bytes per row
+    (``srcStride`` in 32 B blocks, ``dstStride`` in bytes); the dummy tail is read and
+    dropped. The MTE2/MTE3 cost is the GM bytes moved, padding or not.
 
     Raises:
         AlignmentError: parameters out of range (reference/hardware.md §3 DataCopyPad).
         AlignmentError: the UB address is not 32 B aligned, or blockLen is not a multiple
             of sizeof(T).
+        LimitError: a non-zero paddingValue for a 64-bit type.
+        KernelError: two LocalTensors (UB -> UB is not a DataCopyPad path on A2/A3; the
+            VECIN/VECOUT -> TSCM form with Nd2NzParams is not simulated).
     """
     ctx = _core.current_core()
     p = params
@@ -202,6 +261,10 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
         ub, gm, src_is_gm, pipe = dst, src, True, "PIPE_MTE2"
     elif isinstance(dst, GlobalTensor) and isinstance(src, LocalTensor):
         ub, gm, src_is_gm, pipe = src, dst, False, "PIPE_MTE3"
+    elif isinstance(dst, LocalTensor) and isinstance(src, LocalTensor):
+        raise KernelError("DataCopyPad", "UB -> UB is not a DataCopyPad path on A2/A3 (the "
+                          "LocalTensor -> LocalTensor form with Nd2NzParams moves VECIN/VECOUT to "
+                          "TSCM through GM and is not simulated); use DataCopy or Copy")
     else:
         raise KernelError("DataCopyPad", "copies between GM and UB only")
     if ub.offset & 31:
@@ -233,18 +296,140 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
         ub_all = _strided(ub.bytes_view((rows - 1) * ub_pitch + ub_row, "DataCopyPad", pipe),
                           rows, ub_row, ub_pitch)
         ub_data = ub_all[:, left * isz:left * isz + row]
-    pad = pad_params is not None and pad_params.isPad and (left or right)
+    fill = _pad_fill(ctx, ub.dtype, left, right, row, ub_row, pad_params) if src_is_gm else None
     if ctx.tracker is not None or not src_is_gm:
-        _track(ctx, src_is_gm, ub, rows, (left + right) * isz + row if pad else row, ub_pitch,
-               0 if pad else left * isz, gm, gm_pitch, "DataCopyPad")
+        _track(ctx, src_is_gm, ub, rows, row if fill is None else ub_row, ub_pitch,
+               left * isz if fill is None else 0, gm, gm_pitch, "DataCopyPad")
     if src_is_gm:
         ub_data[...] = gm_view
-        if pad:
-            fill = np.array([pad_params.paddingValue], dtype=ub.dtype).view(np.uint8)
-            if left:
-                ub_all[..., :left * isz] = np.tile(fill, left)
-            if right:
-                ub_all[..., left * isz + row:left * isz + row + right * isz] = np.tile(fill, right)
+        if fill is not None:
+            _fill_row_padding(ub_all, fill, left * isz, left * isz + row, isz)
     else:
         _write_gm(ctx, gm_view, ub_data)
     _dma(ctx, src_is_gm, rows * row, "DataCopyPad", gm, (rows - 1) * gm_pitch + row)
+
+
+def _pad_fill(ctx, dtype: np.dtype, left: int, right: int, row: int, ub_row: int,
+              pad_params: DataCopyPadExtParams | None):
+    """What DataCopyPad GM -> UB writes around each row's data (DataCopyPad_GMToUB.md,
+    "参数解释"): None — nothing (the row fills its 32 B, or the padding is "random": left
+    unwritten, so reading it is an uninitialised read); "first" — no left/right padding
+    but an unaligned row: the dummy bytes up to 32 B repeat the row's first element; or
+    the element's bytes that fill the left/right padding and the dummy — paddingValue with
+    isPad, else the SetPadValue value if one was set.
+
+    Raises:
+        LimitError: a non-zero paddingValue for a 64-bit type (only 0 is allowed).
+    """
+    if ub_row == row:
+        return None
+    if left == 0 and right == 0:
+        return "first"
+    if pad_params is not None and pad_params.isPad:
+        value = pad_params.paddingValue
+        if dtype.itemsize == 8 and value != 0:
+            raise LimitError("DataCopyPad", f"paddingValue = {value}: a 64-bit type pads with "
+                             "0 only (DataCopyPad_GMToUB.md)", pipe="PIPE_MTE2")
+    elif ctx.pad_value is not None:
+        value = ctx.pad_value
+    else:
+        return None
+    return np.array([value], dtype=dtype).view(np.uint8)
+
+
+def _fill_row_padding(ub_all: np.ndarray, fill, start: int, end: int, isz: int) -> None:
+    """Write ``fill`` (an element's bytes, or "first") over each row's bytes before
+    ``start`` and from ``end`` (rows along the last axis of ``ub_all``)."""
+    pattern = ub_all[..., start:start + isz].copy() if isinstance(fill, str) else fill
+    reps = (1,) * (pattern.ndim - 1)
+    if start:
+        ub_all[..., :start] = np.tile(pattern, reps + (start // isz,))
+    tail = ub_all.shape[-1] - end
+    if tail:
+        ub_all[..., end:] = np.tile(pattern, reps + (tail // isz,))
+
+
+def SetPadValue(paddingValue, pos: TPosition = TPosition.VECIN) -> None:
+    """``SetPadValue<T, pos>(paddingValue)``: the value DataCopyPad GM -> UB pads with when
+    ``isPad`` is false and left/right padding is requested (SetPadValue_ISASI.md; A2/A3).
+
+    The value is converted to the copy's element type when DataCopyPad uses it; ``pos``
+    (VECIN/VECOUT) is accepted for source compatibility. 1 cycle on PIPE_S.
+    """
+    ctx = _core.current_core()
+    ctx.pad_value = paddingValue
+    ctx.record(_core.OP, PIPE_S, 1, 0, None, "SetPadValue")
+
+
+# -- Copy: UB -> UB on the vector unit, with masks and block strides ------------------------
+#: Copy dtypes (Copy.md: Atlas A2/A3 only).
+COPY_TYPES = {f: (U16, I16, F16, BF16, U32, I32, F32) for f in ("Ascend910B", "Ascend910_93")}
+
+
+@dataclass
+class CopyRepeatParams:
+    """``CopyRepeatParams(dstStride, srcStride, dstRepeatSize, srcRepeatSize)``, in 32 B
+    blocks: block strides within a repeat in [0, 65535], repeat strides in [0, 4095]
+    (Copy.md 表3)."""
+
+    dstStride: int = 1
+    srcStride: int = 1
+    dstRepeatSize: int = 8
+    srcRepeatSize: int = 8
+
+    def strides(self):
+        """(blkStride, repStride) of dst and src."""
+        return ((self.dstStride, self.dstRepeatSize), (self.srcStride, self.srcRepeatSize))
+
+
+def Copy(dst: LocalTensor, src: LocalTensor, mask, repeatTime: int,
+         repeatParams: CopyRepeatParams, isSetMask: bool = True) -> None:
+    """UB -> UB copy on PIPE_V with a mask and block strides (level 0 only).
+
+    ``Copy(dst, src, mask, repeatTime, CopyRepeatParams)``: repeat ``r``, lane ``l`` of
+    256 B (128 16-bit / 64 32-bit lanes) copies the element at ``r * srcRepeatSize + (l //
+    epb) * srcStride`` blocks (+ ``l % epb``) to the same place after dst's strides; masked
+    lanes keep their bytes. In Counter mode (SetMaskCount) the mask is the element count
+    of *each* repeat and repeatTime counts — unlike the other level-0 APIs (Copy.md
+    约束说明); a count above the lanes of a repeat is clamped [R].
+
+    Source: Copy.md (Atlas A2/A3: uint16/int16/half/bfloat16/uint32/int32/float).
+    Cost: one 256 B repeat per cycle (128 / 64 elements, as Duplicate; §2.1).
+
+    Raises:
+        DtypeError / KernelError: dtype or SoC not supported. AlignmentError: an operand
+        not 32 B aligned. LimitError: repeatTime, a stride or the mask out of range.
+        UbError: a lane outside its buffer; a forbidden address overlap (a checker finding).
+    """
+    name = "Copy"
+    ctx = _core.current_core()
+    dt = same_dtype(name, dst, src)
+    check_types(ctx, name, dt, COPY_TYPES)
+    check_aligned(name, dst, src)
+    p = repeatParams
+    for what, value, hi in (("dstStride", p.dstStride, 65535), ("srcStride", p.srcStride, 65535),
+                            ("dstRepeatSize", p.dstRepeatSize, 4095),
+                            ("srcRepeatSize", p.srcRepeatSize, 4095)):
+        check_range(name, what, value, hi)
+    lanes = 256 // dt.itemsize
+    if ctx.mask_counter:
+        call = _counter_per_repeat(ctx, name, lanes, mask, repeatTime, isSetMask)
+    else:
+        call = _repeat.resolve(ctx, name, lanes, mask, repeatTime, isSetMask)
+    run_level0(ctx, name, lambda x, out: np.copyto(out, x), dst, (src,), (mask, repeatTime, p),
+               RATE_SIMPLE[dt.itemsize], isSetMask, call=call)
+
+
+def _counter_per_repeat(ctx, name: str, lanes: int, mask, repeat_time,
+                        is_set_mask: bool) -> _repeat.Level0:
+    """Copy in Counter mode: the first ``mask`` lanes of every one of ``repeatTime``
+    repeats (the register's low word when ``isSetMask`` is false)."""
+    repeat = repeat_times(name, repeat_time)
+    if is_set_mask:
+        n = int(mask[0] if isinstance(mask, (list, tuple)) else mask)
+        if n < 0:
+            raise LimitError(name, f"mask = {n} is negative", pipe="PIPE_V")
+        ctx.vector_mask = (n, 0)
+    row = np.arange(lanes) < min(int(ctx.vector_mask[0]), lanes)
+    return _repeat.Level0(repeat, lanes, np.broadcast_to(row, (repeat, lanes)))
+

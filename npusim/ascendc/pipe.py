@@ -13,7 +13,16 @@ Rules (reference/hardware.md §3 "TPipe/TQue/TBuf"):
 Queue hand-offs are the sync edges the timing model sees, as TPipe's auto-sync inserts
 them on hardware: for VECIN, EnQue sets MTE2->V and DeQue waits for it, FreeTensor sets
 V->MTE2 and the next AllocTensor of that buffer waits for it; for VECOUT the same with
-V->MTE3 and MTE3->V.
+V->MTE3 and MTE3->V. The cube positions hand over the same way along the cube's data path
+(reference/hardware.md §2.1 pipe assignment): A1/B1/C1/TSCM MTE2->MTE1 (GM -> L1, then
+LoadData), A2/B2/C2 MTE1->M (LoadData, then Mmad), CO1 M->FIX (Mmad, then Fixpipe).
+
+Each position's buffers live in its physical memory (:func:`npusim.ascendc.core.position_memory`):
+UB buffers fit in the usable UB, L1 buffers in GetCoreMemSize(L1) (``l1_size - 256`` on
+910B/A3, §1.7), L0A/L0B/L0C/BT/FB buffers in the whole memory (§1.6). A buffer starts at
+its memory's alignment (UB/L1 32 B, L0A/L0B 512 B, L0C/BT/FB 64 B; 通用说明和约束.md): its
+length is rounded up to it. A position whose memory the core lacks (a VECIN queue on an
+AIC, an A1 queue on an AIV) is an error, and so is CO2 on A2/A3, which is GM there.
 """
 from __future__ import annotations
 
@@ -23,13 +32,23 @@ import numpy as np
 
 from npusim.ascendc import core as _core
 from npusim.ascendc.tensor import LocalTensor
-from npusim.ascendc.types import PIPE_MTE2, PIPE_MTE3, PIPE_V, HardEvent, TPosition
+from npusim.ascendc.types import (PIPE_FIX, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_V,
+                                  HardEvent, TPosition)
 from npusim.errors import KernelError, LimitError, SyncError, UbError, kernel_source_line
 
 # position -> (producer pipe, consumer pipe) of the data a queue hands over
 _QUEUE_PIPES = {
     TPosition.VECIN: (PIPE_MTE2, PIPE_V),
     TPosition.VECOUT: (PIPE_V, PIPE_MTE3),
+    TPosition.A1: (PIPE_MTE2, PIPE_MTE1),
+    TPosition.B1: (PIPE_MTE2, PIPE_MTE1),
+    TPosition.C1: (PIPE_MTE2, PIPE_MTE1),
+    TPosition.TSCM: (PIPE_MTE2, PIPE_MTE1),
+    TPosition.A2: (PIPE_MTE1, PIPE_M),
+    TPosition.B2: (PIPE_MTE1, PIPE_M),
+    TPosition.C2: (PIPE_MTE1, PIPE_M),
+    TPosition.CO1: (PIPE_M, PIPE_FIX),
+    TPosition.CO2: (PIPE_V, PIPE_MTE3),     # coupled 910A/310P: L0C -> UB on PIPE_V, then out
 }
 
 
@@ -44,26 +63,74 @@ class TPipe:
         self.ctx = _core.current_core()
         self.ctx.pipe = self
         self.used = 0                       # UB bytes handed out
+        self.used_mem: dict[str, int] = {}  # bytes handed out in each non-UB memory
         self.buffer_count = 0
         self.que_buffers_by_position: dict[TPosition, int] = {}
         self.queues: list[TQue] = []          # for the leak check at kernel end
         self._next_event: dict[HardEvent, int] = {}
 
     def InitBuffer(self, que, num: int, length: int | None = None) -> None:
-        """Reserve UB for ``que``: ``num`` buffers of ``length`` bytes (rounded up to 32 B).
+        """Reserve memory for ``que``: ``num`` buffers of ``length`` bytes (rounded up to 32 B,
+        or to the start alignment of the position's memory), in the memory behind its
+        position.
 
         For a TBuf call ``InitBuffer(buf, length)``.
 
         Raises:
-            UbError: the buffers do not fit in the usable UB.
+            UbError: the buffers do not fit in the usable UB (or in the L1/L0A/L0B/L0C/BT/FB
+            capacity, for a cube position).
             LimitError: more than 64 buffers, or too many TQue buffers in one position.
+            KernelError: the core has no memory for the position (VECIN on an AIC, A1 on an
+            AIV), or the position is GM (CO2 on A2/A3).
         """
         if isinstance(que, TBuf):
             num, length = 1, num
+        mem = _core.position_memory(self.ctx.soc, que.position)
+        if mem != _core.UB:
+            return self._init_cube_buffer(que, mem, int(num), length)
+        self.ctx.require_memory(mem, "InitBuffer")
         num, length = int(num), _align32(length)
         if num <= 0 or length <= 0:
             raise KernelError("InitBuffer", f"num ({num}) and len ({length}) must be positive",
                               pipe=None)
+        self._check_counts(que, num)
+        need = num * length
+        if self.used + need > self.ctx.ub_capacity:
+            raise UbError("InitBuffer", f"{num} x {length} B = {need} B requested with {self.used} B "
+                          f"already in use: {self.used + need} B exceed the usable UB of "
+                          f"{self.ctx.ub_capacity} B on {self.ctx.soc.soc_version} "
+                          "(reference/hardware.md §1.7)")
+        que._init(self, self.used, num, length)
+        self.used += need
+        self.buffer_count += num
+
+    def _init_cube_buffer(self, que, mem: str, num: int, length) -> None:
+        """InitBuffer for a position outside the UB: the same limits, that memory's capacity."""
+        ctx = self.ctx
+        if mem == _core.GM:
+            raise KernelError("InitBuffer", f"{que.position.name} is Global Memory on "
+                              f"{ctx.soc.soc_version}: there is nothing to allocate (Fixpipe "
+                              "writes L0C straight to a GlobalTensor; 通用说明和约束.md table 1)")
+        ctx.require_memory(mem, "InitBuffer")
+        align = _core.MEMORY_ALIGN[mem]
+        length = -(-int(length) // align) * align
+        if num <= 0 or length <= 0:
+            raise KernelError("InitBuffer", f"num ({num}) and len ({length}) must be positive")
+        self._check_counts(que, num)
+        cap = ctx.soc.l1_usable if mem == _core.L1 else _core.memory_size(ctx.soc, mem)
+        used = self.used_mem.get(mem, 0)
+        need = num * length
+        if used + need > cap:
+            raise UbError("InitBuffer", f"{num} x {length} B = {need} B requested in {mem} with "
+                          f"{used} B already in use: {used + need} B exceed the {mem} capacity of "
+                          f"{cap} B on {ctx.soc.soc_version} (reference/hardware.md §1.6, §1.7)")
+        que._init(self, used, num, length)
+        que.mem = mem
+        self.used_mem[mem] = used + need
+        self.buffer_count += num
+
+    def _check_counts(self, que, num: int) -> None:
+        """At most 64 buffers per kernel and 8 (4 on 1001) TQue buffers per position."""
         if self.buffer_count + num > self.ctx.soc.max_total_buffers:
             raise LimitError("InitBuffer", f"{self.buffer_count + num} buffers exceed the limit of "
                              f"{self.ctx.soc.max_total_buffers} per kernel "
@@ -77,15 +144,6 @@ class TPipe:
                                  "holds an eventID; reference/hardware.md §3 TPipe)")
             self.que_buffers_by_position[que.position] = n_pos
             self.queues.append(que)
-        need = num * length
-        if self.used + need > self.ctx.ub_capacity:
-            raise UbError("InitBuffer", f"{num} x {length} B = {need} B requested with {self.used} B "
-                          f"already in use: {self.used + need} B exceed the usable UB of "
-                          f"{self.ctx.ub_capacity} B on {self.ctx.soc.soc_version} "
-                          "(reference/hardware.md §1.7)")
-        que._init(self, self.used, num, length)
-        self.used += need
-        self.buffer_count += num
 
     def FetchEventID(self, event: HardEvent) -> int:
         """An eventID for a user SetFlag/WaitFlag pair of ``event``: rotates over 0..5 on
@@ -129,6 +187,7 @@ class TQue:
         self.position = TPosition(position)
         self.depth = int(depth)
         self.ctx = None
+        self.mem = _core.UB      # the physical memory of its buffers (set by InitBuffer)
         self._buffers: list[tuple[int, int]] = []
         self._free: deque[int] = deque()
         self._pending_free: set[int] = set()
@@ -160,7 +219,7 @@ class TQue:
         offset, length = self._buffers[index]
         tracker = self.ctx.tracker
         if tracker is not None:        # the checker: fresh, undefined contents
-            tracker.fresh(offset, length)
+            tracker.shadow(self.mem).fresh(offset, length)
             tracker.alloc_lines[(id(self), index)] = kernel_source_line()
         dtype = np.dtype(dtype)
         # the same buffer as the same dtype is the same (immutable) tensor: reuse it, and the
@@ -169,7 +228,7 @@ class TQue:
         if tensor is None:
             tensor = self._tensors[(index, dtype)] = LocalTensor(
                 self.ctx, dtype, offset, length // dtype.itemsize, offset + length,
-                self.position, (self, index))
+                self.position, (self, index), self.mem)
         return tensor
 
     def allocated(self) -> list[int]:
@@ -227,6 +286,7 @@ class TBuf:
     def __init__(self, position: TPosition = TPosition.VECCALC):
         self.position = TPosition(position)
         self.ctx = None
+        self.mem = _core.UB      # the physical memory of its buffer (set by InitBuffer)
         self._offset = 0
         self._length = 0
 
@@ -247,10 +307,11 @@ class TBuf:
         if tensor is None:
             tensor = self._tensors[(dtype, n)] = LocalTensor(
                 self.ctx, dtype, self._offset, n, self._offset + self._length, self.position,
-                None)
+                None, self.mem)
         return tensor
 
     def GetWithOffset(self, length: int, offset: int, dtype) -> LocalTensor:
         """``length`` elements of ``dtype`` starting ``offset`` bytes into the buffer."""
         t = self.Get(np.uint8)[int(offset)].ReinterpretCast(dtype)
-        return LocalTensor(self.ctx, dtype, t.offset, int(length), t.limit, self.position, None)
+        return LocalTensor(self.ctx, dtype, t.offset, int(length), t.limit, self.position, None,
+                           self.mem)

@@ -243,11 +243,7 @@ def resolve(ctx, name: str, lanes: int, mask, repeat_time, is_set_mask: bool = T
             raise LimitError(name, f"Counter-mode count {total} exceeds the UB", pipe="PIPE_V")
         active = np.arange(repeat * lanes).reshape(repeat, lanes) < total
         return Level0(repeat, lanes, active)
-    repeat = int(repeat_time)
-    if not 0 <= repeat <= MAX_REPEAT_TIMES:
-        raise LimitError(name, f"repeatTime = {repeat} is outside [0, {MAX_REPEAT_TIMES}] "
-                         "(MAX_REPEAT_TIMES; reference/hardware.md §3 \"Vector instructions\")",
-                         pipe="PIPE_V")
+    repeat = check_repeat_time(name, repeat_time)
     if is_set_mask:
         if isinstance(mask, (list, tuple, np.ndarray)):
             low, high = (int(mask[0]) & _WORD, int(mask[1]) & _WORD) if len(mask) > 1 \
@@ -267,6 +263,16 @@ def resolve(ctx, name: str, lanes: int, mask, repeat_time, is_set_mask: bool = T
     low, high = ctx.vector_mask
     row = _bits_to_lanes(low, high, lanes)
     return Level0(repeat, lanes, np.broadcast_to(row, (repeat, lanes)))
+
+
+def check_repeat_time(name: str, repeat_time) -> int:
+    """``repeatTime`` as an int; LimitError outside [0, MAX_REPEAT_TIMES] (hardware.md §3)."""
+    repeat = int(repeat_time)
+    if not 0 <= repeat <= MAX_REPEAT_TIMES:
+        raise LimitError(name, f"repeatTime = {repeat} is outside [0, {MAX_REPEAT_TIMES}] "
+                         "(MAX_REPEAT_TIMES; reference/hardware.md §3 \"Vector instructions\")",
+                         pipe="PIPE_V")
+    return repeat
 
 
 def check_strides(name: str, strides) -> None:

@@ -1,8 +1,11 @@
-"""GlobalTensor (a typed window on device memory) and LocalTensor (a typed view on the
-unified buffer), with Ascend C's ``operator[]``, GetValue and SetValue.
+"""GlobalTensor (a typed window on device memory) and LocalTensor (a typed view on a
+core's local memory), with Ascend C's ``operator[]``, GetValue and SetValue.
 
-A LocalTensor is a view on the UB bytes of its core, so aliasing, reinterpretation and
-overflow behave as on hardware. Scalar GetValue/SetValue run on PIPE_S.
+A LocalTensor is a view on the bytes of one physical memory of its core — the unified
+buffer for VECIN/VECOUT/VECCALC, L1 / L0A / L0B / L0C / bias table / Fixpipe buffer for the
+cube positions (:func:`npusim.ascendc.core.position_memory`) — so aliasing,
+reinterpretation and overflow behave as on hardware. Scalar GetValue/SetValue run on
+PIPE_S and reach the UB only.
 """
 from __future__ import annotations
 
@@ -10,11 +13,13 @@ import numpy as np
 
 from npusim.ascendc import core as _core
 from npusim.ascendc.types import PIPE_S, CacheMode, TPosition
-from npusim.errors import GmAccessError, UbError
+from npusim.errors import GmAccessError, KernelError, UbError
 
 #: Cycles of one scalar GM access (a load through the scalar unit's data cache path).
 #: Not published (reference/hardware.md §5); 100 cycles, like one DMA latency [R].
 GM_SCALAR_ACCESS_CYCLES = 100
+
+_UB_POSITIONS = _core._UB_POSITIONS
 
 #: Sub-tensors a LocalTensor keeps for reuse: a kernel indexes the same few offsets every
 #: tile, and a kept sub-tensor keeps its numpy view too.
@@ -35,6 +40,8 @@ class GlobalTensor:
     """
 
     __slots__ = ("dtype", "address", "length", "_alloc", "cache_mode")
+    #: The physical memory, for instructions that dispatch on their operands' memories.
+    mem = _core.GM
 
     def __init__(self, dtype=None):
         self.dtype = np.dtype(dtype) if dtype is not None else None
@@ -104,17 +111,19 @@ class GlobalTensor:
 
 
 class LocalTensor:
-    """``LocalTensor<T>``: ``length`` elements of ``dtype`` at UB byte offset ``offset``.
+    """``LocalTensor<T>``: ``length`` elements of ``dtype`` at byte offset ``offset`` of the
+    physical memory ``mem`` (by default the one behind ``position``: "UB", "L1", "L0A",
+    "L0B", "L0C", "BT" or "FB").
 
-    ``limit`` is the UB byte offset where the buffer this tensor came from ends; accesses
-    beyond it are UB errors even when they stay inside the physical UB.
+    ``limit`` is the byte offset where the buffer this tensor came from ends; accesses
+    beyond it are UB errors (naming the memory) even when they stay inside the memory.
     """
 
     __slots__ = ("ctx", "dtype", "offset", "length", "limit", "position", "owner", "_view",
-                 "_subs")
+                 "_subs", "mem")
 
     def __init__(self, ctx, dtype, offset: int, length: int, limit: int,
-                 position: TPosition = TPosition.VECCALC, owner=None):
+                 position: TPosition = TPosition.VECCALC, owner=None, mem: str | None = None):
         self.ctx = ctx
         self.dtype = np.dtype(dtype)
         self.offset = int(offset)
@@ -122,6 +131,10 @@ class LocalTensor:
         self.limit = int(limit)
         self.position = position
         self.owner = owner
+        if mem is None:     # vector positions need no look-up: the UB's hot path stays as it was
+            mem = _core.UB if position in _UB_POSITIONS else _core.position_memory(ctx.soc,
+                                                                                   position)
+        self.mem = mem
         self._view = None          # (count, numpy view) of the last elements() call
         self._subs = None          # index -> sub-tensor, for operator[] (tensors never change)
 
@@ -129,23 +142,33 @@ class LocalTensor:
     def at(cls, dtype, position: TPosition, addr: int, tile_size: int) -> "LocalTensor":
         """Static tensor programming: ``LocalTensor<T>(pos, addr, tileSize)``.
 
-        A tensor of ``tile_size`` elements at UB byte address ``addr``, outside any TPipe
-        buffer; it may use the whole physical UB (``soc.ub_size``), and the kernel syncs
+        A tensor of ``tile_size`` elements at byte address ``addr`` of the memory behind
+        ``position`` (UB for the vector positions, L1 for A1/B1/C1, L0A for A2, ...),
+        outside any TPipe buffer; it may use the whole physical memory, and the kernel syncs
         it with SetFlag/WaitFlag itself.
 
         Raises:
-            AlignmentError: ``addr`` is not 32 B aligned. UbError: it leaves the UB.
+            AlignmentError: ``addr`` is not aligned for its memory (UB/L1 32 B, L0A/L0B
+            512 B, L0C/BT/FB 64 B). UbError: it leaves the memory. KernelError: this kind
+            of core has no such memory (an AIV has no L1, an AIC no UB).
         """
         from npusim.errors import AlignmentError
         ctx = _core.current_core()
         dtype = np.dtype(dtype)
-        end = int(addr) + int(tile_size) * dtype.itemsize
-        if int(addr) % 32:
-            raise AlignmentError("LocalTensor", f"UB address 0x{int(addr):x} is not 32 B aligned "
-                                 "(reference/hardware.md §3)")
-        if addr < 0 or end > ctx.soc.ub_size:
-            raise UbError("LocalTensor", f"[{addr}, {end}) is outside the {ctx.soc.ub_size} B UB")
-        return cls(ctx, dtype, int(addr), int(tile_size), end, TPosition(position))
+        position = TPosition(position)
+        mem = _core.position_memory(ctx.soc, position)
+        if mem == _core.GM:
+            raise KernelError("LocalTensor", f"{position.name} is Global Memory on "
+                              f"{ctx.soc.soc_version}: use a GlobalTensor")
+        ctx.require_memory(mem, "LocalTensor")
+        addr, align, size = int(addr), _core.MEMORY_ALIGN[mem], _core.memory_size(ctx.soc, mem)
+        end = addr + int(tile_size) * dtype.itemsize
+        if addr % align:
+            raise AlignmentError("LocalTensor", f"{mem} address 0x{addr:x} is not {align} B "
+                                 "aligned (reference/hardware.md §3)")
+        if addr < 0 or end > size:
+            raise UbError("LocalTensor", f"[{addr}, {end}) is outside the {size} B {mem}")
+        return cls(ctx, dtype, addr, int(tile_size), end, position, None, mem)
 
     # -- Ascend C surface ---------------------------------------------------------------
     def __getitem__(self, index: int) -> "LocalTensor":
@@ -157,7 +180,8 @@ class LocalTensor:
         sub = subs.get(index)
         if sub is None:
             sub = LocalTensor(self.ctx, self.dtype, self.offset + index * self.dtype.itemsize,
-                              self.length - index, self.limit, self.position, self.owner)
+                              self.length - index, self.limit, self.position, self.owner,
+                              self.mem)
             if len(subs) < _SUB_CACHE:
                 subs[index] = sub
         return sub
@@ -166,7 +190,7 @@ class LocalTensor:
         return self.length
 
     def GetPhyAddr(self) -> int:
-        """UB byte offset of the first element."""
+        """Byte offset of the first element in its memory."""
         return self.offset
 
     def ReinterpretCast(self, dtype) -> "LocalTensor":
@@ -174,10 +198,22 @@ class LocalTensor:
         dtype = np.dtype(dtype)
         return LocalTensor(self.ctx, dtype, self.offset,
                            self.length * self.dtype.itemsize // dtype.itemsize,
-                           self.limit, self.position, self.owner)
+                           self.limit, self.position, self.owner, self.mem)
+
+    def _scalar_reachable(self, instruction: str) -> None:
+        if self.mem != _core.UB:
+            raise KernelError(instruction, f"the scalar unit reads and writes the UB, not "
+                              f"{self.mem}: move the data with the cube's copy instructions",
+                              pipe="PIPE_S")
 
     def GetValue(self, index: int):
-        """Read one element through the scalar unit (PIPE_S)."""
+        """Read one element through the scalar unit (PIPE_S).
+
+        Raises:
+            KernelError: the tensor is not in the UB (the scalar unit cannot reach L1/L0).
+        """
+        if self.mem != _core.UB:
+            self._scalar_reachable("GetValue")
         value = self.elements(int(index) + 1, "GetValue", "PIPE_S")[int(index)]
         if self.ctx.tracker is not None:
             isz = self.dtype.itemsize
@@ -186,7 +222,9 @@ class LocalTensor:
         return value
 
     def SetValue(self, index: int, value) -> None:
-        """Write one element through the scalar unit (PIPE_S)."""
+        """Write one element through the scalar unit (PIPE_S); UB tensors only."""
+        if self.mem != _core.UB:
+            self._scalar_reachable("SetValue")
         self.elements(int(index) + 1, "SetValue", "PIPE_S")[int(index)] = value
         if self.ctx.tracker is not None:
             isz = self.dtype.itemsize
@@ -195,6 +233,10 @@ class LocalTensor:
         self.ctx.record(_core.OP, PIPE_S, self.ctx.soc.scalar_cycles, 0, None, "SetValue")
 
     # -- simulator helpers ----------------------------------------------------------------
+    def _buffer(self, instruction: str) -> np.ndarray:
+        mem = self.mem
+        return self.ctx.ub if mem == _core.UB else self.ctx.memory(mem, instruction)
+
     def elements(self, count: int, instruction: str, pipe: str = "PIPE_V") -> np.ndarray:
         """Numpy view of the first ``count`` elements, bounds-checked against the buffer."""
         cached = self._view
@@ -203,23 +245,23 @@ class LocalTensor:
         end = self.offset + count * self.dtype.itemsize
         if count < 0 or end > self.limit or self.offset < 0:
             raise UbError(instruction,
-                          f"{count} x {self.dtype.name} from UB offset {self.offset} ends at "
-                          f"{end}, past the end of its buffer at {self.limit}", pipe=pipe)
-        view = self.ctx.ub[self.offset:end].view(self.dtype)
+                          f"{count} x {self.dtype.name} from {self.mem} offset {self.offset} ends "
+                          f"at {end}, past the end of its buffer at {self.limit}", pipe=pipe)
+        view = self._buffer(instruction)[self.offset:end].view(self.dtype)
         self._view = (count, view)
         return view
 
     def bytes_view(self, nbytes: int, instruction: str, pipe: str) -> np.ndarray:
         end = self.offset + nbytes
         if end > self.limit:
-            raise UbError(instruction, f"{nbytes} B from UB offset {self.offset} end at {end}, "
-                          f"past the end of its buffer at {self.limit}", pipe=pipe)
-        return self.ctx.ub[self.offset:end]
+            raise UbError(instruction, f"{nbytes} B from {self.mem} offset {self.offset} end at "
+                          f"{end}, past the end of its buffer at {self.limit}", pipe=pipe)
+        return self._buffer(instruction)[self.offset:end]
 
     def numpy(self) -> np.ndarray:
         """A copy of the whole tensor (for debugging and tests; costs no cycles)."""
         return self.elements(self.length, "numpy").copy()
 
     def __repr__(self) -> str:
-        return (f"LocalTensor<{self.dtype.name}>(ub=0x{self.offset:x}, len={self.length}, "
-                f"{self.position.name})")
+        return (f"LocalTensor<{self.dtype.name}>({self.mem.lower()}=0x{self.offset:x}, "
+                f"len={self.length}, {TPosition(self.position).name})")

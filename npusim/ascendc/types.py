@@ -49,6 +49,7 @@ class TPosition(enum.IntEnum):
     VECOUT = 10
     VECCALC = 11
     TSCM = 12
+    C2PIPE2GM = 13   # the Fixpipe buffer on A2/A3 (通用说明和约束.md, table 1)
 
 
 QuePosition = TPosition
@@ -189,3 +190,179 @@ class DataCopyPadExtParams:
     leftPadding: int = 0
     rightPadding: int = 0
     paddingValue: float = 0
+
+
+# -- the cube half of the AI core (npusim.ascendc.cube) -------------------------------------
+
+class KernelMetaType(enum.IntEnum):
+    """``KERNEL_TASK_TYPE_DEFAULT`` values: which cores a launch starts (设置Kernel类型.md).
+
+    On A2/A3 AIV_ONLY starts blockDim vector cores, AIC_ONLY blockDim cube cores; MIX types
+    start both. AICORE is the coupled 910A/310P core, which holds both units.
+    """
+
+    KERNEL_TYPE_AIV_ONLY = 0
+    KERNEL_TYPE_AIC_ONLY = 1
+    KERNEL_TYPE_MIX_AIV_1_0 = 2
+    KERNEL_TYPE_MIX_AIC_1_0 = 3
+    KERNEL_TYPE_MIX_AIC_1_1 = 4
+    KERNEL_TYPE_MIX_AIC_1_2 = 5
+    KERNEL_TYPE_AICORE = 6
+    KERNEL_TYPE_VECTORCORE = 7
+    KERNEL_TYPE_MIX_AICORE = 8
+    KERNEL_TYPE_MIX_VECTOR_CORE = 9
+
+
+@dataclass
+class Nd2NzParams:
+    """``DataCopy`` GM -> L1 (or VECIN) with ND -> NZ conversion (随路转换ND2NZ搬运).
+
+    Field order is the C++ struct's. Ranges: ndNum [0, 4095]; nValue [0, 16384] rows;
+    dValue [0, 65535] columns; srcNdMatrixStride [0, 65535] and srcDValue [1, 65535] in
+    elements; dstNzC0Stride and dstNzNStride [1, 16384] in C0 blocks of 32 B;
+    dstNzMatrixStride [0, 65535] in elements. Row j of ND matrix i moves to
+    ``dst + i*dstNzMatrixStride*sizeof(T) + j*dstNzNStride*32 + c*dstNzC0Stride*32`` for
+    its c-th 32 B block; the last block of a row is zero-padded to 32 B.
+    """
+
+    ndNum: int = 1
+    nValue: int = 0
+    dValue: int = 0
+    srcNdMatrixStride: int = 0
+    srcDValue: int = 0
+    dstNzC0Stride: int = 0
+    dstNzNStride: int = 0
+    dstNzMatrixStride: int = 0
+
+
+@dataclass
+class LoadData2DParams:
+    """``LoadData`` (Load2D) parameters, C++ field order (Load2D.md, table 2).
+
+    startIndex: first source fractal, [0, 65535], in 512 B fractals. repeatTimes: fractals
+    moved, [0, 255] (0 is a NOP). srcStride: source fractal-to-fractal stride, [0, 65535],
+    512 B units (0 re-reads one fractal). sid: reserved. dstGap: destination gap from the
+    end of one fractal to the start of the next, [0, 65535], 512 B units. ifTranspose:
+    transpose each 16 x 16 fractal (L1 -> L0A/L0B, 16-bit types only). addrMode: 0
+    (incrementing; decrementing is GM -> L1 only and not modelled).
+    """
+
+    startIndex: int = 0
+    repeatTimes: int = 0
+    srcStride: int = 0
+    sid: int = 0
+    dstGap: int = 0
+    ifTranspose: bool = False
+    addrMode: int = 0
+
+
+@dataclass
+class LoadData2dTransposeParams:
+    """``LoadDataWithTranspose`` parameters, C++ field order (LoadDataWithTranspose page).
+
+    One repeat transposes one square: 16x16 for 16-bit types (one fractal), 32x32 for
+    8-bit and 16x16 for 32-bit types (two source fractals each). startIndex and srcStride
+    count squares; dstGap is the 512 B gap from the end of a repeat's first destination
+    fractal to the next repeat's first fractal; dstFracGap the 512 B gap between the two
+    destination fractals of one repeat. repeatTimes [1, 255].
+    """
+
+    startIndex: int = 0
+    repeatTimes: int = 0
+    srcStride: int = 0
+    dstGap: int = 0
+    dstFracGap: int = 0
+
+
+class MmadParams:
+    """``Mmad`` parameters (Mmad.md, table 3; kernel_struct_mm.h).
+
+    Positional arguments follow the C++ constructor ``MmadParams(m, n, k, unitFlag,
+    cmatrixSource, cmatrixInitVal)``; the other fields are keywords.
+
+    m, n, k: [0, 4095] (any 0: the instruction is not executed). cmatrixInitVal: True starts
+    C at 0; False takes C's start from cmatrixSource: False = the CO1 tensor itself
+    (accumulate), True = the bias table (C2). kDirectionAlign: float only, A2's k fractals
+    padded to 16. isBias is deprecated (True means accumulate onto CO1). fmOffset,
+    enSsparse, enWinogradA/B and unitFlag are reserved / not modelled (must stay default).
+    """
+
+    def __init__(self, m: int = 0, n: int = 0, k: int = 0, unitFlag: int = 0,
+                 cmatrixSource: bool = False, cmatrixInitVal: bool = True, *,
+                 isBias: bool = False, kDirectionAlign: bool = False, fmOffset: int = 0,
+                 enSsparse: bool = False, enWinogradA: bool = False, enWinogradB: bool = False):
+        self.m, self.n, self.k = m, n, k
+        self.unitFlag = unitFlag
+        self.cmatrixSource = cmatrixSource
+        self.cmatrixInitVal = cmatrixInitVal
+        self.isBias = isBias
+        self.kDirectionAlign = kDirectionAlign
+        self.fmOffset = fmOffset
+        self.enSsparse = enSsparse
+        self.enWinogradA = enWinogradA
+        self.enWinogradB = enWinogradB
+
+    def __repr__(self) -> str:
+        return (f"MmadParams(m={self.m}, n={self.n}, k={self.k}, cmatrixInitVal="
+                f"{self.cmatrixInitVal}, cmatrixSource={self.cmatrixSource})")
+
+
+class QuantMode_t(enum.IntEnum):
+    """Fixpipe ``quantPre`` modes (FixpipeParamsV220): conversion of the L0C value on the
+    way out. Scalar modes take ``deqScalar``; V* modes a per-column uint64 table in L1."""
+
+    NoQuant = 0
+    F322F16 = 1
+    F322BF16 = 2
+    DEQF16 = 3
+    VDEQF16 = 4
+    QF322B8_PRE = 5
+    VQF322B8_PRE = 6
+    REQ8 = 7
+    VREQ8 = 8
+
+
+class CO2Layout(enum.IntEnum):
+    """Fixpipe output layout: NZ keeps L0C's NZ; ROW_MAJOR converts NZ -> ND."""
+
+    NZ = 0
+    ROW_MAJOR = 1
+
+
+@dataclass(frozen=True)
+class FixpipeConfig:
+    """``FixpipeConfig`` template argument of Fixpipe."""
+
+    format: CO2Layout = CO2Layout.ROW_MAJOR
+
+
+CFG_NZ = FixpipeConfig(CO2Layout.NZ)
+CFG_ROW_MAJOR = FixpipeConfig(CO2Layout.ROW_MAJOR)
+
+
+@dataclass
+class FixpipeParamsV220:
+    """``Fixpipe`` parameters on A2/A3, C++ field order (Fixpipe.md, table 3).
+
+    nSize [1, 4095] and mSize (ND out [1, 8192], NZ out [1, 65535]): the part of the NZ
+    source moved. srcStride [0, 65535]: rows of 16 elements (C0_Size) between the starts of
+    adjacent 16-column blocks of the source. dstStride (not 0): ND out, elements per
+    destination row; NZ out, 32 B blocks between adjacent column blocks. quantPre /
+    deqScalar: conversion (bits [31:13] of deqScalar hold a float scale). ndNum [1, 65535]
+    matrices, srcNdStride [1, 512] x 1024 B apart in L0C and dstNdStride [1, 65535]
+    elements apart in the destination. reluEn: ReLU on the way out. unitFlag and
+    isChannelSplit: not modelled (must stay 0 / False).
+    """
+
+    nSize: int = 0
+    mSize: int = 0
+    srcStride: int = 0
+    dstStride: int = 0
+    quantPre: QuantMode_t = QuantMode_t.NoQuant
+    deqScalar: int = 0
+    ndNum: int = 1
+    srcNdStride: int = 0
+    dstNdStride: int = 0
+    reluEn: bool = False
+    unitFlag: int = 0
+    isChannelSplit: bool = False

@@ -1,0 +1,399 @@
+"""The cube's data movement: GM <-> L1 (plain and ND -> NZ), L1 -> bias table, and
+LoadData / LoadDataWithTranspose from L1 (or GM) into L0A / L0B.
+
+Layouts (Mmad.md; Load2D.md; reference/hardware.md §3):
+
+* **NZ** (L1, as ``DataCopy`` with ``Nd2NzParams`` writes it): the matrix is cut into
+  column blocks of ``k0 = 32 B / sizeof(T)`` elements; a column block is a run of rows of
+  32 B (row ``j`` of ND matrix ``i``, 32 B block ``c``, lands at ``i*dstNzMatrixStride``
+  elements ``+ j*dstNzNStride*32 B + c*dstNzC0Stride*32 B``), so fractals (16 rows x 32 B)
+  follow one another down each column block: big N, small Z.
+* **ZZ** (L0A, the left matrix of Mmad): fractals of 16 x k0, row-major inside, fractals
+  row-major (all k fractals of rows 0-15, then rows 16-31...).
+* **ZN** (L0B, the right matrix): fractals of k0 x 16 stored column by column (each of
+  the 16 columns holds k0 consecutive k values), fractals row-major over (k, n).
+
+``LoadData`` moves whole 512 B fractals, optionally transposing each 16 x 16 one (16-bit
+types), which is how a kernel turns L1's NZ into L0A's ZZ (one LoadData per row of
+fractals) or L0B's ZN. ``LoadDataWithTranspose`` transposes squares of two fractals for
+8- and 32-bit types. None of them changes a byte's value, so the checker lets them copy
+never-written padding (it carries the bytes' state along) and checks the bytes where
+Mmad or Fixpipe use them.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from npusim.ascendc import checker
+from npusim.ascendc import core as _core
+from npusim.ascendc import datacopy as _dc
+from npusim.ascendc.cube.common import (FRACTAL_BYTES, byte_addr, ceil_div, check_range,
+                                        mte1_cycles, not_modelled, record_op, require_aligned,
+                                        require_local, shadow)
+from npusim.ascendc.tensor import GlobalTensor, LocalTensor
+from npusim.ascendc.types import (PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, DataCopyParams,
+                                  LoadData2DParams, LoadData2dTransposeParams, Nd2NzParams,
+                                  bfloat16_t)
+from npusim.errors import AlignmentError, DtypeError, KernelError
+
+__all__ = ["LoadData", "LoadDataWithTranspose"]
+
+_UB, _L1, _L0A, _L0B, _BT = _core.UB, _core.L1, _core.L0A, _core.L0B, _core.BT
+_L0 = frozenset({_L0A, _L0B})
+
+#: LoadData dtypes on the first-generation 910 / 310P AI core, and what 2201 adds
+#: (Load2D.md, 数据类型; int4b_t is not modelled).
+_LOAD2D_TYPES = frozenset(np.dtype(t) for t in ("u1", "i1", "u2", "i2", "f2"))
+_LOAD2D_TYPES_2201 = _LOAD2D_TYPES | frozenset({bfloat16_t, *(np.dtype(t) for t in ("u4", "i4",
+                                                                                  "f4"))})
+
+
+def _load2d_types(soc) -> frozenset:
+    return _LOAD2D_TYPES_2201 if soc.npu_arch == "2201" else _LOAD2D_TYPES
+
+
+# -- DataCopy on the cube's paths (called by npusim.ascendc.datacopy.DataCopy) ----------------
+
+def data_copy(dst, src, params) -> None:
+    """``DataCopy`` where an operand lives in L1 or the bias table, or with Nd2NzParams.
+
+    Paths (reference/hardware.md §2.1 pipe assignment; DataCopy 随路格式转换 pages):
+
+    * GM -> L1 (A1/B1/C1/TSCM) on PIPE_MTE2: ``count`` elements (rounded down to whole
+      32 B blocks, like GM -> UB) or ``DataCopyParams`` (blocks of 32 B units).
+    * GM -> L1 or VECIN with ``Nd2NzParams``: ND -> NZ conversion on PIPE_MTE2
+      (:func:`nd2nz`).
+    * L1 -> GM on PIPE_MTE3: the reverse of GM -> L1.
+    * L1 (C1) -> bias table (C2) on PIPE_MTE1 at 32 B/cycle: ``DataCopyParams`` whose
+      blockLen counts 64 B units on A2/A3 (the mmad sample's "C1->C2 blockLen unit 64B"),
+      or ``count`` elements forming whole 64 B blocks.
+
+    Raises:
+        KernelError: a path the hardware does not have (e.g. L1 -> UB: AIC and AIV exchange
+        data only through GM; L0C -> anything: that is Fixpipe).
+        AlignmentError / UbError / GmAccessError / DtypeError: as the path's rules say.
+    """
+    ctx = _core.current_core()
+    if isinstance(params, Nd2NzParams):
+        nd2nz(ctx, dst, src, params)
+    elif isinstance(src, GlobalTensor) and isinstance(dst, LocalTensor) and dst.mem == _L1:
+        _gm_l1(ctx, dst, src, params, True)
+    elif isinstance(dst, GlobalTensor) and isinstance(src, LocalTensor) and src.mem == _L1:
+        _gm_l1(ctx, src, dst, params, False)
+    elif (isinstance(dst, LocalTensor) and isinstance(src, LocalTensor) and dst.mem == _BT
+          and src.mem == _L1):
+        _l1_to_bt(ctx, dst, src, params)
+    else:
+        raise KernelError("DataCopy", f"there is no DataCopy path {_where(src)} -> {_where(dst)} "
+                          "(GM <-> L1, L1 -> BT, ND2NZ into L1/VECIN; L0C leaves through "
+                          "Fixpipe; AIC and AIV exchange data only through GM)")
+
+
+def _where(t) -> str:
+    return t.mem if isinstance(t, (LocalTensor, GlobalTensor)) else type(t).__name__
+
+
+def _gm_l1(ctx, l1: LocalTensor, gm: GlobalTensor, params, to_l1: bool) -> None:
+    """GM <-> L1 plain copies: the rules and the record of GM <-> UB copies."""
+    pipe = "PIPE_MTE2" if to_l1 else "PIPE_MTE3"
+    require_aligned(l1, 32, "DataCopy", "the L1 operand", pipe)
+    if isinstance(params, DataCopyParams):
+        rows = check_range("DataCopy", "blockCount", params.blockCount, 0, 4095, pipe)
+        row = check_range("DataCopy", "blockLen", params.blockLen, 0, 65535, pipe) * 32
+        src_gap = check_range("DataCopy", "srcStride", params.srcStride, 0, 65535, pipe) * 32
+        dst_gap = check_range("DataCopy", "dstStride", params.dstStride, 0, 65535, pipe) * 32
+        gm_gap, l1_gap = (src_gap, dst_gap) if to_l1 else (dst_gap, src_gap)
+    else:
+        want = int(params) * l1.dtype.itemsize
+        rows, row, gm_gap, l1_gap = 1, want // 32 * 32, 0, 0
+        if row != want:
+            checker.report(ctx, AlignmentError(
+                "DataCopy", f"{int(params)} x {l1.dtype.name} = {want} B is not a whole number "
+                f"of 32 B blocks: only {row} B are copied, as on hardware", pipe=pipe))
+    if rows == 0 or row == 0:
+        return
+    gm_pitch, l1_pitch = row + gm_gap, row + l1_gap
+    gm_span = (rows - 1) * gm_pitch + row
+    gm_view = _dc._strided(gm.bytes_view(gm_span, "DataCopy", pipe), rows, row, gm_pitch)
+    l1_view = _dc._strided(l1.bytes_view((rows - 1) * l1_pitch + row, "DataCopy", pipe),
+                           rows, row, l1_pitch)
+    sh = shadow(ctx, l1)
+    if sh is not None:
+        addr = (l1.offset + np.arange(rows)[:, None] * l1_pitch + np.arange(row)).reshape(-1)
+        (sh.write_at if to_l1 else sh.read_at)(ctx, int(PIPE_MTE2 if to_l1 else PIPE_MTE3),
+                                               addr, "DataCopy")
+    if to_l1:
+        l1_view[...] = gm_view
+    else:
+        _dc._write_gm(ctx, gm_view, l1_view)
+        if ctx.atomic_dtype is None:
+            ctx.gm_writes.append((gm.address, row, gm_pitch, rows, ctx.sync_all_count))
+    _dc._dma(ctx, to_l1, rows * row, "DataCopy", gm, gm_span)
+
+
+def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
+    """``DataCopy(dst, src, Nd2NzParams)``: ND matrices in GM to NZ in L1 (or VECIN).
+
+    For each of ``ndNum`` matrices (``srcNdMatrixStride`` elements apart in GM) and each of
+    its ``nValue`` rows (``srcDValue`` elements apart), the row's ``dValue`` elements are
+    cut into 32 B blocks; block ``c`` of row ``j`` of matrix ``i`` lands at
+    ``i*dstNzMatrixStride*sizeof(T) + j*dstNzNStride*32 + c*dstNzC0Stride*32`` bytes from
+    ``dst``; the last block is zero-padded to 32 B. Types on A2: int8/uint8/int16/uint16/
+    int32/uint32/half/bfloat16/float (same type both sides). Runs on PIPE_MTE2.
+
+    Source: hiascend "DataCopy 随路格式转换" (atlasascendc_api_07_0105, Nd2NzParams table);
+    cceapi_0096 copy_gm_to_cbuf_multi_nd2nz (the loop order and the zero padding).
+
+    Raises:
+        KernelError: src is not a GlobalTensor or dst not in L1/UB. DtypeError: types
+        differ. AlignmentError: a field out of range, dst not 32 B aligned, or the GM
+        address not aligned to sizeof(T). UbError / GmAccessError: out of bounds.
+    """
+    name, pipe = "DataCopy", "PIPE_MTE2"
+    if not isinstance(src, GlobalTensor):
+        raise KernelError(name, "Nd2NzParams copies from GM: src must be a GlobalTensor")
+    require_local(dst, {_L1, _UB}, name, "dst", "A1/B1/C1/VECIN")
+    if dst.dtype != src.dtype:
+        raise DtypeError(name, f"ND2NZ keeps the type: dst {dst.dtype.name}, src "
+                         f"{src.dtype.name}", pipe=pipe)
+    require_aligned(dst, 32, name, "dst", pipe)
+    nd = check_range(name, "ndNum", p.ndNum, 0, 4095, pipe)
+    n = check_range(name, "nValue", p.nValue, 0, 16384, pipe)
+    d = check_range(name, "dValue", p.dValue, 0, 65535, pipe)
+    s_nd = check_range(name, "srcNdMatrixStride", p.srcNdMatrixStride, 0, 65535, pipe)
+    s_d = check_range(name, "srcDValue", p.srcDValue, 1, 65535, pipe)
+    c0s = check_range(name, "dstNzC0Stride", p.dstNzC0Stride, 1, 16384, pipe)
+    ns = check_range(name, "dstNzNStride", p.dstNzNStride, 1, 16384, pipe)
+    ms = check_range(name, "dstNzMatrixStride", p.dstNzMatrixStride, 0, 65535, pipe)
+    isz = dst.dtype.itemsize
+    if src.address % isz:
+        raise AlignmentError(name, f"GM address 0x{src.address:x} is not aligned to "
+                             f"sizeof({src.dtype.name})", pipe=pipe)
+    if nd == 0 or n == 0 or d == 0:
+        return
+    c0 = 32 // isz
+    width = ceil_div(d, c0) * c0                       # a row padded to whole 32 B blocks
+    span = (nd - 1) * s_nd + (n - 1) * s_d + d          # GM elements touched
+    gm = src.bytes_view(span * isz, name, pipe).view(src.dtype)
+    rows = as_strided(gm, shape=(nd, n, d), strides=(s_nd * isz, s_d * isz, isz))
+    data = np.zeros((nd, n, width), dtype=dst.dtype)
+    data[:, :, :d] = rows
+    c = np.arange(width)
+    off = (np.arange(nd)[:, None, None] * ms + np.arange(n)[None, :, None] * ns * c0
+           + (c // c0) * c0s * c0 + c % c0)
+    view = dst.elements(int(off.max()) + 1, name, pipe)
+    sh = shadow(ctx, dst)
+    if sh is not None:
+        sh.write_at(ctx, int(PIPE_MTE2), byte_addr(dst, off), name)
+    view[off] = data                                   # later matrices/rows win, as in the loop
+    _dc._dma(ctx, True, nd * n * d * isz, name, src, span * isz)
+
+
+def _l1_to_bt(ctx, dst: LocalTensor, src: LocalTensor, params) -> None:
+    """L1 (C1) -> bias table (C2) on PIPE_MTE1: whole 64 B blocks, same type."""
+    name, pipe = "DataCopy", "PIPE_MTE1"
+    if dst.dtype != src.dtype:
+        raise DtypeError(name, f"L1 -> BT keeps the type: dst {dst.dtype.name}, src "
+                         f"{src.dtype.name}", pipe=pipe)
+    require_aligned(src, 32, name, "src (L1)", pipe)
+    require_aligned(dst, 64, name, "dst (BT)", pipe)
+    if isinstance(params, DataCopyParams):
+        rows = check_range(name, "blockCount", params.blockCount, 0, 4095, pipe)
+        row = check_range(name, "blockLen", params.blockLen, 0, 65535, pipe) * 64
+        src_pitch = row + check_range(name, "srcStride", params.srcStride, 0, 65535, pipe) * 32
+        dst_pitch = row + check_range(name, "dstStride", params.dstStride, 0, 65535, pipe) * 64
+    else:
+        rows, row = 1, int(params) * src.dtype.itemsize
+        src_pitch = dst_pitch = row
+        if row % 64:
+            raise AlignmentError(name, f"{int(params)} x {src.dtype.name} = {row} B: L1 -> bias "
+                                 "table moves whole 64 B blocks (blockLen unit 64 B on A2/A3)",
+                                 pipe=pipe)
+    if rows == 0 or row == 0:
+        return
+    s_view = _dc._strided(src.bytes_view((rows - 1) * src_pitch + row, name, pipe), rows, row,
+                          src_pitch)
+    d_view = _dc._strided(dst.bytes_view((rows - 1) * dst_pitch + row, name, pipe), rows, row,
+                          dst_pitch)
+    s_sh, d_sh = shadow(ctx, src), shadow(ctx, dst)
+    if s_sh is not None:
+        r, b = np.arange(rows)[:, None], np.arange(row)
+        checker.copy_state(ctx, int(PIPE_MTE1), s_sh, (src.offset + r * src_pitch + b).reshape(-1),
+                           d_sh, (dst.offset + r * dst_pitch + b).reshape(-1), name)
+    d_view[...] = s_view.copy()
+    record_op(ctx, PIPE_MTE1, mte1_cycles(ctx.soc, rows * row, _BT), name)
+
+
+# -- LoadData (Load2D) --------------------------------------------------------------------------
+
+def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams) -> None:
+    """``LoadData(dst, src, LoadData2DParams)``: move 512 B fractals into L0A/L0B (or L1).
+
+    Repeat ``r`` copies the source fractal ``startIndex + r*srcStride`` (512 B units from
+    ``src``; srcStride 0 re-reads one fractal) to ``r*(1 + dstGap)`` fractals from ``dst``;
+    with ``ifTranspose`` each 16 x 16 fractal is transposed on the way (16-bit types, L1 ->
+    L0A/L0B only). ``repeatTimes = 0`` is a NOP.
+
+    Paths: L1 (A1/B1) -> L0A (A2) / L0B (B2) on PIPE_MTE1 (256 / 128 B/cycle); GM -> L1,
+    L0A or L0B on PIPE_MTE2 (a DMA read). Types on A2/A3: (u)int8, (u)int16, half, bfloat16,
+    (u)int32, float (int4b_t not modelled); the first-generation 910 and 310P: (u)int8,
+    (u)int16, half.
+
+    Source: asc-devkit docs Load2D.md (hiascend atlasascendc_api_07_00169); pyasc
+    docs/python-api asc.language.basic.load_data.
+
+    Raises:
+        KernelError: a path other than those above, or ``addrMode`` != 0 (not modelled).
+        DtypeError: the types differ or the SoC has no LoadData for the type, or
+        ifTranspose on a type that is not 16-bit. AlignmentError: a field out of range, an
+        L0A/L0B operand not 512 B aligned, an L1 operand not 32 B aligned. UbError /
+        GmAccessError: a fractal outside its buffer or allocation.
+    """
+    ctx = _core.current_core()
+    name = "LoadData"
+    p = loadDataParams
+    from_gm = isinstance(src, GlobalTensor)
+    pipe, pipe_name = (PIPE_MTE2, "PIPE_MTE2") if from_gm else (PIPE_MTE1, "PIPE_MTE1")
+    if from_gm:
+        require_local(dst, {_L1, _L0A, _L0B}, name, "dst", "A1/B1/A2/B2")
+    else:
+        require_local(src, {_L1}, name, "src", "A1/B1 (or a GlobalTensor)")
+        require_local(dst, _L0, name, "dst", "A2/B2")
+    _check_load_types(ctx, name, dst, src, pipe_name)
+    start = check_range(name, "startIndex", p.startIndex, 0, 65535, pipe_name)
+    repeat = check_range(name, "repeatTimes", p.repeatTimes, 0, 255, pipe_name)
+    stride = check_range(name, "srcStride", p.srcStride, 0, 65535, pipe_name)
+    gap = check_range(name, "dstGap", p.dstGap, 0, 65535, pipe_name)
+    if int(p.addrMode) != 0:
+        raise not_modelled(name, "addrMode 1 (decrementing source addresses)", pipe_name)
+    if p.ifTranspose and (from_gm or dst.dtype.itemsize != 2):
+        raise DtypeError(name, "ifTranspose works on L1 -> L0A/L0B with 16-bit types only "
+                         f"(here {dst.dtype.name}{' from GM' if from_gm else ''}); use "
+                         "LoadDataWithTranspose for 8- and 32-bit types (Load2D.md)",
+                         pipe=pipe_name)
+    if repeat == 0:
+        return
+    src_frac = start + np.arange(repeat) * stride            # source fractals, 512 B units
+    dst_frac = np.arange(repeat) * (1 + gap)
+    data = _read_fractals(src, src_frac, 1, name, pipe_name)  # (repeat, 512) bytes
+    if p.ifTranspose:
+        data = data[:, _square_perm(2, 1)]
+    _write_fractals(ctx, dst, dst_frac, data, src, src_frac, 1, pipe, name, pipe_name,
+                    bool(p.ifTranspose))
+    _cost(ctx, dst, src, repeat * FRACTAL_BYTES, src_frac, pipe, name)
+
+
+def LoadDataWithTranspose(dst: LocalTensor, src: LocalTensor,
+                          loadDataParams: LoadData2dTransposeParams) -> None:
+    """``LoadDataWithTranspose``: L1 (A1/B1) -> L0A/L0B (A2/B2), transposing squares.
+
+    One repeat transposes one square matrix: for half/bfloat16 one 16 x 16 fractal; for
+    (u)int8 two consecutive 16 x 32 fractals stacked into 32 x 32, transposed and split
+    back into two 16 x 32 fractals (rows 0-15, rows 16-31); for float/(u)int32 two
+    consecutive 16 x 8 fractals side by side as 16 x 16, transposed and split into two
+    16 x 8 fractals (columns 0-7, 8-15). The square of repeat ``r`` is square
+    ``startIndex + r*srcStride`` of ``src`` (square-sized units); its first destination
+    fractal starts ``r*(1 + dstGap)`` fractals from ``dst`` and its second ``1 +
+    dstFracGap`` fractals after the first. Runs on PIPE_MTE1 (256 B/cycle into L0A, 128
+    into L0B).
+
+    Source: hiascend LoadDataWithTranspose (atlasascendc_api_07_0239, 80RC2 0234: the
+    struct and the three per-type examples); pyasc docs/python-api
+    asc.language.basic.load_data_with_transpose.
+
+    Raises:
+        KernelError: src not in L1 or dst not in L0A/L0B. DtypeError: types differ or
+        unsupported (int4b_t is not modelled). AlignmentError: a field out of range or a
+        misaligned operand. UbError: a fractal outside its buffer.
+    """
+    ctx = _core.current_core()
+    name, pipe_name = "LoadDataWithTranspose", "PIPE_MTE1"
+    p = loadDataParams
+    require_local(src, {_L1}, name, "src", "A1/B1")
+    require_local(dst, _L0, name, "dst", "A2/B2")
+    _check_load_types(ctx, name, dst, src, pipe_name)
+    start = check_range(name, "startIndex", p.startIndex, 0, 65535, pipe_name)
+    repeat = check_range(name, "repeatTimes", p.repeatTimes, 0, 255, pipe_name)
+    stride = check_range(name, "srcStride", p.srcStride, 0, 65535, pipe_name)
+    gap = check_range(name, "dstGap", p.dstGap, 0, 65535, pipe_name)
+    frac_gap = check_range(name, "dstFracGap", p.dstFracGap, 0, 65535, pipe_name)
+    if repeat == 0:
+        return
+    isz = dst.dtype.itemsize
+    per = 1 if isz == 2 else 2                           # fractals per square
+    src_sq = start + np.arange(repeat) * stride
+    data = _read_fractals(src, src_sq, per, name, pipe_name)   # (repeat, per * 512) bytes
+    data = data[:, _square_perm(isz, per)]               # transposed, split into fractals
+    first = np.arange(repeat) * (1 + gap)
+    dst_frac = first[:, None] + np.arange(per) * (1 + frac_gap)
+    _write_fractals(ctx, dst, dst_frac.reshape(-1), data.reshape(-1, FRACTAL_BYTES), src,
+                    src_sq, per, PIPE_MTE1, name, pipe_name, True)
+    _cost(ctx, dst, src, repeat * per * FRACTAL_BYTES, src_sq, PIPE_MTE1, name)
+
+
+@functools.lru_cache(maxsize=None)
+def _square_perm(isz: int, per: int) -> np.ndarray:
+    """Byte ``j`` of a transposed square comes from byte ``perm[j]`` of the source square
+    (``per`` fractals of ``isz``-byte elements; each element's bytes move together)."""
+    idx = np.arange(per * FRACTAL_BYTES)
+    if isz == 2:                                   # one 16 x 16 fractal
+        return idx.reshape(16, 16, 2).transpose(1, 0, 2).reshape(-1)
+    if isz == 1:                                   # 2 x (16 x 32) stacked: 32 x 32, split by rows
+        return idx.reshape(32, 32).T.reshape(-1)
+    w = idx.reshape(2, 16, 8, 4)                   # 2 x (16 x 8) side by side: 16 x 16
+    t = np.concatenate([w[0], w[1]], axis=1).transpose(1, 0, 2)
+    return np.stack([t[:, :8], t[:, 8:]]).reshape(-1)   # split by columns 0-7, 8-15
+
+
+def _check_load_types(ctx, name: str, dst, src, pipe: str) -> None:
+    if dst.dtype != src.dtype:
+        raise DtypeError(name, f"dst {dst.dtype.name} and src {src.dtype.name} must be the same "
+                         "type", pipe=pipe)
+    if dst.dtype not in _load2d_types(ctx.soc):
+        raise DtypeError(name, f"{dst.dtype.name} is not a LoadData type on "
+                         f"{ctx.soc.soc_version} (Load2D.md, 数据类型)", pipe=pipe)
+    for t, role in ((dst, "dst"), (src, "src")):
+        if isinstance(t, LocalTensor):
+            require_aligned(t, _core.MEMORY_ALIGN[t.mem], name, role, pipe,
+                            "Load2D.md: L0A/L0B 512 B, L1 32 B")
+
+
+def _read_fractals(src, index: np.ndarray, per: int, name: str, pipe: str) -> np.ndarray:
+    """The ``per`` consecutive fractals at each of ``index`` (units of ``per`` fractals)."""
+    unit = per * FRACTAL_BYTES
+    nbytes = (int(index.max()) + 1) * unit
+    buf = src.bytes_view(nbytes, name, pipe)
+    return buf.reshape(-1, unit)[index]
+
+
+def _write_fractals(ctx, dst: LocalTensor, dst_frac: np.ndarray, data: np.ndarray, src,
+                    src_unit: np.ndarray, per: int, pipe, name: str, pipe_name: str,
+                    transposed: bool) -> None:
+    """Store ``data`` (one 512 B row per destination fractal) and tell the checker."""
+    buf = dst.bytes_view((int(dst_frac.max()) + 1) * FRACTAL_BYTES, name, pipe_name)
+    frames = buf.reshape(-1, FRACTAL_BYTES)
+    d_sh = shadow(ctx, dst)
+    if d_sh is not None:
+        d_addr = (dst.offset + dst_frac[:, None] * FRACTAL_BYTES
+                  + np.arange(FRACTAL_BYTES)).reshape(-1)
+        if isinstance(src, GlobalTensor):          # from GM: the bytes are defined
+            d_sh.write_at(ctx, int(pipe), d_addr, name)
+        else:                                       # the source bytes, in the order they land
+            unit = per * FRACTAL_BYTES
+            s_idx = src_unit[:, None] * unit + np.arange(unit)
+            if transposed:
+                s_idx = s_idx[:, _square_perm(dst.dtype.itemsize, per)]
+            checker.copy_state(ctx, int(pipe), shadow(ctx, src), src.offset + s_idx.reshape(-1),
+                               d_sh, d_addr, name)
+    frames[dst_frac] = data
+
+
+def _cost(ctx, dst: LocalTensor, src, nbytes: int, src_unit: np.ndarray, pipe, name: str) -> None:
+    if isinstance(src, GlobalTensor):           # GM -> L1/L0: a DMA read on MTE2
+        span = (int(src_unit.max()) + 1) * FRACTAL_BYTES
+        _dc._dma(ctx, True, nbytes, name, src, span)
+    else:
+        record_op(ctx, pipe, mte1_cycles(ctx.soc, nbytes, dst.mem), name)

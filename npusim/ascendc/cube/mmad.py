@@ -1,0 +1,200 @@
+"""Mmad: C (L0C, NZ) = init + A (L0A, ZZ) x B (L0B, ZN) on the cube, PIPE_M.
+
+Numerics (our rendering of the cube's order; Mmad.md gives the layouts and types, not the
+adder tree): inputs are used as stored; k is walked in fractal steps of k0 = 32 B /
+sizeof(T) (16 for half/bf16, 8 for float, 32 for int8). For float outputs each step's k0
+products are summed exactly (float64) and rounded once to fp32, then added to the fp32
+accumulator, one rounding per step, in k order; int8 products are summed exactly into
+int32 (wrapping like the 32-bit adder). Elements beyond ``k`` in the last k fractal are
+ignored, as the page says ("无效数据在计算中会被忽略"); rows beyond ``m`` and columns
+beyond ``n`` are computed from whatever the padding holds and stay in L0C's padding.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from npusim.ascendc import core as _core
+from npusim.ascendc.cube.common import (BLOCK_CUBE, byte_addr, ceil_div, check_range, k0_of,
+                                        mmad_cycles, not_modelled, record_op, require_aligned,
+                                        require_local, shadow)
+from npusim.ascendc.types import PIPE_M, MmadParams, bfloat16_t, float32, half, int8_t, int32_t
+from npusim.errors import DtypeError, KernelError
+
+__all__ = ["Mmad"]
+
+#: (left, right) input type -> L0C type on A2/A3 (Mmad.md table 4; int4b_t not modelled).
+_RESULT = {half: float32, bfloat16_t: float32, float32: float32, int8_t: int32_t}
+
+
+def Mmad(dst, fm, filter, *args) -> None:
+    """``Mmad(dst, fm, filter, mmadParams)`` or ``Mmad(dst, fm, filter, bias, mmadParams)``:
+    the cube's matrix multiply-accumulate ``C = init + A x B``.
+
+    Operands: ``dst`` C in CO1 (L0C, NZ: 16 x 16 fractals, row-major inside, column-major
+    between; start 256 elements aligned); ``fm`` A, m x k, in A2 (L0A, ZZ: 16 x k0
+    fractals, row-major inside and between; 512 B aligned); ``filter`` B, k x n, in B2
+    (L0B, ZN: k0 x 16 fractals, column-major inside, row-major between; 512 B aligned).
+    With m = 1 the cube runs as GEMV and reads A as a plain row of k elements (ND).
+
+    Types (A2/A3): half x half -> float, bfloat16 x bfloat16 -> float, float x float ->
+    float, int8 x int8 -> int32 (int4b_t not modelled); the 910A/310P cube has half and int8
+    only (:attr:`SocSpec.cube_k_per_cycle`).
+
+    C's start: ``bias`` in C2 (the bias table: one float/int32 per column, broadcast to
+    every row; 128 B aligned) or in CO1 (a full NZ matrix); else ``cmatrixInitVal`` (0),
+    else ``cmatrixSource`` True: the bias table from address 0 [R: the page does not say
+    which address the bias-less form reads], False: ``dst``'s own values (accumulate; so
+    does the deprecated ``isBias``). ``kDirectionAlign`` (float): A's k fractals are
+    counted in pairs (k aligned to 16), as LoadDataWithTranspose leaves them.
+
+    Cost: PIPE_M, ``mmad_head_cycles + ceil(m/16)*ceil(n/16)*ceil(k/k0)*(k0/k_per_cycle)``
+    (reference/hardware.md §2.1: half/bf16 16x16x16, int8 16x16x32, float 16x16x4 per
+    cycle). m, n or k = 0: not executed, no cost.
+
+    Source: asc-devkit docs/api/context/Mmad.md (hiascend Mmad page), pyasc
+    docs/python-api asc.language.basic.mmad; mmad sample (kDirectionAlign, bias forms).
+
+    Raises:
+        KernelError: an operand outside its position, or a reserved field (unitFlag,
+        fmOffset, enSsparse, enWinograd) set. DtypeError: a type combination the SoC's cube
+        lacks. AlignmentError: m/n/k outside [0, 4095] or a misaligned operand. UbError: a
+        fractal beyond its buffer.
+    """
+    ctx = _core.current_core()
+    name, pipe_name = "Mmad", "PIPE_M"
+    if len(args) == 1:
+        bias, p = None, args[0]
+    elif len(args) == 2:
+        bias, p = args
+    else:
+        raise KernelError(name, "Mmad(dst, fm, filter, [bias,] mmadParams)")
+    _check_operands(ctx, dst, fm, filter, bias, p)
+    m = check_range(name, "m", p.m, 0, 4095, pipe_name)
+    n = check_range(name, "n", p.n, 0, 4095, pipe_name)
+    k = check_range(name, "k", p.k, 0, 4095, pipe_name)
+    if m == 0 or n == 0 or k == 0:
+        return
+    k0 = k0_of(fm.dtype)
+    M1, N1, K1 = ceil_div(m, BLOCK_CUBE), ceil_div(n, BLOCK_CUBE), ceil_div(k, k0)
+    k1a = 2 * ceil_div(k, 16) if (p.kDirectionAlign and fm.dtype == float32) else K1
+    a_idx = _a_index(m, k, M1, k1a, k0)
+    b_idx = _zn_index(K1, N1, k0)[:k]
+    c_idx = _nz_index(M1, N1)
+    a = np.zeros((M1 * 16, k), dtype=fm.dtype)          # GEMV: row 0 only
+    a[:a_idx.shape[0]] = fm.elements(int(a_idx.max()) + 1, name, pipe_name)[a_idx]
+    b = filter.elements(K1 * N1 * 16 * k0, name, pipe_name)[b_idx]
+    init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1, c_idx)
+    result = _multiply(a, b, init, k0)
+    out = dst.elements(M1 * N1 * 256, name, pipe_name)
+    _track(ctx, dst, fm, filter, a_idx[:m], b_idx[:, :n], init_reads, out.nbytes)
+    out[c_idx] = result
+    record_op(ctx, PIPE_M, mmad_cycles(ctx.soc, m, n, k, fm.dtype), name)
+
+
+def _check_operands(ctx, dst, fm, filter, bias, p: MmadParams) -> None:
+    name, pipe = "Mmad", "PIPE_M"
+    require_local(dst, {_core.L0C}, name, "dst", "CO1")
+    require_local(fm, {_core.L0A}, name, "fm", "A2")
+    require_local(filter, {_core.L0B}, name, "filter", "B2")
+    if bias is not None:
+        require_local(bias, {_core.BT, _core.L0C}, name, "bias", "C2/CO1")
+        require_aligned(bias, 128, name, "bias", pipe, "Mmad.md: bias 128 B aligned")
+    require_aligned(fm, 512, name, "fm", pipe, "Mmad.md: fm 512 B aligned")
+    require_aligned(filter, 512, name, "filter", pipe, "Mmad.md: filter 512 B aligned")
+    require_aligned(dst, 256 * dst.dtype.itemsize, name, "dst", pipe,
+                    "Mmad.md: dst 256 elements aligned")
+    for field, default in (("unitFlag", 0), ("fmOffset", 0), ("enSsparse", False),
+                           ("enWinogradA", False), ("enWinogradB", False)):
+        if getattr(p, field) != default:
+            raise not_modelled(name, f"MmadParams.{field}", pipe)
+    want = _RESULT.get(fm.dtype)
+    if (fm.dtype != filter.dtype or want is None or dst.dtype != want
+            or ctx.soc.cube_rate(fm.dtype) is None):
+        raise DtypeError(name, f"{fm.dtype.name} x {filter.dtype.name} -> {dst.dtype.name} is not "
+                         f"a Mmad type combination on {ctx.soc.soc_version} (Mmad.md table 4: "
+                         "half/bf16/float -> float, int8 -> int32)", pipe=pipe)
+    if bias is not None and bias.dtype != dst.dtype:
+        raise DtypeError(name, f"bias {bias.dtype.name} must be {dst.dtype.name} (Mmad.md "
+                         "table 5)", pipe=pipe)
+
+
+# -- layouts: element index of each logical (row, column) -------------------------------------
+
+def _a_index(m: int, k: int, M1: int, k1a: int, k0: int) -> np.ndarray:
+    """A (m x k) in L0A: ZZ fractals of 16 x k0 (GEMV, m = 1: a plain row)."""
+    if m == 1:
+        return np.arange(k)[None, :]
+    idx = np.arange(M1 * k1a * 16 * k0).reshape(M1, k1a, 16, k0).transpose(0, 2, 1, 3)
+    return idx.reshape(M1 * 16, k1a * k0)[:, :k]
+
+
+def _zn_index(K1: int, N1: int, k0: int) -> np.ndarray:
+    """B (K1*k0 x N1*16) in L0B: ZN fractals of k0 x 16, each stored column by column."""
+    idx = np.arange(K1 * N1 * 16 * k0).reshape(K1, N1, 16, k0).transpose(0, 3, 1, 2)
+    return idx.reshape(K1 * k0, N1 * 16)
+
+
+def _nz_index(M1: int, N1: int) -> np.ndarray:
+    """C (M1*16 x N1*16) in L0C: NZ fractals of 16 x 16, column-major between fractals."""
+    idx = np.arange(M1 * N1 * 256).reshape(N1, M1, 16, 16).transpose(1, 2, 0, 3)
+    return idx.reshape(M1 * 16, N1 * 16)
+
+
+def _initial(ctx, dst, bias, p: MmadParams, m: int, n: int, M1: int, N1: int, c_idx):
+    """C's starting value (M1*16 x N1*16, the L0C type) and what it was read from: (tensor,
+    element index, whether the checker requires those bytes written). A bias-table row is
+    read for all n columns, but kernels pad n (int8: to 32, as the mmad sample does) past
+    the bias they loaded: those columns only feed C's padding, so they are not flagged."""
+    name, pipe = "Mmad", "PIPE_M"
+    shape = (M1 * 16, N1 * 16)
+    init = np.zeros(shape, dtype=dst.dtype)
+    if bias is None and p.cmatrixInitVal and not p.isBias:
+        return init, []
+    if bias is None and p.cmatrixSource and not p.isBias:   # the bias table, address 0 [R]
+        bias = _bias_table_start(ctx, dst.dtype)
+    if bias is not None and bias.mem == _core.BT:
+        row = bias.elements(n, name, pipe)
+        init[:, :n] = row
+        return init, [(bias, np.arange(n), False)]
+    src = dst if bias is None else bias                      # accumulate, or a CO1 bias matrix
+    init[...] = src.elements(M1 * N1 * 256, name, pipe)[c_idx]
+    return init, [(src, c_idx[:m, :n], True)]
+
+
+def _bias_table_start(ctx, dtype):
+    from npusim.ascendc.tensor import LocalTensor
+    from npusim.ascendc.types import TPosition
+    size = ctx.soc.bt_size
+    if not size:
+        raise KernelError("Mmad", f"{ctx.soc.soc_version} has no bias table (cmatrixSource)")
+    return LocalTensor(ctx, dtype, 0, size // dtype.itemsize, size, TPosition.C2, None,
+                       _core.BT)
+
+
+def _multiply(a: np.ndarray, b: np.ndarray, init: np.ndarray, k0: int) -> np.ndarray:
+    """``init + a @ b`` in the cube's order (module docstring); a: (rows, k), b: (k, cols)."""
+    rows, k = a.shape
+    if init.dtype == np.int32:
+        prod = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)   # exact
+        return (init.astype(np.int64) + prod).astype(np.int32)   # wraps like the 32-bit adder
+    steps = ceil_div(k, k0)
+    a64 = np.zeros((rows, steps * k0))      # the ignored tail of the last k fractal: zeros
+    a64[:, :k] = a
+    b64 = np.zeros((steps * k0, b.shape[1]))
+    b64[:k] = b
+    partial = np.matmul(a64.reshape(rows, steps, k0).transpose(1, 0, 2),
+                        b64.reshape(steps, k0, -1)).astype(np.float32)   # one rounding per step
+    acc = np.add.accumulate(np.concatenate([init[None], partial]), axis=0, dtype=np.float32)
+    return acc[-1]
+
+
+def _track(ctx, dst, fm, filter, a_idx, b_idx, init_reads, c_nbytes: int) -> None:
+    """The checker sees exactly the operand bytes the cube uses, and the whole C tile."""
+    if ctx.tracker is None:
+        return
+    pipe = int(PIPE_M)
+    shadow(ctx, fm).read_at(ctx, pipe, byte_addr(fm, a_idx), "Mmad")
+    shadow(ctx, filter).read_at(ctx, pipe, byte_addr(filter, b_idx), "Mmad")
+    for t, idx, check_init in init_reads:
+        shadow(ctx, t).read_at(ctx, pipe, byte_addr(t, idx), "Mmad", check_init)
+    shadow(ctx, dst).write(ctx, pipe, dst.offset, c_nbytes, "Mmad")
