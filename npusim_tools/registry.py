@@ -25,7 +25,8 @@ Each :class:`OperatorEntry` says, for one operator:
 Core counts on the aclnn path use the ``"max_cores"`` option of the acl.init JSON
 (:mod:`aclnn.runtime`), which limits the device's vector cores for every operator.
 
-Entries (:data:`REGISTRY`): ApplyFusedEmaAdam, ApplyAddSign and Add with both paths;
+Entries (:data:`REGISTRY`): ApplyFusedEmaAdam, ApplyAddSign, Add, Softmax and RmsNorm with
+both paths;
 EmbeddingDenseBackward and FusedSparseAdam with the aclnn path only (their executors
 launch chains of kernels — Cast, Sort, the main kernel — so they have no single
 kernel-level launch to re-tile; ``tiling`` is None and tile sweeps report that).
@@ -313,8 +314,9 @@ def _edb_second(workspace, size, executor, stream):
 
 
 # -- FusedSparseAdam (aclnn path only: Cast, Sort and the update kernel) -----------------------
-_FSA_ATTRS = dict(beta1Power=0.9 ** 3, beta2Power=0.999 ** 3, lr=1e-3, beta1=0.9, beta2=0.999,
-                  epsilon=1e-8, useNesterov=False)
+#: The scalar inputs: one-element tensors of var's dtype (docs/tutorial.md §10).
+_FSA_SCALARS = dict(beta1Power=0.9 ** 3, beta2Power=0.999 ** 3, lr=1e-3, beta1=0.9, beta2=0.999,
+                    epsilon=1e-8)
 
 
 def _fsa_inputs(shape, dtype, rng):
@@ -324,14 +326,14 @@ def _fsa_inputs(shape, dtype, rng):
          "v": np.abs(_normal(rng, shape, dtype)),
          "grad": _normal(rng, (n,) + tuple(shape[1:]), dtype),
          "indices": rng.integers(0, rows, size=n, dtype=np.int64).astype(np.int32)}
-    return t, ("var", "m", "v"), dict(_FSA_ATTRS)
+    t.update((k, np.array([x], dtype)) for k, x in _FSA_SCALARS.items())
+    return t, ("var", "m", "v"), {"useNesterov": False}
 
 
 def _fsa_golden(case):
     from kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
     a, t = case.attrs, case.tensors
-    # the operator reads its scalars as float32: give the golden the same values
-    f = {k: float(np.float32(v)) for k, v in a.items() if k != "useNesterov"}
+    f = {k: float(t[k][0]) for k in _FSA_SCALARS}          # already float32
     out = fused_sparse_adam_golden(t["var"], t["m"], t["v"], f["beta1Power"], f["beta2Power"],
                                    f["lr"], f["beta1"], f["beta2"], f["epsilon"], t["grad"],
                                    t["indices"], a["useNesterov"])
@@ -342,14 +344,94 @@ def _fsa_first(tensors, case):
     from aclnn.ops.fused_sparse_adam import aclnnFusedSparseAdamGetWorkspaceSize
     a = case.attrs
     return aclnnFusedSparseAdamGetWorkspaceSize(
-        tensors["var"], tensors["m"], tensors["v"], a["beta1Power"], a["beta2Power"], a["lr"],
-        a["beta1"], a["beta2"], a["epsilon"], tensors["grad"], tensors["indices"],
-        a["useNesterov"])
+        tensors["var"], tensors["m"], tensors["v"], *(tensors[k] for k in _FSA_SCALARS),
+        tensors["grad"], tensors["indices"], a["useNesterov"])
 
 
 def _fsa_second(workspace, size, executor, stream):
     from aclnn.ops.fused_sparse_adam import aclnnFusedSparseAdam
     return aclnnFusedSparseAdam(workspace, size, executor, stream)
+
+
+# -- Softmax ---------------------------------------------------------------------------------
+_SOFTMAX_DIM = -1
+
+
+def _softmax_inputs(shape, dtype, rng):
+    t = {"self": (rng.standard_normal(shape, dtype=np.float32) * 4).astype(dtype),
+         "out": np.zeros(shape, dtype)}
+    return t, ("out",), {"dim": _SOFTMAX_DIM}
+
+
+def _softmax_golden(case):
+    from kernels.softmax.golden import softmax_golden
+    return {"out": softmax_golden(case.tensors["self"], case.attrs["dim"])}
+
+
+def _softmax_first(tensors, case):
+    from aclnn.ops.softmax import aclnnSoftmaxGetWorkspaceSize
+    return aclnnSoftmaxGetWorkspaceSize(tensors["self"], case.attrs["dim"], tensors["out"])
+
+
+def _softmax_second(workspace, size, executor, stream):
+    from aclnn.ops.softmax import aclnnSoftmax
+    return aclnnSoftmax(workspace, size, executor, stream)
+
+
+def _softmax_tiling(soc, case, core_num, ub_size):
+    from kernels.softmax.tiling import tiling
+    return tiling(soc, case.shape, case.attrs["dim"], case.dtype, core_num=core_num,
+                  ub_size=ub_size)
+
+
+def _softmax_launch(device, stream, addrs, td, case, workspace):
+    from kernels.softmax.kernel import softmax_v2
+    # as aclnn/ops/softmax.py: a contiguous self of out's dtype is one SoftmaxV2 launch
+    device.launch(stream, softmax_v2, td.blockDim, (addrs["self"], addrs["out"], workspace, td),
+                  name="SoftmaxV2", reserve_ub=False)
+
+
+# -- RmsNorm ---------------------------------------------------------------------------------
+_RMS_EPSILON = 1e-6
+
+
+def _rms_inputs(shape, dtype, rng):
+    from kernels.rms_norm.golden import rstd_shape
+    if not shape:
+        raise RunError("RmsNorm's shape is x's, at least 1-D (gamma is its last dim)")
+    t = {"x": _normal(rng, shape, dtype), "gamma": _normal(rng, shape[-1:], dtype),
+         "yOut": np.zeros(shape, dtype), "rstdOut": np.zeros(rstd_shape(shape, 1), np.float32)}
+    return t, ("yOut", "rstdOut"), {"epsilon": _RMS_EPSILON}
+
+
+def _rms_golden(case):
+    from kernels.rms_norm.golden import rms_norm_golden
+    t = case.tensors
+    y, rstd = rms_norm_golden(t["x"], t["gamma"], case.attrs["epsilon"])
+    return {"yOut": y, "rstdOut": rstd}
+
+
+def _rms_first(tensors, case):
+    from aclnn.ops.rms_norm import aclnnRmsNormGetWorkspaceSize
+    return aclnnRmsNormGetWorkspaceSize(tensors["x"], tensors["gamma"], case.attrs["epsilon"],
+                                        tensors["yOut"], tensors["rstdOut"])
+
+
+def _rms_second(workspace, size, executor, stream):
+    from aclnn.ops.rms_norm import aclnnRmsNorm
+    return aclnnRmsNorm(workspace, size, executor, stream)
+
+
+def _rms_tiling(soc, case, core_num, ub_size):
+    from kernels.rms_norm.tiling import tiling
+    return tiling(soc, case.shape, case.shape[-1:], case.dtype, case.dtype,
+                  case.attrs["epsilon"], core_num=core_num, ub_size=ub_size)
+
+
+def _rms_launch(device, stream, addrs, td, case, workspace):
+    from kernels.rms_norm.kernel import rms_norm
+    args = (addrs["x"], addrs["gamma"], addrs["yOut"], addrs["rstdOut"], workspace, td)
+    device.launch(stream, rms_norm, td.blockDim, args, name="RmsNorm", reserve_ub=False)
 
 
 def _ub_with_reserve(soc):
@@ -403,6 +485,22 @@ register(OperatorEntry(
     first_phase=_fsa_first, second_phase=_fsa_second, tiling=None, launch=None,
     tile_field=None, ub_budget=None, tolerance={"float32": (1e-5, 1e-6)},
     summary="Adam on a sparse gradient of rows/2 indices, in place on var, m, v (shape: var's)"))
+register(OperatorEntry(
+    name="Softmax", api="aclnnSoftmax", dtypes=("float32", "float16", "bfloat16"),
+    socs=_A2, default_shape=(8192, 1024), make_inputs=_softmax_inputs,
+    golden=_softmax_golden, first_phase=_softmax_first, second_phase=_softmax_second,
+    tiling=_softmax_tiling, launch=_softmax_launch, tile_field="tileLength",
+    ub_budget=lambda soc: soc.ub_usable,
+    # values in (0, 1]: one rounding of the output dominates
+    tolerance={"float32": (1e-5, 1e-7), "float16": (2e-3, 1e-5), "bfloat16": (1.6e-2, 1e-4)},
+    summary="softmax along the last dim (shape: self's)"))
+register(OperatorEntry(
+    name="RmsNorm", api="aclnnRmsNorm", dtypes=("float32", "float16", "bfloat16"), socs=_A2,
+    default_shape=(8192, 1024), make_inputs=_rms_inputs, golden=_rms_golden,
+    first_phase=_rms_first, second_phase=_rms_second, tiling=_rms_tiling, launch=_rms_launch,
+    tile_field="ubFactor", ub_budget=lambda soc: soc.ub_usable, tolerance=_TOL,
+    summary="y = x * rstd * gamma over the last dim, rstd = 1/sqrt(mean(x^2) + 1e-6) "
+            "(shape: x's; gamma: its last dim)"))
 
 
 def get(name: str) -> OperatorEntry:

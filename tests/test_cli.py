@@ -75,7 +75,7 @@ def test_run_exits_1_when_the_golden_disagrees(capsys, monkeypatch):
     ([], ["required", "COMMAND"]),
     (["frobnicate"], ["invalid choice", "frobnicate"]),
     (["run"], ["required", "op"]),
-    (["run", "Softmax"], ["unknown operator 'Softmax'", "ApplyFusedEmaAdam"]),
+    (["run", "Conv2D"], ["unknown operator 'Conv2D'", "ApplyFusedEmaAdam"]),
     (["run", "Add", "--dtype", "float64"], ["--dtype", "unknown dtype 'float64'"]),
     (["run", "ApplyAddSign", "--dtype", "bf16"], ["--dtype", "does not take bfloat16"]),
     (["run", "Add", "--dtype", "fp32,fp16"], ["run takes one --dtype"]),
