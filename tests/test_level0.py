@@ -252,3 +252,24 @@ def test_checker_sees_only_active_lanes():
     run_kernel(gaps, 1, (), soc=SOC, gm=GlobalMemory(1 << 20))
     with pytest.raises(UninitialisedError):
         run_kernel(uninit, 1, (), soc=SOC, gm=GlobalMemory(1 << 20))
+
+
+@pytest.mark.parametrize("dtype, mask", [(np.float16, 128), (np.float32, [0xF0F0, 0])])
+def test_accumulation_over_255_repeats_rounds_each_step(dtype, mask):
+    """Max/Add into src1 with dstRepStride = src1RepStride = 0: one rounding per repeat,
+    in repeat order; lanes the mask leaves off keep their bytes."""
+    lanes = 256 // np.dtype(dtype).itemsize
+    x = np.random.default_rng(1).uniform(0, 8, 255 * lanes).astype(dtype)
+    acc0 = np.full(lanes, 1, dtype)
+
+    def body(t):
+        Add(t["acc"], t["x"], t["acc"], mask, 255, BinaryRepeatParams(1, 1, 1, 0, 8, 0))
+
+    after, prof = ub_run(body, dict(x=x, acc=acc0))
+    on = np.array(ref_mask(mask, lanes))
+    want = acc0.copy()
+    for r in range(255):
+        want[on] = (x[r * lanes:(r + 1) * lanes][on] + want[on]).astype(dtype)
+    np.testing.assert_array_equal(after["acc"], want)
+    add = [r for r in prof.records[0] if r[5] == "Add"]
+    assert add[0][2] == SOC.vec_head_cycles + 255        # one cycle a repeat

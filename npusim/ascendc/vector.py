@@ -252,6 +252,11 @@ def run_level0(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args: tuple, r
     if kind == "partial" or (kind == "sequential" and
                              (name not in _ACCUMULATE or len(srcs) < 2)):
         _repeat.report_overlap(ctx, name, kind)
+    if kind == "sequential" and not pass_rows and _accumulates(dst, d_idx, srcs, s_idx, call):
+        _accumulate(name, fn, dst, d_idx, srcs[0], s_idx[0], call)
+        issue_vector(ctx, name, call.count, rate, dst, srcs, repeats=call.repeat, lanes=lanes,
+                     tracked=True)
+        return call
     # a later repeat that reads an earlier one's result runs after it, as the unit issues them
     steps = [(call, slice(None))] if kind is None else \
         [(_repeat.Level0(1, lanes, call.active[r:r + 1]), slice(r, r + 1))
@@ -269,6 +274,34 @@ def run_level0(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args: tuple, r
     issue_vector(ctx, name, call.count, rate, dst, srcs, repeats=call.repeat, lanes=lanes,
                  tracked=True)
     return call
+
+
+def _accumulates(dst, d_idx, srcs, s_idx, call) -> bool:
+    """Whether a sequential call is the accumulation idiom: src1 is the destination, every
+    repeat reads and writes the same lanes (dstRepStride = src1RepStride = 0) with the same
+    mask, and src0 stays clear of the destination."""
+    if len(srcs) != 2 or srcs[1].offset != dst.offset or srcs[1].dtype != dst.dtype:
+        return False
+    if not (np.array_equal(s_idx[1], d_idx) and (d_idx == d_idx[0]).all()
+            and (call.active == call.active[0]).all()):
+        return False
+    isz = dst.dtype.itemsize
+    d_lo, d_hi = dst.offset + int(d_idx.min()) * isz, dst.offset + (int(d_idx.max()) + 1) * isz
+    s0 = srcs[0].offset + s_idx[0] * srcs[0].dtype.itemsize
+    return int(s0.max()) + srcs[0].dtype.itemsize <= d_lo or int(s0.min()) >= d_hi
+
+
+def _accumulate(name, fn, dst, d_idx, src0, s0_idx, call) -> None:
+    """dst = fn(src0[r], dst) for r = 0, 1, ... in order — each step rounded to dst's type,
+    as the repeats issue one after another — read and written once."""
+    first = _repeat.Level0(1, call.lanes, call.active[:1])
+    acc = _repeat.read(dst, d_idx[:1], first, name).copy()
+    rows = _repeat.read(src0, s0_idx, call, name)
+    step = np.empty_like(acc)
+    for r in range(call.repeat):
+        fn(rows[r:r + 1], acc, out=step)
+        acc, step = step, acc
+    _repeat.write(dst, d_idx[:1], first, acc, name)
 
 
 def Add(dst, src0, src1, *args, isSetMask=True):
