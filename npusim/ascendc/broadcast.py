@@ -11,8 +11,9 @@ implementation for ``[m, 1] -> [m, k]``, all on the vector unit, is:
 3. otherwise ``GatherMask`` keeps the first ``k`` of every ``k'`` elements.
 
 The simulator follows that cost model: Brcb at 8 elements in per cycle, the copy at one
-256 B repeat per cycle, GatherMask at 128 (16-bit) / 64 (32-bit) elements per cycle
-(reference/hardware.md §2.1). ``[1, k] -> [m, k]`` (axis 0) and ``dim = 1`` are costed as
+256 B repeat per cycle, GatherMask at 64 (16-bit; 8-bit data moved as 16-bit) / 32
+(32-bit) elements per cycle (reference/hardware.md §2.1, the rates of
+:mod:`npusim.ascendc.gather`). ``[1, k] -> [m, k]`` (axis 0) and ``dim = 1`` are costed as
 the copy step alone [R: the page only draws the axis-1 case].
 
 Python form: the template parameters ``dim`` and ``axis`` follow from the two shapes (the
@@ -29,14 +30,11 @@ from __future__ import annotations
 import numpy as np
 
 from npusim.ascendc import core as _core
+from npusim.ascendc.gather import BRCB_RATE, GATHER_MASK_RATE
 from npusim.ascendc.types import ONE_BLK_SIZE, ONE_REPEAT_BYTE_SIZE
 from npusim.ascendc.vector import issue_vector
 from npusim.errors import DtypeError, KernelError
 
-#: Brcb reads 8 elements per cycle (one per output data block; reference/hardware.md §2.1).
-BRCB_RATE = 8
-#: GatherMask elements per cycle by operand size (reference/hardware.md §2.1).
-GATHER_MASK_RATE = {1: 128, 2: 128, 4: 64}
 
 
 def _shape(name: str, shape) -> tuple[int, ...]:
@@ -106,7 +104,7 @@ def Broadcast(dstLocal, srcLocal, dstShape, srcShape, sharedTmpBuffer=None, *, d
         issue_vector(ctx, "Broadcast.Brcb", m, BRCB_RATE, dstLocal, (srcLocal,), **sizes)
         issue_vector(ctx, "Broadcast.Copy", m * k_pad, copy_rate, dstLocal, (srcLocal,), **sizes)
         if k_pad != k:
-            issue_vector(ctx, "Broadcast.GatherMask", m * k, GATHER_MASK_RATE[isz], dstLocal,
+            issue_vector(ctx, "Broadcast.GatherMask", m * k, GATHER_MASK_RATE.get(isz, GATHER_MASK_RATE[2]), dstLocal,
                          (srcLocal,), **sizes)
     else:
         issue_vector(ctx, "Broadcast.Copy", n_dst, copy_rate, dstLocal, (srcLocal,), **sizes)
