@@ -43,8 +43,9 @@ from npusim.ascendc import compare as _cmp
 from npusim.ascendc import core as _core
 from npusim.ascendc import vector as _vec
 from npusim.ascendc.tensor import LocalTensor
-from npusim.ascendc.types import ONE_BLK_SIZE, ONE_REPEAT_BYTE_SIZE, RoundMode, TPosition
-from npusim.errors import DtypeError, KernelError, UbError
+from npusim.ascendc.lib._common import chunks, shape_size, tmp_buffer, type_size
+from npusim.ascendc.types import ONE_BLK_SIZE, ONE_REPEAT_BYTE_SIZE, RoundMode
+from npusim.errors import KernelError, UbError
 
 __all__ = [
     "Sigmoid", "GetSigmoidMaxMinTmpSize",
@@ -96,66 +97,8 @@ def _check(name: str, dst: LocalTensor, src: LocalTensor, count: int) -> np.dtyp
     return dt
 
 
-def _stack_buffer(name: str) -> LocalTensor:
-    """The framework-allocated temporary space: the 8 KiB Ascend C UB reserve (PopStackBuffer
-    of TPosition::LCM), which follows the TPipe buffers in UB."""
-    ctx = _core.current_core()
-    reserve = ctx.soc.ascendc_reserved_ub
-    if ctx.ub_capacity > ctx.soc.ub_usable - reserve:
-        raise UbError(name, f"called without sharedTmpBuffer, {name} takes its temporary space "
-                      f"from the {reserve} B UB that Ascend C reserves, but this kernel was "
-                      "built without the reserve (reference/hardware.md §1.7); pass a "
-                      "sharedTmpBuffer", pipe="PIPE_V")
-    start = ctx.ub_capacity
-    return LocalTensor(ctx, _U8, start, reserve, start + reserve, TPosition.VECCALC)
-
-
-def _tmp(name: str, tmp: LocalTensor | None, min_bytes: int, getter: str,
-         operands=()) -> LocalTensor | None:
-    """Resolve and check the temporary buffer; None when the API needs none (min 0 and
-    none given)."""
-    if tmp is None:
-        if min_bytes == 0:
-            return None
-        tmp = _stack_buffer(name)
-    if tmp.dtype != _U8:
-        raise DtypeError(name, f"sharedTmpBuffer must be LocalTensor<uint8_t>, not "
-                         f"{tmp.dtype.name}", pipe="PIPE_V")
-    nbytes = tmp.GetSize()
-    if nbytes < min_bytes:
-        raise UbError(name, f"sharedTmpBuffer holds {nbytes} B, less than the minimum "
-                      f"{min_bytes} B that {getter} gives for this type (the temporary space "
-                      "may not be smaller than minValue)", pipe="PIPE_V")
-    lo, hi = tmp.offset, tmp.offset + nbytes
-    for what, t, n in operands:
-        if n and t.offset < hi and lo < t.offset + n * t.dtype.itemsize:
-            raise UbError(name, f"sharedTmpBuffer [{lo}, {hi}) overlaps {what} (not supported "
-                          "by the API)", pipe="PIPE_V")
-    return tmp
-
-
-def _chunks(count: int, size: int):
-    """(offset, length) of the library's main blocks of ``size`` and its tail block."""
-    for off in range(0, count, size):
-        yield off, min(size, count - off)
-
-
 def _floor32(n: int) -> int:
     return n // ONE_BLK_SIZE * ONE_BLK_SIZE
-
-
-def _shape_size(name: str, srcShape) -> int:
-    dims = srcShape.GetDims() if hasattr(srcShape, "GetDims") else srcShape
-    n = int(np.prod([int(d) for d in dims])) if len(dims) else 0
-    if n <= 0:
-        raise ValueError(f"{name}: the input shape size must be greater than 0 (got {list(dims)})")
-    return n
-
-
-def _type_size(name: str, typeSize) -> int:
-    if int(typeSize) not in (2, 4):
-        raise ValueError(f"{name}: typeSize {typeSize} is not supported (half: 2, float: 4)")
-    return int(typeSize)
 
 
 def _ops(dst, src, count):
@@ -173,8 +116,8 @@ def GetSigmoidMaxMinTmpSize(srcShape, typeSize, isReuseSource=False):
     ``impl/adv_api/tiling/activation/sigmoid_tiling_impl.cpp``.
     Raises ValueError for an empty shape or a typeSize other than 2/4.
     """
-    n, ts = _shape_size("GetSigmoidMaxMinTmpSize", srcShape), \
-        _type_size("GetSigmoidMaxMinTmpSize", typeSize)
+    n, ts = shape_size("GetSigmoidMaxMinTmpSize", srcShape), \
+        type_size("GetSigmoidMaxMinTmpSize", typeSize)
     return max(n * ts, _REPEAT), _REPEAT
 
 
@@ -195,10 +138,10 @@ def Sigmoid(dstTensor, srcTensor, *args, isReuseSource=False):
     name = "Sigmoid"
     tmp, count = _parse(name, srcTensor, args)
     dt = _check(name, dstTensor, srcTensor, count)
-    tmp = _tmp(name, tmp, _REPEAT, "GetSigmoidMaxMinTmpSize", _ops(dstTensor, srcTensor, count))
+    tmp = tmp_buffer(name, tmp, _REPEAT, "GetSigmoidMaxMinTmpSize", _ops(dstTensor, srcTensor, count))
     split = tmp.GetSize() // dt.itemsize
     ones = tmp.ReinterpretCast(dt)
-    for off, n in _chunks(count, split):
+    for off, n in chunks(count, split):
         d, s = dstTensor[off], srcTensor[off]
         _vec.Muls(d, s, -1.0, n)
         _vec.Exp(d, d, n)
@@ -217,8 +160,8 @@ def GetTanhMaxMinTmpSize(srcShape, typeSize, isReuseSource=False):
     Source: ``impl/adv_api/tiling/math/tanh_tiling_impl.cpp``; hiascend
     "GetTanhMaxMinTmpSize". Raises ValueError for an empty shape or a bad typeSize.
     """
-    n, ts = _shape_size("GetTanhMaxMinTmpSize", srcShape), \
-        _type_size("GetTanhMaxMinTmpSize", typeSize)
+    n, ts = shape_size("GetTanhMaxMinTmpSize", srcShape), \
+        type_size("GetTanhMaxMinTmpSize", typeSize)
     k = 1 if ts == 4 else 4
     return (k * n * ts if n * ts > _REPEAT else k * _REPEAT), k * _REPEAT
 
@@ -242,12 +185,12 @@ def Tanh(dstTensor, srcTensor, *args, isReuseSource=False):
     tmp, count = _parse(name, srcTensor, args)
     dt = _check(name, dstTensor, srcTensor, count)
     _, min_b = GetTanhMaxMinTmpSize([1], dt.itemsize)
-    tmp = _tmp(name, tmp, min_b, "GetTanhMaxMinTmpSize", _ops(dstTensor, srcTensor, count))
+    tmp = tmp_buffer(name, tmp, min_b, "GetTanhMaxMinTmpSize", _ops(dstTensor, srcTensor, count))
     ftmp = tmp.ReinterpretCast(_F32)
     half = dt == _F16
     stack = _floor32(ftmp.GetSize() // (2 if half else 1))
     conv, clip = (ftmp, ftmp[stack]) if half else (None, ftmp)
-    for off, n in _chunks(count, stack):
+    for off, n in chunks(count, stack):
         d, s = dstTensor[off], srcTensor[off]
         if half:
             _vec.Cast(conv, s, RoundMode.CAST_NONE, n)
@@ -271,15 +214,15 @@ def Tanh(dstTensor, srcTensor, *args, isReuseSource=False):
 def GetGeluMaxTmpSize(srcShape, typeSize):
     """``GetGeluMaxTmpSize``: ``max(3 * n * 4, 768)`` bytes (all three Gelu temporaries in
     float). Source: ``impl/adv_api/tiling/activation/gelu_tiling_impl.cpp``."""
-    n = _shape_size("GetGeluMaxTmpSize", srcShape)
-    _type_size("GetGeluMaxTmpSize", typeSize)
+    n = shape_size("GetGeluMaxTmpSize", srcShape)
+    type_size("GetGeluMaxTmpSize", typeSize)
     return max(3 * n * 4, 3 * _REPEAT)
 
 
 def GetGeluMinTmpSize(srcShape, typeSize):
     """``GetGeluMinTmpSize``: 768 bytes (three 256 B repeats)."""
-    _shape_size("GetGeluMinTmpSize", srcShape)
-    _type_size("GetGeluMinTmpSize", typeSize)
+    shape_size("GetGeluMinTmpSize", srcShape)
+    type_size("GetGeluMinTmpSize", typeSize)
     return 3 * _REPEAT
 
 
@@ -327,7 +270,7 @@ def _faster_gelu_body(d, x, a, b, n, highPerformance):
 def _gelu_family(name, body, nbuf, dst, src, args, highPrecision, highPerformance):
     tmp, count = _parse(name, src, args)
     dt = _check(name, dst, src, count)
-    tmp = _tmp(name, tmp, 3 * _REPEAT, "GetGeluMaxMinTmpSize", _ops(dst, src, count))
+    tmp = tmp_buffer(name, tmp, 3 * _REPEAT, "GetGeluMaxMinTmpSize", _ops(dst, src, count))
     up = highPrecision and dt == _F16          # computed in float, with a conversion buffer
     ct = _F32 if up else dt
     units = tmp.ReinterpretCast(ct)
@@ -335,7 +278,7 @@ def _gelu_family(name, body, nbuf, dst, src, args, highPrecision, highPerformanc
     a = units
     b = units[stack] if nbuf > 1 else None
     conv = units[stack * nbuf] if up else None
-    for off, n in _chunks(count, stack):
+    for off, n in chunks(count, stack):
         d, s = dst[off], src[off]
         if up:
             _vec.Cast(conv, s, RoundMode.CAST_NONE, n)
@@ -395,8 +338,8 @@ def GetErfMaxMinTmpSize(srcShape, typeSize, isReuseSource=False):
     Source: ``impl/adv_api/tiling/math/erf_tiling_impl.cpp``; hiascend
     "GetErfMaxMinTmpSize". ValueError for an empty shape or a bad typeSize.
     """
-    n, ts = _shape_size("GetErfMaxMinTmpSize", srcShape), \
-        _type_size("GetErfMaxMinTmpSize", typeSize)
+    n, ts = shape_size("GetErfMaxMinTmpSize", srcShape), \
+        type_size("GetErfMaxMinTmpSize", typeSize)
     k = 3 if ts == 4 else 8
     return k * max(n * ts, _REPEAT), k * _REPEAT
 
@@ -430,12 +373,12 @@ def Erf(dstTensor, srcTensor, *args, isReuseSource=False):
     dt = _check(name, dstTensor, srcTensor, count)
     half = dt == _F16
     _, min_b = GetErfMaxMinTmpSize([1], dt.itemsize)
-    tmp = _tmp(name, tmp, min_b, "GetErfMaxMinTmpSize", _ops(dstTensor, srcTensor, count))
+    tmp = tmp_buffer(name, tmp, min_b, "GetErfMaxMinTmpSize", _ops(dstTensor, srcTensor, count))
     cal = _floor32(tmp.GetSize() // dt.itemsize // (8 if half else 3))
     f = tmp.ReinterpretCast(_F32)
     t1, t2, t3 = f, f[cal], f[2 * cal]
     t4 = f[3 * cal] if half else None
-    for off, n in _chunks(count, cal):
+    for off, n in chunks(count, cal):
         d, s = dstTensor[off], srcTensor[off]
         if half:
             _vec.Cast(t4, s, RoundMode.CAST_NONE, n)
@@ -477,8 +420,8 @@ def GetExpMaxMinTmpSize(srcShape, typeSize, isReuseSource=False):
     Source: ``impl/adv_api/tiling/math/exp_tiling_impl.cpp``; hiascend
     "GetExpMaxMinTmpSize". ValueError for an empty shape or a bad typeSize.
     """
-    n, ts = _shape_size("GetExpMaxMinTmpSize", srcShape), \
-        _type_size("GetExpMaxMinTmpSize", typeSize)
+    n, ts = shape_size("GetExpMaxMinTmpSize", srcShape), \
+        type_size("GetExpMaxMinTmpSize", typeSize)
     k = 4 if ts == 2 else (2 if isReuseSource else 3)
     return k * max(n * 4, _REPEAT), k * _REPEAT
 
@@ -496,7 +439,7 @@ def _exp_high(dst, src, args, taylorExpandLevel, isReuseSource):
         return
     reuse = bool(isReuseSource) and dt == _F32
     _, min_b = GetExpMaxMinTmpSize([1], dt.itemsize, reuse)
-    tmp = _tmp(name, tmp, min_b, "GetExpMaxMinTmpSize", _ops(dst, src, count))
+    tmp = tmp_buffer(name, tmp, min_b, "GetExpMaxMinTmpSize", _ops(dst, src, count))
     f = tmp.ReinterpretCast(_F32)
     k = 4 if dt == _F16 else (2 if reuse else 3)
     align = ONE_BLK_SIZE // dt.itemsize
@@ -509,7 +452,7 @@ def _exp_high(dst, src, args, taylorExpandLevel, isReuseSource):
         floor_x, x_pow, int_part = src, f, f[one]
     else:
         floor_x, x_pow, int_part = f, f[one], f[2 * one]
-    for off, n in _chunks(count, one):
+    for off, n in chunks(count, one):
         s = src[off]
         if half:
             _vec.Cast(floor_x, s, RoundMode.CAST_NONE, n)
@@ -584,7 +527,7 @@ def GetLog2MaxMinTmpSize(srcShape, typeSize, isReuseSource=False):
     """``GetLog2MaxMinTmpSize`` -> ``(maxValue, minValue)``: half ``(max(4 n, 256), 256)``
     (one float buffer), float ``(0, 0)``. Source: ``log_tiling.cpp``. ValueError for an
     empty shape."""
-    n = _shape_size("GetLog2MaxMinTmpSize", srcShape)
+    n = shape_size("GetLog2MaxMinTmpSize", srcShape)
     if int(typeSize) == 2:
         return max(n * 4, _REPEAT), _REPEAT
     return 0, 0
@@ -620,10 +563,10 @@ def Log2(dstTensor, srcTensor, *args, isReuseSource=False):
         _vec.Ln(dstTensor, srcTensor, count)
         _vec.Muls(dstTensor, dstTensor, inv_ln2, count)
         return
-    tmp = _tmp(name, tmp, _REPEAT, "GetLog2MaxMinTmpSize", _ops(dstTensor, srcTensor, count))
+    tmp = tmp_buffer(name, tmp, _REPEAT, "GetLog2MaxMinTmpSize", _ops(dstTensor, srcTensor, count))
     f = tmp.ReinterpretCast(_F32)
     split = _floor32(f.GetSize())
-    for off, n in _chunks(count, split):
+    for off, n in chunks(count, split):
         _vec.Cast(f, srcTensor[off], RoundMode.CAST_NONE, n)
         _vec.Ln(f, f, n)
         _vec.Muls(f, f, inv_ln2, n)
@@ -651,7 +594,7 @@ def GetSignMaxMinTmpSize(srcShape, typeSize, isReuseSource=False):
     """``GetSignMaxMinTmpSize`` -> ``(max(3 n typeSize, 768), 768)`` bytes.
     Source: hiascend "GetSignMaxMinTmpSize" (atlasascendc_api_07_0553);
     ``impl/adv_api/tiling/math/sign_tiling.cpp``. ValueError for an empty shape."""
-    n = _shape_size("GetSignMaxMinTmpSize", srcShape)
+    n = shape_size("GetSignMaxMinTmpSize", srcShape)
     ts = int(typeSize)
     return max(3 * n * ts, 3 * _REPEAT), 3 * _REPEAT
 
@@ -693,14 +636,14 @@ def Sign(dstTensor, srcTensor, *args, isReuseSource=False):
     name = "Sign"
     tmp, count = _parse(name, srcTensor, args)
     dt = _check(name, dstTensor, srcTensor, count)
-    tmp = _tmp(name, tmp, 3 * _REPEAT, "GetSignMaxMinTmpSize", _ops(dstTensor, srcTensor, count))
+    tmp = tmp_buffer(name, tmp, 3 * _REPEAT, "GetSignMaxMinTmpSize", _ops(dstTensor, srcTensor, count))
     split = _floor32(tmp.GetSize() // dt.itemsize // 3)
     tmp_len = -(-(split // 8) // ONE_BLK_SIZE) * ONE_BLK_SIZE
     lt_mask, gt_mask = tmp, tmp[tmp_len]
     stack = tmp[2 * tmp_len].ReinterpretCast(dt)
     t3, t4 = stack, stack[split]
     sel = _cmp.SELMODE.VSEL_TENSOR_SCALAR_MODE
-    for off, n in _chunks(count, split):
+    for off, n in chunks(count, split):
         d, s = dstTensor[off], srcTensor[off]
         _vec.Duplicate(d, 0.0, n)
         _compare_counter(lt_mask, s, d, _cmp.CMPMODE.LT, n)
@@ -716,8 +659,8 @@ def Sign(dstTensor, srcTensor, *args, isReuseSource=False):
 # Sin, Cos
 # ======================================================================================
 def _sincos_sizes(name, srcShape, typeSize, isReuseSource):
-    n = _shape_size(name, srcShape)
-    ts = _type_size(name, typeSize)
+    n = shape_size(name, srcShape)
+    ts = type_size(name, typeSize)
     if ts == 2 and isReuseSource:
         raise ValueError(f"{name}: isReuseSource is not supported for half")
     k = 8 if ts == 2 else (2 if isReuseSource else 3)
@@ -805,7 +748,7 @@ def _sincos(name, getter, reduce, clamp, dst, src, args, isReuseSource):
     half = dt == _F16
     reuse = bool(isReuseSource) and not half
     _, min_b = _sincos_sizes(getter, [1], dt.itemsize, reuse)
-    tmp = _tmp(name, tmp, min_b, getter, _ops(dst, src, count))
+    tmp = tmp_buffer(name, tmp, min_b, getter, _ops(dst, src, count))
     f = tmp.ReinterpretCast(_F32)
     cal = _floor32(f.GetSize() // (4 if half else (2 if reuse else 3)))
     if half:
@@ -813,7 +756,7 @@ def _sincos(name, getter, reduce, clamp, dst, src, args, isReuseSource):
     else:
         rnd, kpi = f, f[cal]
         xbuf = None if reuse else f[2 * cal]
-    for off, n in _chunks(count, cal):
+    for off, n in chunks(count, cal):
         d, s = dst[off], src[off]
         if half:
             _vec.Cast(conv, s, RoundMode.CAST_NONE, n)
@@ -871,8 +814,8 @@ def Cos(dstTensor, srcTensor, *args, isReuseSource=False):
 # Floor, Ceil, Round, Trunc
 # ======================================================================================
 def _round_sizes(name, srcShape, typeSize, half_k, float_k):
-    n = _shape_size(name, srcShape)
-    ts = _type_size(name, typeSize)
+    n = shape_size(name, srcShape)
+    ts = type_size(name, typeSize)
     k = half_k if ts == 2 else float_k
     return k * max(n * ts, _REPEAT), k * _REPEAT
 
@@ -911,18 +854,18 @@ def _rounding(name, getter, mode, half_div, float_chunked, dst, src, args):
     tmp, count = _parse(name, src, args)
     dt = _check(name, dst, src, count)
     _, min_b = getter([1], dt.itemsize)
-    tmp = _tmp(name, tmp, min_b, getter.__name__, _ops(dst, src, count))
+    tmp = tmp_buffer(name, tmp, min_b, getter.__name__, _ops(dst, src, count))
     if dt == _F32:
         if not float_chunked:
             _vec.Cast(dst, src, mode, count)
             return
         split = _floor32(tmp.GetSize() // 4)
-        for off, n in _chunks(count, split):
+        for off, n in chunks(count, split):
             _vec.Cast(dst[off], src[off], mode, n)
         return
     f = tmp.ReinterpretCast(_F32)
     split = _floor32(tmp.GetSize() // 2 // half_div) if half_div else _floor32(f.GetSize())
-    for off, n in _chunks(count, split):
+    for off, n in chunks(count, split):
         _vec.Cast(f, src[off], RoundMode.CAST_NONE, n)
         _vec.Cast(f, f, mode, n)
         _vec.Cast(dst[off], f, RoundMode.CAST_NONE, n)

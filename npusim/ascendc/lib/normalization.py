@@ -39,7 +39,7 @@ import numpy as np
 from npusim.ascendc import core as _core
 from npusim.ascendc import repeat as _repeat
 from npusim.ascendc import vector as _vec
-from npusim.ascendc.lib.math import _chunks, _tmp, _type_size
+from npusim.ascendc.lib._common import chunks, tmp_buffer, type_size
 from npusim.ascendc.lib.softmax import broadcast_rows, rowwise
 from npusim.ascendc.reduce import WholeReduceSum, handoff, library_repeat_reduce_sum, set_counter
 from npusim.ascendc.repeat import MASK_PLACEHOLDER, BinaryRepeatParams
@@ -134,7 +134,7 @@ def GetLayerNormMaxMinTmpSize(srcShape, typeSize, isReuseSource=False) -> tuple[
 
     Raises ValueError: not 4 positive dims, typeSize not 2/4."""
     b, s, h, _ = _dims("GetLayerNormMaxMinTmpSize", srcShape, 4)
-    n = _buffers(_type_size("GetLayerNormMaxMinTmpSize", typeSize), isReuseSource)
+    n = _buffers(type_size("GetLayerNormMaxMinTmpSize", typeSize), isReuseSource)
     mean_var = 2 * _align(b * s * 4, 32)
     return n * _align(b * s * h * 4, 32) + mean_var, n * _align(h * 4, 32) + mean_var
 
@@ -148,7 +148,7 @@ def GetLayerNormNDTilingInfo(srcShape, stackBufferSize, typeSize, isReuseSource=
     Raises ValueError: bad shape/typeSize, or a buffer that holds no row (the C++ leaves
     the tiling empty, which the kernel then rejects: "oneTmpSize must > 0")."""
     b, s, h, ori_h = _dims("GetLayerNormNDTilingInfo", srcShape, 4)
-    ts = _type_size("GetLayerNormNDTilingInfo", typeSize)
+    ts = type_size("GetLayerNormNDTilingInfo", typeSize)
     t = tiling if tiling is not None else LayerNormTiling()
     size, mv = b * s * h, b * s
     n_buf = _buffers(ts, isReuseSource)
@@ -224,7 +224,7 @@ def LayerNorm(output, outputMean, outputVariance, inputX, gamma, beta, *args,
              ("outputVariance", outputVariance, tiling.meanVarSize), ("gamma", gamma, h),
              ("beta", beta, h))
     _check_sizes(name, sizes)
-    stack = _tmp(name, tmp, tiling.tmpBufSize * 4, "GetLayerNormNDTilingInfo (tmpBufSize)",
+    stack = tmp_buffer(name, tmp, tiling.tmpBufSize * 4, "GetLayerNormNDTilingInfo (tmpBufSize)",
                  sizes[:4]).ReinterpretCast(_F32)
     reuse = isReuseSource and dt == _F32
     a = inputX if reuse else stack[tiling.firstTmpStartPos]
@@ -301,7 +301,7 @@ def _row_sums(out, src, rows: int, h: int) -> None:
                 _vec.Add(row, row[_LANES], row, _LANES, full - 1, params)
             if tail:
                 _vec.Add(row, row[full * _LANES], row, tail, 1, params)
-    for r0, n in _chunks(rows, MAX_REPEAT_TIMES):
+    for r0, n in chunks(rows, MAX_REPEAT_TIMES):
         WholeReduceSum(out[r0], src[r0 * h], min(h, _LANES), n, 1, 1, h // 8)
 
 
@@ -337,7 +337,7 @@ def GetRmsNormMaxMinTmpSize(srcShape, typeSize, isBasicBlock=False) -> tuple[int
     Raises ValueError where the C++ returns false (isBasicBlock with a shape outside the
     basic-block rule), or for a bad shape/typeSize."""
     b, s, h = _dims("GetRmsNormMaxMinTmpSize", srcShape, 3)
-    coeff = 2 if _type_size("GetRmsNormMaxMinTmpSize", typeSize) == 2 else 1
+    coeff = 2 if type_size("GetRmsNormMaxMinTmpSize", typeSize) == 2 else 1
     if isBasicBlock and not _basic_block_ok(b, s, h):
         raise ValueError(f"GetRmsNormMaxMinTmpSize: [{b}, {s}, {h}] is not a basic block "
                          "(H % 64 == 0, B*S % 8 == 0, H < 2048)")
@@ -359,7 +359,7 @@ def GetRmsNormTilingInfo(srcShape, originSrcShape, stackBufferByteSize, typeSize
     name = "GetRmsNormTilingInfo"
     b, s, h = _dims(name, srcShape, 3)
     ob, os_, ori_h = _dims(name, originSrcShape, 3)
-    ts = _type_size(name, typeSize)
+    ts = type_size(name, typeSize)
     if (b, s) != (ob, os_) or ori_h > h or h * ts % 32:
         raise ValueError(f"{name}: srcShape {[b, s, h]} and originSrcShape {[ob, os_, ori_h]} "
                          "must share B and S, with originH <= H and H * typeSize 32 B aligned")
@@ -435,7 +435,7 @@ def RmsNorm(dstLocal, srcLocal, gammaLocal, *args, isBasicBlock=False) -> None:
              gammaLocal, h))
     _check_sizes(name, sizes)
     need = tiling.mainBsLengthAlign + tiling.mainBshLength * (2 if dt == _F16 else 1)
-    work = _tmp(name, tmp, need * 4, "GetRmsNormTilingInfo (mainBsLengthAlign + "
+    work = tmp_buffer(name, tmp, need * 4, "GetRmsNormTilingInfo (mainBsLengthAlign + "
                 "mainBshLength)", sizes[:2]).ReinterpretCast(_F32)
     reduced = work
     squares = work[tiling.mainBsLengthAlign]

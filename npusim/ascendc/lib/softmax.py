@@ -43,7 +43,7 @@ from npusim.ascendc import repeat as _repeat
 from npusim.ascendc import vector as _vec
 from npusim.ascendc.datacopy import Copy, CopyRepeatParams
 from npusim.ascendc.gather import Brcb, BrcbRepeatParams
-from npusim.ascendc.lib.math import _chunks, _shape_size, _tmp, _type_size
+from npusim.ascendc.lib._common import chunks, shape_size, tmp_buffer, type_size
 from npusim.ascendc.reduce import (BlockReduceMax, BlockReduceSum, ReduceOrder, WholeReduceMax,
                                    WholeReduceSum, handoff, set_counter)
 from npusim.ascendc.repeat import MASK_PLACEHOLDER, BinaryRepeatParams, UnaryRepeatParams
@@ -99,8 +99,8 @@ class SoftMaxShapeInfo:
 def _last_axis(name: str, srcShape, dataTypeSize) -> tuple[int, int, int]:
     """(m, k, elements per 32 B block of the max/sum type), with the host checks."""
     dims = [int(d) for d in (srcShape.GetDims() if hasattr(srcShape, "GetDims") else srcShape)]
-    size = _shape_size(name, dims)
-    ts = _type_size(name, dataTypeSize)
+    size = shape_size(name, dims)
+    ts = type_size(name, dataTypeSize)
     k = dims[-1]
     if k * ts % 32:
         raise ValueError(f"{name}: the last axis ({k} x {ts} B) must be 32 B aligned "
@@ -171,11 +171,11 @@ def _fold_chunks(op: str, acc, src, rows: int, src_k: int, k: int) -> None:
         for i in range(rows):
             block(acc[i * _LANES], src[i * src_k], 8, _LANES, 1, 1, 8)
         for i in range(rows):
-            for c0, n in _chunks(full - 8, _R):
+            for c0, n in chunks(full - 8, _R):
                 binary(acc[i * _LANES], src[i * src_k + _BIG_K + c0 * _LANES], acc[i * _LANES],
                        _LANES, n, BinaryRepeatParams(1, 1, 1, 0, 8, 0))
     elif k >= 2 * _LANES:     # chunk 0 op chunk 1, then the next chunks one by one
-        for r0, n in _chunks(rows, _R):
+        for r0, n in chunks(rows, _R):
             a, s = acc[r0 * _LANES], src[r0 * src_k]
             binary(a, s, src[r0 * src_k + _LANES], _LANES, n,
                    BinaryRepeatParams(1, 1, 1, 8, rep, rep))
@@ -183,10 +183,10 @@ def _fold_chunks(op: str, acc, src, rows: int, src_k: int, k: int) -> None:
                 binary(a, a, src[r0 * src_k + c * _LANES], _LANES, n,
                        BinaryRepeatParams(1, 1, 1, 8, 8, rep))
     else:                     # one full chunk: copied
-        for r0, n in _chunks(rows, _R):
+        for r0, n in chunks(rows, _R):
             Copy(acc[r0 * _LANES], src[r0 * src_k], _LANES, n, CopyRepeatParams(1, 1, 8, rep))
     if tail:
-        for r0, n in _chunks(rows, _R):
+        for r0, n in chunks(rows, _R):
             a = acc[r0 * _LANES]
             binary(a, a, src[r0 * src_k + full * _LANES], tail, n,
                    BinaryRepeatParams(1, 1, 1, 8, 8, rep))
@@ -205,7 +205,7 @@ def reduce_rows(op: str, out, src, scratch, rows: int, src_k: int, k: int, out_k
                                                        ReduceOrder.ORDER_ONLY_VALUE))
     block = BlockReduceSum if op == "sum" else BlockReduceMax
     if k < _LANES:
-        for r0, n in _chunks(rows, _R):
+        for r0, n in chunks(rows, _R):
             whole(scratch[r0], src[r0 * src_k], k, n, 1, 1, src_k // 8)
     else:
         _fold_chunks(op, scratch, src, rows, src_k, k)
@@ -224,7 +224,7 @@ def broadcast_rows(out, values, rows: int, out_k: int) -> None:
     """out[i, 0:out_k] = values[i]: Brcb for each group of 8 rows (two interleaved Brcb for
     16-float rows), the scalar unit and Duplicate for the rows after the last group."""
     full, tail = divmod(rows, _ROWS_PER_BRCB)
-    for g0, n in _chunks(full, _R):
+    for g0, n in chunks(full, _R):
         first = g0 * _ROWS_PER_BRCB
         if out_k == 16:
             for half in (0, 8):
@@ -369,7 +369,7 @@ def SoftMax(dstTensor, sumTensor, maxTensor, srcTensor, *args, isReuseSource=Fal
                           pipe="PIPE_V")
     operands = (("srcTensor", srcTensor, m * k), ("dstTensor", dstTensor, m * k),
                 ("sumTensor", sumTensor, m * red_k), ("maxTensor", maxTensor, m * red_k))
-    tmp = _tmp(name, tmp, GetSoftMaxMinTmpSize([m, k], red_dt.itemsize), "GetSoftMaxMinTmpSize",
+    tmp = tmp_buffer(name, tmp, GetSoftMaxMinTmpSize([m, k], red_dt.itemsize), "GetSoftMaxMinTmpSize",
                operands)
     if (tiling.srcM, tiling.srcK, tiling.reduceK) != (m, k, red_k):
         tiling = SoftMaxTilingFunc([m, k], red_dt.itemsize, tmp.GetSize())
