@@ -299,6 +299,10 @@ def child(name: str, *args: int, repeats: int = 1) -> dict:
 
 
 # -- the report ---------------------------------------------------------------------------------
+#: Benchmarks whose printed figures go into RESULTS.md as they are.
+FLOOR_BENCHES = ("bench_softmax_rms_norm.py",)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -331,6 +335,9 @@ def main(argv=None):
              for op in ("adam_cores", "embedding_cores", "add_cores")}
     profile = child("adam_profile", 24)
     replay = child("replay_stats", 24)
+    floors = {name: subprocess.run([sys.executable, str(HERE / name)], capture_output=True,
+                                   text=True, check=True).stdout.rstrip()
+              for name in FLOOR_BENCHES}
     elapsed = time.perf_counter() - t_start
 
     lines = ["# Simulator benchmarks", "",
@@ -519,6 +526,12 @@ def main(argv=None):
                   "timing replay costs one simpy event per DMA and per run of vector "
                   "instructions, and the L2 model's bookkeeping per transfer. Both grow with "
                   "the number of tiles, i.e. linearly in N.", ""])
+    lines.extend(["", "## Simulated kernels against their floors", "",
+                  "Each operator's simulated kernel time next to its HBM floor (bytes moved / "
+                  "HBM bandwidth) and its vector floor (its instructions' cycles at the "
+                  "published rates over the cores), as the benchmark prints them:", ""])
+    for name, text in floors.items():
+        lines.extend([f"`python benchmarks/{name}`:", "", "```", text, "```", ""])
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))
 
