@@ -88,7 +88,8 @@ def limit_cores(soc, max_cores: int | None):
 
     A limit above the SoC's count uses the SoC's count, as torchair's ``limit_core_num``
     does ("如果配置的算子级核数超过AI处理器本身允许的最大核数，系统默认采用最大核数").
-    Cube core counts are left alone [R: no kernel here uses the cube yet].
+    Cube core counts are left alone [R] (a mixed launch's blocks are bounded by both: at
+    most the cube cores, and twice them at most the vector cores).
 
     Raises:
         ValueError: ``max_cores`` is not an int >= 1.
@@ -255,7 +256,8 @@ class Device:
 
     # -- tasks --------------------------------------------------------------------------
     def launch(self, stream: Stream, kernel, block_dim: int, args: tuple, *, name: str,
-               reserve_ub: bool = True, sync_all: bool = False, on_done=None) -> None:
+               reserve_ub: bool = True, sync_all: bool = False, on_done=None,
+               kernel_type=None) -> None:
         """Enqueue a kernel launch on ``stream``; it runs when the device runs.
 
         A kernel error is kept in ``stream.errors`` (reported at synchronize) and the
@@ -263,7 +265,9 @@ class Device:
         and copies until the host has synchronised and seen the error (event records and
         waits still run, so other streams never hang on it). ``on_done(profile)`` is called
         after a clean run. With ``device.profiling`` on, the profile keeps its instruction
-        spans for traces.
+        spans for traces. ``kernel_type`` (a :class:`KernelMetaType`, default a vector
+        kernel) is passed to :func:`npusim.launch.run_kernel`: e.g. KERNEL_TYPE_AIC_ONLY runs
+        the blocks on the cube cores.
         """
         device = self
 
@@ -278,7 +282,7 @@ class Device:
                 try:
                     profile = run_kernel(kernel, block_dim, args, soc=device.soc, gm=device.gm,
                                          name=name, reserve_ub=reserve_ub, sync_all=sync_all,
-                                         keep_spans=device.profiling)
+                                         keep_spans=device.profiling, kernel_type=kernel_type)
                 except NpuSimError as exc:
                     s.errors.append(exc)
                     device._record(s, KERNEL, name, start, start, error=str(exc))

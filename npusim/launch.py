@@ -10,6 +10,15 @@ The kernel type (``KERNEL_TASK_TYPE_DEFAULT``, 设置Kernel类型.md) says which
 runs on: on A2/A3 ``KERNEL_TYPE_AIV_ONLY`` (the default) starts blockDim vector cores,
 ``KERNEL_TYPE_AIC_ONLY`` blockDim cube cores (blockDim counts AICs; they run in waves over
 ``cube_core_cnt`` of them); the coupled 910A/310P run every kernel on their AI cores.
+
+The mixed types start several cores per block: ``KERNEL_TYPE_MIX_AIC_1_2`` one AIC and two
+AIVs (``MIX_AIC_1_1`` one of each, ``MIX_AIC_1_0`` an AIC, ``MIX_AIV_1_0`` an AIV, with the
+cross-core scheduler on). blockDim then counts blocks and may not exceed the physical AICs
+(nor the AIVs' half), since the cores of a mixed kernel wait for each other
+(reference/hardware.md §3 "Block indexing and launch"). Every core runs the kernel function
+as a coroutine (a greenlet) that hands over at CrossCoreWaitFlag and SyncAll until the
+core it waits for has acted (:mod:`npusim.ascendc.crosscore`); the replay runs every core
+at once, the cross-core flags as events between them.
 """
 from __future__ import annotations
 
@@ -24,17 +33,26 @@ import numpy as np
 from npusim.ascendc import core as _core
 from npusim.ascendc import checker
 from npusim.ascendc.checker import CheckerConfig
+from npusim.ascendc.crosscore import CrossCoreState
+from npusim.ascendc.syncall import SyncAllBarrier
 from npusim.ascendc.types import KernelMetaType, Pipe
 from npusim.errors import GmAccessError, LimitError, SyncError
-from npusim.timing import AIC_PROFILE_PIPES, PROFILE_PIPES, KernelTiming, simulate
+from npusim.timing import (AIC_PROFILE_PIPES, MIX_PROFILE_PIPES, PROFILE_PIPES, KernelTiming,
+                           simulate)
 
 #: msprof op-summary names of the per-pipe times (µs), by pipe: a vector core's...
 MSPROF_PIPE_NAMES = {"PIPE_MTE2": "aiv_mte2_time", "PIPE_V": "aiv_vec_time",
                      "PIPE_MTE3": "aiv_mte3_time", "PIPE_S": "aiv_scalar_time"}
-#: ...and a cube core's (AIC_ONLY launches).
+#: ...and a cube core's (AIC_ONLY launches, and the AICs of a mixed one).
 MSPROF_AIC_PIPE_NAMES = {"PIPE_MTE2": "aic_mte2_time", "PIPE_MTE1": "aic_mte1_time",
                          "PIPE_M": "aic_mac_time", "PIPE_FIX": "aic_fixpipe_time",
                          "PIPE_S": "aic_scalar_time"}
+
+#: Cores per block of each mixed kernel type on A2/A3: (AICs, AIVs) (设置Kernel类型.md).
+MIX_SHAPES = {KernelMetaType.KERNEL_TYPE_MIX_AIC_1_2: (1, 2),
+              KernelMetaType.KERNEL_TYPE_MIX_AIC_1_1: (1, 1),
+              KernelMetaType.KERNEL_TYPE_MIX_AIC_1_0: (1, 0),
+              KernelMetaType.KERNEL_TYPE_MIX_AIV_1_0: (0, 1)}
 
 
 @dataclass
@@ -49,9 +67,10 @@ class KernelProfile:
         duration_us: Task Duration: launch overhead + first to last instruction (µs).
         pipe_time_us: msprof name (aiv_mte2_time, aiv_vec_time, aiv_mte3_time,
             aiv_scalar_time; for an AIC_ONLY launch aic_mte2_time, aic_mte1_time,
-            aic_mac_time, aic_fixpipe_time, aic_scalar_time) -> busy time of that pipe
-            averaged over the blocks (µs).
-        core_pipe_time_us: pipe name -> array of busy µs per block.
+            aic_mac_time, aic_fixpipe_time, aic_scalar_time; a mixed launch has both sets)
+            -> busy time of that pipe averaged over the cores of that kind (µs).
+        core_pipe_time_us: pipe name -> array of busy µs per core (per block, except in a
+            mixed launch: one entry per AIC then per AIV, see ``core_kinds``).
         bytes_read, bytes_written: GM traffic of all blocks (bytes).
         hbm_bytes: the part of that traffic that reached HBM during the launch (L2
             misses, write-backs, bypassing copies); writes the L2 absorbed are not in it.
@@ -62,6 +81,12 @@ class KernelProfile:
         host_functional_s, host_timing_s: host wall time the simulator spent running the
             blocks on numpy and replaying their records (seconds).
         timing: the raw replay result, for traces.
+        kernel_type: the :class:`KernelMetaType` the launch ran as (the default resolved:
+            AIV_ONLY on A2/A3, AICORE on the coupled 910A/310P).
+        core_kinds: per entry of ``timing`` (and of ``records``/``lines``), the kind of core
+            it ran on: "AIV", "AIC" or "AICore". A mixed launch lists its AICs (block order)
+            then its AIVs (GetBlockIdx order).
+        core_ids: per entry, the core's GetBlockIdx().
     """
 
     op_name: str
@@ -82,6 +107,9 @@ class KernelProfile:
     timing: KernelTiming | None = field(default=None, repr=False)
     records: list | None = field(default=None, repr=False)
     lines: list | None = field(default=None, repr=False)
+    kernel_type: KernelMetaType | None = None
+    core_kinds: list | None = field(default=None, repr=False)
+    core_ids: list | None = field(default=None, repr=False)
 
     @property
     def read_bandwidth(self) -> float:
@@ -116,23 +144,26 @@ class KernelProfile:
 
 
 def _bound(soc, cycles: float, duration_us: float, nbytes: float, busy: dict,
-           compute=(Pipe.PIPE_V, "vector")) -> tuple[str, float]:
+           computes=((Pipe.PIPE_V, "vector"),)) -> tuple[str, float]:
+    """What limits the launch: HBM bandwidth, a compute unit of ``computes`` (pipe, name),
+    the scalar unit, or latency when none reaches half of its capacity."""
     if cycles <= 0:
         return "latency", 0.0
     hbm = nbytes / (duration_us * 1e-6) / soc.hbm_bandwidth if duration_us else 0.0
-    unit = float(busy[compute[0]].max()) / cycles
+    units = [(label, float(busy[pipe].max()) / cycles) for pipe, label in computes]
     scalar = float(busy[Pipe.PIPE_S].max()) / cycles
-    name, frac = max((("HBM bandwidth", hbm), (compute[1], unit), ("scalar", scalar)),
+    name, frac = max([("HBM bandwidth", hbm), *units, ("scalar", scalar)],
                      key=lambda kv: kv[1])
     if frac < 0.5:
         return "latency", 100.0 * frac
     return name, 100.0 * frac
 
 
-class _BlockCoroutine:
-    """One block run as a greenlet that hands control back at each SyncAll.
+class _CoreCoroutine:
+    """One core run as a greenlet that hands control back whenever it must wait for
+    another core (SyncAll, CrossCoreWaitFlag: :meth:`CoreContext.wait_until`).
 
-    Greenlets switch in about a microsecond and run on the launching thread, so blocks
+    Greenlets switch in about a microsecond and run on the launching thread, so cores
     take turns exactly as the scheduler says, with no operating-system threads.
     """
 
@@ -140,10 +171,12 @@ class _BlockCoroutine:
         self.ctx = ctx
         self.finished = False
         self.error = None
+        self.ready = None             # while parked: the condition to go on
+        self.what = None              # while parked: what it waits for (str or function)
         self._scheduler = greenlet.getcurrent()
         self._glet = greenlet.greenlet(self._run)
         self._kernel, self._args = kernel, args
-        ctx.yield_to_scheduler = self._yield
+        ctx.scheduler_wait = self._park
 
     def _run(self):
         try:
@@ -154,68 +187,100 @@ class _BlockCoroutine:
             self.error = exc
         self.finished = True
 
-    def _yield(self):
+    def _park(self, ready, what):
+        self.ready, self.what = ready, what
         self._scheduler.switch()
 
+    def runnable(self) -> bool:
+        return not self.finished and (self.ready is None or self.ready())
+
     def step(self):
-        """Run the block until its next SyncAll or its end."""
+        """Run the core until it next waits, or to its end."""
+        self.ready = self.what = None
         _core.set_current_core(self.ctx)
         self._glet.switch()
+
+    def describe(self) -> str:
+        return self.what() if callable(self.what) else str(self.what)
 
     def abort(self):
         if not self.finished and self._glet:
             self._glet.throw(greenlet.GreenletExit)
 
 
-def _run_blocks_with_sync_all(kernel, args, ctxs) -> None:
-    """Run every block to each SyncAll in turn, then on to the next one."""
-    blocks = [_BlockCoroutine(kernel, args, ctx) for ctx in ctxs]
-    live = blocks
+def _hang(coros) -> SyncError:
+    """The error of a launch whose unfinished cores all wait for each other."""
+    waiting: dict = {}
+    for co in coros:
+        if not co.finished:
+            waiting.setdefault(co.describe(), []).append(co.ctx.name)
+    parts = [f"{', '.join(names)} wait{'s' if len(names) == 1 else ''} at {what}"
+             for what, names in waiting.items()]
+    done = [co.ctx.name for co in coros if co.finished]
+    if done:
+        parts.append(f"{', '.join(done)} finished and never reaches what they wait for")
+    first = next(co for co in coros if not co.finished)
+    instruction = first.describe().split("(")[0].split()[0]
+    return SyncError(instruction, "the kernel hangs: " + "; ".join(parts),
+                     core=first.ctx.block_idx, line="?")
+
+
+def _run_coroutines(kernel, args, ctxs) -> None:
+    """Run every core until it waits, in order, then every core that may go on, and so
+    on: the cores take turns at their waits (SyncAll, CrossCoreWaitFlag)."""
+    coros = [_CoreCoroutine(kernel, args, ctx) for ctx in ctxs]
+    live = coros
     try:
         with np.errstate(all="ignore"):   # IEEE results, no numpy warnings
             while live:
-                for blk in live:
-                    blk.step()
-                    if blk.error is not None:
-                        raise blk.error
-                done = [blk for blk in live if blk.finished]
-                if done and len(done) != len(live):
-                    ahead = [blk.ctx.block_idx for blk in live if not blk.finished]
-                    raise SyncError("SyncAll", f"blocks {ahead} wait at SyncAll that block "
-                                    f"{done[0].ctx.block_idx} never reaches: the kernel hangs",
-                                    core=ahead[0], line="?")
-                live = [blk for blk in live if not blk.finished]
+                progressed = False
+                for co in live:
+                    if co.runnable():
+                        co.step()
+                        progressed = True
+                        if co.error is not None:
+                            raise co.error
+                live = [co for co in live if not co.finished]
+                if live and not progressed:
+                    raise _hang(coros)
     finally:
-        for blk in blocks:          # unwind any block still parked at a SyncAll
-            blk.abort()
+        for co in coros:          # unwind any core still parked at a wait
+            co.abort()
         _core.set_current_core(None)
 
 
 def _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config, kind=None,
-                 pool=None):
+                 pool=None, tracked=None):
     ctx = _core.CoreContext(soc, gm, ub, b, block_dim, capacity, kind, pool)
     ctx.trace_lines = [] if keep_spans else None
     ctx.checker_config = config
-    if config.enabled and (config.all_blocks or b in (0, block_dim - 1)):
+    if tracked is None:
+        tracked = config.all_blocks or b in (0, block_dim - 1)
+    if config.enabled and tracked:
         ctx.tracker = checker.UbTracker(soc.ub_size, soc)
     return ctx
 
 
-def _core_kind(soc, kernel_type) -> str:
-    """The kind of core a block of ``kernel_type`` runs on (设置Kernel类型.md: A2/A3 take
-    AIV_ONLY, AIC_ONLY and the MIX types; the 310P AICORE)."""
+def _resolve(soc, kernel_type):
+    """(kernel type, kind of core, (AICs, AIVs) per block of a mixed type or None)
+    (设置Kernel类型.md: A2/A3 take AIV_ONLY, AIC_ONLY and the MIX types; the 310P
+    AICORE)."""
+    K = KernelMetaType
     if kernel_type is None:
-        return _core.AIV if soc.is_split else _core.AICORE
-    kt = KernelMetaType(kernel_type)
-    if soc.is_split and kt == KernelMetaType.KERNEL_TYPE_AIV_ONLY:
-        return _core.AIV
-    if soc.is_split and kt == KernelMetaType.KERNEL_TYPE_AIC_ONLY:
-        return _core.AIC
-    if not soc.is_split and kt == KernelMetaType.KERNEL_TYPE_AICORE:
-        return _core.AICORE
+        kernel_type = K.KERNEL_TYPE_AIV_ONLY if soc.is_split else K.KERNEL_TYPE_AICORE
+    kt = K(kernel_type)
+    if soc.is_split and kt == K.KERNEL_TYPE_AIV_ONLY:
+        return kt, _core.AIV, None
+    if soc.is_split and kt == K.KERNEL_TYPE_AIC_ONLY:
+        return kt, _core.AIC, None
+    if soc.is_split and kt in MIX_SHAPES:
+        return kt, None, MIX_SHAPES[kt]
+    if not soc.is_split and kt == K.KERNEL_TYPE_AICORE:
+        return kt, _core.AICORE, None
     raise LimitError("<<<blockDim>>>", f"kernel type {kt.name} cannot be launched on "
-                     f"{soc.soc_version} by this simulator (A2/A3: AIV_ONLY, AIC_ONLY; coupled "
-                     "910A/310P: AICORE; mixed AIC/AIV launches are not modelled yet)", core=-1)
+                     f"{soc.soc_version} by this simulator (A2/A3: AIV_ONLY, AIC_ONLY, "
+                     "MIX_AIC_1_2, MIX_AIC_1_1, MIX_AIC_1_0, MIX_AIV_1_0; coupled 910A/310P: "
+                     "AICORE)", core=-1)
 
 
 def _end_of_block_checks(ctx) -> None:
@@ -267,6 +332,8 @@ def _release_block(ctx) -> None:
         pipe._release()
     ctx.tracker = None
     ctx.mems = {}
+    # the coroutine and cross-core links refer back to the launch's other cores
+    ctx.scheduler_wait = ctx.sync_all_barrier = ctx.mix = ctx.gm_order = None
 
 
 def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None = None,
@@ -288,33 +355,56 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             kernel source lines in ``profile.records`` / ``profile.lines`` (for traces).
         sync_all: the kernel calls SyncAll: run its blocks as coroutines (greenlets) that
             take turns at each SyncAll (blockDim may then not exceed the SoC's vector
-            cores).
+            cores). Mixed launches always run so.
         checks: the kernel checker's configuration (:mod:`npusim.ascendc.checker`; default:
             on, every category an error, races tracked on the first and last block).
         kernel_type: a :class:`KernelMetaType` (default: a vector kernel, AIV_ONLY on A2/A3).
             KERNEL_TYPE_AIC_ONLY runs each block on a cube core (L1/L0 buffers, pipes MTE2,
             MTE1, M, FIX; no UB), blockDim counting AICs, and profiles the aic_* pipe times.
+            KERNEL_TYPE_MIX_AIC_1_2 (and MIX_AIC_1_1, MIX_AIC_1_0, MIX_AIV_1_0) runs each
+            block on one AIC and two AIVs that synchronise through cross-core flags and
+            exchange data through GM; the profile has both the aic_* and the aiv_* times.
 
     Raises:
-        LimitError: block_dim out of range, or a kernel type the SoC cannot launch. Any
+        LimitError: block_dim out of range (a mixed launch: above the physical AICs, or
+        twice it above the AIVs), or a kernel type the SoC cannot launch. Any
         :class:`KernelError` the kernel raises propagates; GM may then hold the partial
-        writes of the blocks that ran, as on hardware.
+        writes of the blocks that ran, as on hardware. SyncError: the cores of a mixed (or
+        SyncAll) launch wait for each other forever.
     """
+    kt, kind, mix = _resolve(soc, kernel_type)
     with _without_cyclic_gc():
+        if mix is not None:
+            return _launch_mix(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
+                               keep_spans, checks, kt, mix)
         return _launch(kernel, int(block_dim), args, soc, gm, name, reserve_ub, keep_spans,
-                       sync_all, checks, _core_kind(soc, kernel_type))
+                       sync_all, checks, kt, kind)
 
 
-def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync_all,
-            checks, kind) -> KernelProfile:
+def _check_block_dim(soc, block_dim: int) -> None:
     if not 1 <= block_dim <= soc.max_block_dim:
         raise LimitError("<<<blockDim>>>", f"blockDim {block_dim} is outside [1, "
                          f"{soc.max_block_dim}] (reference/hardware.md §3 launch limits)", core=-1)
+
+
+def _finish_blocks(ctxs) -> None:
+    """End-of-kernel checks of cores that ran as coroutines, then drop their state."""
+    for ctx in ctxs:
+        _core.set_current_core(ctx)
+        try:
+            _end_of_block_checks(ctx)
+        finally:
+            _core.set_current_core(None)
+            _release_block(ctx)
+
+
+def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync_all,
+            checks, kt, kind) -> KernelProfile:
+    _check_block_dim(soc, block_dim)
     capacity = soc.ub_usable - (soc.ascendc_reserved_ub if reserve_ub else 0)
     config = checks if checks is not None else checker.DEFAULT
     t0 = time.perf_counter()
-    cube = kind == _core.AIC
-    cores = soc.cube_block_num if cube else soc.vector_block_num
+    cores = soc.cube_block_num if kind == _core.AIC else soc.vector_block_num
     if sync_all:
         if block_dim > cores:
             raise LimitError("SyncAll", f"blockDim {block_dim} exceeds the {cores} "
@@ -322,14 +412,11 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
         ctxs = [_new_context(soc, gm, np.full(soc.ub_size, _core.UB_POISON, np.uint8), b,
                              block_dim, capacity, keep_spans, config, kind)
                 for b in range(block_dim)]
-        _run_blocks_with_sync_all(kernel, args, ctxs)
+        barrier = SyncAllBarrier(block_dim)
         for ctx in ctxs:
-            _core.set_current_core(ctx)
-            try:
-                _end_of_block_checks(ctx)
-            finally:
-                _core.set_current_core(None)
-                _release_block(ctx)
+            ctx.sync_all_barrier = barrier
+        _run_coroutines(kernel, args, ctxs)
+        _finish_blocks(ctxs)
     else:
         ub = np.empty(soc.ub_size, dtype=np.uint8)
         pool: dict = {}              # L1/L0 buffers, reused block after block like the UB
@@ -355,24 +442,95 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
                 ctxs[-1].warn(str(err))
             else:
                 raise err
+    return _profile(kernel, name, soc, ctxs, block_dim, keep_spans, t0, kt, cores)
+
+
+def _launch_mix(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, checks, kt,
+                shape) -> KernelProfile:
+    """A mixed launch: ``shape`` = (AICs, AIVs) per block; every core a coroutine."""
+    _check_block_dim(soc, block_dim)
+    n_aic, n_aiv = shape
+    if n_aic and block_dim > soc.cube_block_num:
+        raise LimitError("<<<blockDim>>>", f"blockDim {block_dim} of a {kt.name} launch exceeds "
+                         f"the {soc.cube_block_num} cube cores of {soc.soc_version}: a mixed "
+                         "kernel's blocks must all be resident (reference/hardware.md §3 "
+                         "\"Block indexing and launch\")", core=-1)
+    if block_dim * n_aiv > soc.vector_block_num:
+        raise LimitError("<<<blockDim>>>", f"blockDim {block_dim} x {n_aiv} AIVs of a {kt.name} "
+                         f"launch exceeds the {soc.vector_block_num} vector cores of "
+                         f"{soc.soc_version} (reference/hardware.md §3)", core=-1)
+    capacity = soc.ub_usable - (soc.ascendc_reserved_ub if reserve_ub else 0)
+    config = checks if checks is not None else checker.DEFAULT
+    t0 = time.perf_counter()
+    ctxs = _mix_contexts(soc, gm, block_dim, capacity, keep_spans, config, n_aic, n_aiv)
+    gm_order = None
+    if config.enabled:
+        gm_order = checker.GmOrder(ctxs, [c.core_index for c in ctxs if c.tracker is not None])
+    state = CrossCoreState(ctxs, gm_order)
+    for ctx in ctxs:
+        ctx.mix = state
+        ctx.gm_order = gm_order if ctx.tracker is not None else None
+    _run_coroutines(kernel, args, ctxs)
+    state.end_checks()
+    _finish_blocks(ctxs)
+    # GM races between the cores are the happens-before checker's (GmOrder, on the tracked
+    # blocks): it knows the cross-core flags that order them, which the blocks' SyncAll
+    # phases of gm_write_conflicts do not
+    return _profile(kernel, name, soc, ctxs, block_dim, keep_spans, t0, kt, len(ctxs))
+
+
+def _mix_contexts(soc, gm, block_dim, capacity, keep_spans, config, n_aic, n_aiv) -> list:
+    """One context per core of a mixed launch: the AICs (block order), then the AIVs
+    (GetBlockIdx order), each with its own memories; race tracking on every core of the
+    tracked blocks (the first and the last, or all)."""
+    groups = range(block_dim)
+    tracked = set(groups) if config.all_blocks else {0, block_dim - 1}
+    plan = [(_core.AIC, g, g, 0, n_aic) for g in groups for _ in range(n_aic)] + \
+           [(_core.AIV, g, g * n_aiv + s, s, n_aiv) for g in groups for s in range(n_aiv)]
+    ctxs = []
+    for i, (kind, g, idx, sub, ratio) in enumerate(plan):
+        ub = (np.full(soc.ub_size, _core.UB_POISON, np.uint8) if kind == _core.AIV
+              else np.empty(0, np.uint8))      # an AIC has no UB
+        ctx = _new_context(soc, gm, ub, idx, block_dim, capacity, keep_spans, config, kind,
+                           tracked=g in tracked)
+        ctx.sub_block_idx, ctx.task_ratio, ctx.core_index = sub, ratio, i
+        ctxs.append(ctx)
+    return ctxs
+
+
+def _profile(kernel, name, soc, ctxs, block_dim, keep_spans, t0, kt, cores) -> KernelProfile:
+    """Replay the cores' records and build the launch's profile."""
     blocks = [ctx.records for ctx in ctxs]
     warnings = [w for ctx in ctxs for w in ctx.warnings]
     nread = sum(ctx.bytes_read for ctx in ctxs)
     nwritten = sum(ctx.bytes_written for ctx in ctxs)
+    kinds = [ctx.core_kind for ctx in ctxs]
+    present = set(kinds)
     t1 = time.perf_counter()
-    pipes, names = (AIC_PROFILE_PIPES, MSPROF_AIC_PIPE_NAMES) if cube else (PROFILE_PIPES,
-                                                                          MSPROF_PIPE_NAMES)
+    if present == {_core.AIC}:
+        pipes, computes = AIC_PROFILE_PIPES, ((Pipe.PIPE_M, "cube"),)
+    elif _core.AIC in present:
+        pipes, computes = MIX_PROFILE_PIPES, ((Pipe.PIPE_M, "cube"), (Pipe.PIPE_V, "vector"))
+    else:
+        pipes, computes = PROFILE_PIPES, ((Pipe.PIPE_V, "vector"),)
     timing = simulate(blocks, soc, keep_spans=keep_spans, cores=cores, profile_pipes=pipes)
     t2 = time.perf_counter()
     to_us = 1e6 / soc.freq_hz
     duration = soc.launch_overhead_us + timing.cycles * to_us
     core_busy = {p.name: timing.pipe_busy[p] * to_us for p in pipes}
-    pipe_avg = {names[p]: float(v.mean()) for p, v in core_busy.items()}
+    pipe_avg = {}
+    for kind, names in ((_core.AIC, MSPROF_AIC_PIPE_NAMES), (None, MSPROF_PIPE_NAMES)):
+        mine = np.array([(k == _core.AIC) == (kind == _core.AIC) for k in kinds])
+        if mine.any():     # each kind's pipes, averaged over the cores of that kind
+            pipe_avg.update({names[p]: float(v[mine].mean()) for p, v in core_busy.items()
+                             if p in names})
     bound, pct = _bound(soc, timing.cycles, duration, timing.hbm_bytes, timing.pipe_busy,
-                        (Pipe.PIPE_M, "cube") if cube else (Pipe.PIPE_V, "vector"))
+                        computes)
     return KernelProfile(name or getattr(kernel, "__name__", "kernel"), soc.soc_version,
                          block_dim, duration, pipe_avg, core_busy, nread, nwritten, bound, pct,
                          timing.hbm_bytes, warnings, host_functional_s=t1 - t0,
                          host_timing_s=t2 - t1, timing=timing,
                          records=blocks if keep_spans else None,
-                         lines=[c.trace_lines for c in ctxs] if keep_spans else None)
+                         lines=[c.trace_lines for c in ctxs] if keep_spans else None,
+                         kernel_type=kt, core_kinds=kinds,
+                         core_ids=[c.block_idx for c in ctxs])

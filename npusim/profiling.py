@@ -11,9 +11,10 @@ writes from the records every device keeps (:class:`npusim.device.TaskRecord`):
   Task Duration(us), Task Wait Time(us), Block Dim, aiv_time(us), aiv_total_cycles,
   aiv_vec_time(us), aiv_vec_ratio, aiv_scalar_time(us), aiv_scalar_ratio,
   aiv_mte2_time(us), aiv_mte2_ratio, aiv_mte3_time(us), aiv_mte3_ratio``, then the cube
-  pipes ``aic_mac_time(us), aic_mac_ratio, aic_mte1_time(us), aic_mte1_ratio,
-  aic_fixpipe_time(us), aic_fixpipe_ratio`` when some kernel used them, then columns of
-  our own (:data:`NPUSIM_COLUMNS`): bytes, bandwidths, the HBM floor and the bound.
+  core's ``aic_time(us), aic_total_cycles, aic_mac_time(us), aic_mac_ratio, ...``
+  (:data:`CUBE_COLUMNS`) when some kernel used the cube, then columns of our own
+  (:data:`NPUSIM_COLUMNS`): bytes, bandwidths, the HBM floor and the bound. ``Mix Block
+  Dim`` (the AIVs of a mixed launch) follows ``Block Dim`` when some launch was mixed.
 * **task list** (:func:`task_rows`, :func:`write_task_time`): every stream task —
   kernels, copies, memsets, event records and waits — in the spirit of msprof's
   ``task_time_*.csv``.
@@ -23,12 +24,17 @@ Definitions (where msprof's documents are silent they are ours, marked [R]):
 * Task Duration: the kernel's ``duration_us`` (launch overhead + first to last
   instruction). Task Wait Time: from the end of the previous task of the same stream to
   this task's start (0 for a stream's first task) [R].
-* aiv_time(us): a block's time from its first to its last instruction, averaged over the
-  blocks [R]; aiv_total_cycles: the sum over the blocks, in cycles [R]. ``aiv_*_time``:
-  the pipe's busy time averaged over the blocks (msprof names, KernelProfile.pipe_time_us);
-  ``aiv_*_ratio``: that time over aiv_time [R].
-* Task Type: ``AI_VECTOR_CORE`` on the split A2/A3 (vector kernels run on the AIVs),
-  ``AI_CORE`` on the coupled 910A/310P (the types of msprof's task_time page).
+* aiv_time(us): a vector core's time from its first to its last instruction, averaged over
+  the vector cores [R]; aiv_total_cycles: the sum over them, in cycles [R]. ``aiv_*_time``:
+  the pipe's busy time averaged over those cores (msprof names, KernelProfile.pipe_time_us);
+  ``aiv_*_ratio``: that time over aiv_time [R]. ``aic_*`` the same over the cube cores of an
+  AIC_ONLY or mixed launch (a coupled 910A/310P core is counted as a vector core, its cube
+  pipes, if traced, as ``aic_*`` over aiv_time).
+* Task Type: ``AI_VECTOR_CORE`` for a vector kernel on the split A2/A3, ``AI_CORE`` for a
+  cube (AIC_ONLY) kernel there and for every kernel of the coupled 910A/310P, ``MIX_AIC``
+  for a mixed launch with cube cores (``MIX_AIV`` for MIX_AIV_1_0) — msprof's task types
+  (atlasprofiling_16_0067: a MatMul "由原来的AI_Core转变为MIX_AIC").
+* Mix Block Dim: the AIVs a mixed launch started (blockDim x 2 for MIX_AIC_1_2).
 * Bound and Bound(%): :func:`npusim.launch._bound` — HBM bandwidth, vector, scalar or
   latency, and the percentage of that limit reached.
 """
@@ -39,7 +45,7 @@ import os
 
 import numpy as np
 
-from npusim.ascendc.types import Pipe
+from npusim.ascendc.types import KernelMetaType, Pipe
 from npusim.device import KERNEL
 from npusim.soc import get_soc
 
@@ -51,9 +57,14 @@ MSPROF_COLUMNS = (
     "aiv_scalar_time(us)", "aiv_scalar_ratio", "aiv_mte2_time(us)", "aiv_mte2_ratio",
     "aiv_mte3_time(us)", "aiv_mte3_ratio",
 )
-#: msprof's cube-pipe columns, present when a kernel issued work on PIPE_M/MTE1/FIX.
-CUBE_COLUMNS = ("aic_mac_time(us)", "aic_mac_ratio", "aic_mte1_time(us)", "aic_mte1_ratio",
+#: msprof's cube-core columns, present when a kernel ran on cube cores or issued work on
+#: PIPE_M/MTE1/FIX.
+CUBE_COLUMNS = ("aic_time(us)", "aic_total_cycles", "aic_mac_time(us)", "aic_mac_ratio",
+                "aic_scalar_time(us)", "aic_scalar_ratio", "aic_mte1_time(us)",
+                "aic_mte1_ratio", "aic_mte2_time(us)", "aic_mte2_ratio",
                 "aic_fixpipe_time(us)", "aic_fixpipe_ratio")
+#: msprof's column of the AIVs of a mixed launch, after Block Dim.
+MIX_BLOCK_DIM = "Mix Block Dim"
 #: Columns of our own, after msprof's.
 NPUSIM_COLUMNS = (
     "SoC", "Bytes Read(B)", "Bytes Written(B)", "HBM Bytes(B)", "Read Bandwidth(GB/s)",
@@ -72,9 +83,22 @@ _TASK_TYPES = {"MEMCPY": "MEMCPY_ASYNC", "MEMSET": "MEMSET_ASYNC", "EVENT_RECORD
                "EVENT_WAIT": "EVENT_WAIT", "TASK": "TASK"}
 
 
-def kernel_task_type(soc) -> str:
-    """msprof Task Type of a vector kernel on ``soc``: AI_VECTOR_CORE or AI_CORE."""
-    return "AI_VECTOR_CORE" if soc.is_split else "AI_CORE"
+def kernel_task_type(soc, kernel_type=None) -> str:
+    """msprof Task Type of a kernel of ``kernel_type`` (default: a vector kernel) on ``soc``:
+    AI_VECTOR_CORE, AI_CORE, MIX_AIC or MIX_AIV (see the module docstring)."""
+    K = KernelMetaType
+    if not soc.is_split:
+        return "AI_CORE"
+    if kernel_type is None or kernel_type == K.KERNEL_TYPE_AIV_ONLY:
+        return "AI_VECTOR_CORE"
+    if kernel_type == K.KERNEL_TYPE_AIC_ONLY:
+        return "AI_CORE"
+    return "MIX_AIV" if kernel_type == K.KERNEL_TYPE_MIX_AIV_1_0 else "MIX_AIC"
+
+
+def _is_mix(kernel_type) -> bool:
+    return kernel_type is not None and KernelMetaType(kernel_type).name.startswith(
+        "KERNEL_TYPE_MIX_")
 
 
 def _cube_times(profile, to_us: float) -> dict:
@@ -88,6 +112,23 @@ def _cube_times(profile, to_us: float) -> dict:
         if total:
             out[name] = total * to_us / len(spans)
     return out
+
+
+def _core_times(profile, to_us: float):
+    """(vector cores' mean µs and total cycles, cube cores' mean µs and total cycles, number
+    of cube cores): each core's time from its first to its last instruction."""
+    timing = profile.timing
+    if timing is None or not profile.block_dim:
+        return 0.0, 0.0, 0.0, 0.0, 0
+    cycles = np.asarray(timing.block_end) - np.asarray(timing.block_start)
+    kinds = profile.core_kinds
+    cube = (np.array([k == "AIC" for k in kinds], dtype=bool) if kinds is not None
+            else np.zeros(len(cycles), dtype=bool))
+
+    def mean_sum(sel):
+        return (float(cycles[sel].mean()) * to_us, float(cycles[sel].sum())) if sel.any() \
+            else (0.0, 0.0)
+    return (*mean_sum(~cube), *mean_sum(cube), int(cube.sum()))
 
 
 def kernel_row(profile, soc=None, *, device_id: int = 0, stream_id="N/A", task_id="N/A",
@@ -105,32 +146,36 @@ def kernel_row(profile, soc=None, *, device_id: int = 0, stream_id="N/A", task_i
     """
     soc = get_soc(profile.soc_version) if soc is None else soc
     to_us = 1e6 / soc.freq_hz
-    timing = profile.timing
-    if timing is not None and profile.block_dim:
-        block_cycles = np.asarray(timing.block_end) - np.asarray(timing.block_start)
-        aiv_time = float(block_cycles.mean()) * to_us
-        total_cycles = float(block_cycles.sum())
-    else:
-        aiv_time, total_cycles = 0.0, 0.0
+    aiv_time, total_cycles, aic_time, aic_cycles, n_aic = _core_times(profile, to_us)
 
-    def ratio(t):
-        return t / aiv_time if aiv_time else 0.0
+    def ratio(t, whole):
+        return t / whole if whole else 0.0
 
     row = {
         "Device_id": device_id, "Stream ID": stream_id, "Task ID": task_id,
         "Op Name": profile.op_name, "OP Type": profile.op_name,
-        "Task Type": kernel_task_type(soc), "Task Start Time(us)": profile.start_us,
+        "Task Type": kernel_task_type(soc, profile.kernel_type),
+        "Task Start Time(us)": profile.start_us,
         "Task Duration(us)": profile.duration_us, "Task Wait Time(us)": wait_us,
-        "Block Dim": profile.block_dim, "aiv_time(us)": aiv_time,
-        "aiv_total_cycles": int(round(total_cycles)),
+        "Block Dim": profile.block_dim,
     }
+    if _is_mix(profile.kernel_type):
+        row[MIX_BLOCK_DIM] = sum(k == "AIV" for k in profile.core_kinds or ())
+    row.update({"aiv_time(us)": aiv_time, "aiv_total_cycles": int(round(total_cycles))})
     for short in ("vec", "scalar", "mte2", "mte3"):
         t = float(profile.pipe_time_us.get(f"aiv_{short}_time", 0.0))
         row[f"aiv_{short}_time(us)"] = t
-        row[f"aiv_{short}_ratio"] = ratio(t)
-    for name, t in _cube_times(profile, to_us).items():
-        row[f"{name}_time(us)"] = t
-        row[f"{name}_ratio"] = ratio(t)
+        row[f"aiv_{short}_ratio"] = ratio(t, aiv_time)
+    if n_aic:                 # cube cores: msprof's aic_* figures over aic_time
+        row.update({"aic_time(us)": aic_time, "aic_total_cycles": int(round(aic_cycles))})
+        for short in ("mac", "scalar", "mte1", "mte2", "fixpipe"):
+            t = float(profile.pipe_time_us.get(f"aic_{short}_time", 0.0))
+            row[f"aic_{short}_time(us)"] = t
+            row[f"aic_{short}_ratio"] = ratio(t, aic_time)
+    else:                     # a coupled core's cube pipes, from its spans
+        for name, t in _cube_times(profile, to_us).items():
+            row[f"{name}_time(us)"] = t
+            row[f"{name}_ratio"] = ratio(t, aiv_time)
     row.update({
         "SoC": profile.soc_version, "Bytes Read(B)": profile.bytes_read,
         "Bytes Written(B)": profile.bytes_written, "HBM Bytes(B)": int(round(profile.hbm_bytes)),
@@ -178,9 +223,13 @@ def op_summary_rows(devices) -> list[dict]:
 
 
 def op_summary_columns(rows) -> list[str]:
-    """The columns of ``rows``: msprof's, the cube ones if any row has them, then ours."""
+    """The columns of ``rows``: msprof's (with Mix Block Dim after Block Dim if a launch
+    was mixed), the cube ones if any row has them, then ours."""
     cube = [c for c in CUBE_COLUMNS if any(c in r for r in rows)]
-    return list(MSPROF_COLUMNS) + cube + list(NPUSIM_COLUMNS)
+    head = list(MSPROF_COLUMNS)
+    if any(MIX_BLOCK_DIM in r for r in rows):
+        head.insert(head.index("Block Dim") + 1, MIX_BLOCK_DIM)
+    return head + cube + list(NPUSIM_COLUMNS)
 
 
 def _fmt(value) -> str:
@@ -231,8 +280,8 @@ def task_rows(devices) -> list[dict]:
     for dev in _as_devices(devices):
         waits = _wait_times(dev.tasks)
         for rec in sorted(dev.tasks, key=lambda r: (r.start_us, r.task_id)):
-            kind = kernel_task_type(dev.soc) if rec.kind == KERNEL else _TASK_TYPES.get(
-                rec.kind, rec.kind)
+            kind = kernel_task_type(dev.soc, getattr(rec.profile, "kernel_type", None)) \
+                if rec.kind == KERNEL else _TASK_TYPES.get(rec.kind, rec.kind)
             rows.append({"Device_id": dev.device_id, "Stream ID": rec.stream_id,
                          "Task ID": rec.task_id, "Task Type": kind, "Name": rec.name,
                          "Task Start Time(us)": rec.start_us,
@@ -270,7 +319,7 @@ def format_table(rows, columns, headers=None) -> str:
     return "\n".join(out)
 
 
-__all__ = ["MSPROF_COLUMNS", "CUBE_COLUMNS", "NPUSIM_COLUMNS", "TASK_COLUMNS",
+__all__ = ["MSPROF_COLUMNS", "CUBE_COLUMNS", "MIX_BLOCK_DIM", "NPUSIM_COLUMNS", "TASK_COLUMNS",
            "kernel_task_type", "kernel_row", "op_summary_rows",
            "op_summary_columns", "write_op_summary", "read_op_summary", "task_rows",
            "write_task_time", "format_table"]

@@ -32,7 +32,10 @@ groups:
 Use :func:`get_soc` to look a preset up by name.
 """
 
+import functools
 from dataclasses import dataclass, replace
+
+import numpy as np
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
@@ -40,6 +43,14 @@ MIB = 1024 ** 2
 
 class UnknownSocError(ValueError):
     """Raised by :func:`get_soc` for a SoC name that has no preset."""
+
+
+@functools.lru_cache(maxsize=None)
+def _cube_rates(table: tuple) -> dict:
+    """``cube_k_per_cycle`` as a dict by numpy dtype (built once per table: Mmad asks twice
+    per instruction)."""
+    import ml_dtypes  # noqa: F401  (registers the "bfloat16" dtype name)
+    return {np.dtype(name): rate for name, rate in table}
 
 
 @dataclass(frozen=True)
@@ -239,7 +250,7 @@ class SocSpec:
     def cube_rate(self, dtype) -> int | None:
         """k elements per cycle of one 16 x 16 Mmad output fractal for input ``dtype``
         (None: no Mmad for that dtype on this SoC)."""
-        return dict(self.cube_k_per_cycle).get(str(dtype))
+        return _cube_rates(self.cube_k_per_cycle).get(np.dtype(dtype))
 
     @property
     def ascendc_reserved_ub(self) -> int:

@@ -5,11 +5,16 @@ Model (the parameters live in the SoC preset, :mod:`npusim.soc`):
 * Each block runs on a physical core (block ``b`` on core ``b % cores``; extra blocks run
   in later waves on the same core). Within a core every pipe (PIPE_S, PIPE_V, PIPE_MTE2,
   PIPE_MTE3, ...) executes its own instructions in program order, concurrently with the
-  other pipes.
+  other pipes. A mixed launch replays each AIC and each AIV as a core of its own, all at
+  once: their pipes are separate, GM, L2 and HBM shared as between any cores.
 * Sync edges are the flags: a SET on its source pipe fires when the pipe reaches it (all
   earlier work of that pipe is done); a WAIT blocks its pipe until the flag is set, then
   clears it. Queue hand-offs (EnQue/DeQue, FreeTensor/AllocTensor) are flags too.
-  PipeBarrier(PIPE_ALL) joins every pipe of the core.
+  PipeBarrier(PIPE_ALL) joins every pipe of the core. A cross-core flag is an event between
+  cores: a CrossCoreSetFlag record (key ``("xset", ((event, sets needed), ...))``) adds one
+  set to each counter update it takes part in, which fires once it has all its sets (mode 2
+  from the AIVs needs both); the CrossCoreWaitFlag (on PIPE_S, key ``event``) waits for it.
+  A SyncAll joins every pipe of the blocks (or of the cores its key lists) that reach it.
 * A vector or scalar instruction busies its pipe for its cost in cycles
   (:mod:`npusim.ascendc.vector`); so do the cube's (:mod:`npusim.ascendc.cube`): LoadData
   on PIPE_MTE1 (bytes / the L1 -> L0 rate + a head), Mmad on PIPE_M (one cycle per 16 x 16
@@ -50,6 +55,8 @@ from npusim.errors import SyncError
 PROFILE_PIPES = (Pipe.PIPE_MTE2, Pipe.PIPE_V, Pipe.PIPE_MTE3, Pipe.PIPE_S)
 #: Pipes reported for a cube-core (AIC) launch.
 AIC_PROFILE_PIPES = (Pipe.PIPE_MTE2, Pipe.PIPE_MTE1, Pipe.PIPE_M, Pipe.PIPE_FIX, Pipe.PIPE_S)
+#: Pipes reported for a mixed (AIC + AIV) launch.
+MIX_PROFILE_PIPES = PROFILE_PIPES + (Pipe.PIPE_MTE1, Pipe.PIPE_M, Pipe.PIPE_FIX)
 
 
 @dataclass
@@ -103,6 +110,25 @@ def _flag(flags: dict, key) -> _Flag:
     if flag is None:
         flag = flags[key] = _Flag()
     return flag
+
+
+class _CrossCoreEvents:
+    """The counter updates of a launch's cross-core flags: each fires (is set, once) when
+    all the CrossCoreSetFlags it needs have fired."""
+
+    def __init__(self):
+        self.flags: dict = {}
+        self.sets: dict = {}
+
+    def contribute(self, events) -> None:
+        for event, needed in events:
+            got = self.sets.get(event, 0) + 1
+            self.sets[event] = got
+            if got == needed:
+                _flag(self.flags, event).set()
+
+    def wait(self, env, event):
+        return _flag(self.flags, event).wait(env)
 
 
 class _Barrier:
@@ -384,7 +410,8 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
         keep_spans: also return every instruction's span, for traces (slower: each
             instruction is then its own simpy event).
         cores: physical cores the blocks run on, in waves (default: the vector cores,
-            ``soc.vector_block_num``; an AIC_ONLY launch passes ``soc.cube_block_num``).
+            ``soc.vector_block_num``; an AIC_ONLY launch passes ``soc.cube_block_num``, a
+            mixed one its number of cores, which all run at once).
         profile_pipes: the pipes whose busy cycles ``pipe_busy`` reports.
 
     Raises:
@@ -418,15 +445,20 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
                 if out is not None:
                     out.append((pipe, t0, env.now, label, idx))
             elif kind == SET:
-                _flag(flags, key).set()
+                if key[0] == "xset":
+                    cross.contribute(key[1])
+                else:
+                    _flag(flags, key).set()
             elif kind == WAIT:
-                ev = _flag(flags, key).wait(env)
+                ev = (cross.wait(env, key) if key[0] == "xcore" else _flag(flags, key).wait(env))
                 if ev is not None:
                     waiting[b] = (pipe, label, key)     # described only if it never ends
                     yield ev
             else:  # BARRIER: PipeBarrier(PIPE_ALL) within the block, or SyncAll across blocks
                 if isinstance(key, tuple):
-                    table, parties = shared_barriers, all_parties
+                    # a mixed launch's SyncAll lists its cores; a vector one joins them all
+                    table, parties = shared_barriers, (all_parties if len(key) < 3 else sum(
+                        len(block_pipes[c]) for c in key[2]))
                 else:
                     table, parties = barriers, len(block_pipes[b])
                 bar = table.get(key)
@@ -442,6 +474,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
     block_pipes = [{r[1] for r in records if r[1] != ALL} for records in blocks]
     all_parties = sum(len(p) for p in block_pipes)
     shared_barriers: dict = {}
+    cross = _CrossCoreEvents()
 
     def core_proc(block_ids):
         for b in block_ids:

@@ -15,13 +15,16 @@ Layout, for device ``d`` (pids are ``1000*d + ...`` so several devices share a f
   (complete events) and event records (instant events).
 * ``NPU d host<->device copies`` (pid ``1000d+2``): threads H2D, D2H and D2D (one copy
   engine each) with every asynchronous copy.
-* ``NPU d AI Core c`` (pid ``1000d+100+c``), one process per AI core a traced kernel
-  used (block ``b`` runs on core ``b % cores``, cores = the device's vector core count):
-  a thread ``blocks`` (which block of which kernel the core runs) and one thread per
-  pipe, in msprof's order (PIPE_MTE2, PIPE_V, PIPE_MTE3, PIPE_S, then any other), with
-  one span per instruction. A span's ``args`` carry the ``instruction``, the ``bytes``
-  it moved (DMA) or 0, the kernel ``line`` (``file.py:123``) that issued it, the
-  ``block``, the ``op`` and its ``cycles``.
+* ``NPU d AI Core c`` (pid ``1000d+100+c``), one process per vector core (AIV on A2/A3,
+  the AI core of the 910A/310P) a traced kernel used (block ``b`` runs on core ``b %
+  cores``, cores = the device's vector core count), and ``NPU d AIC c`` (pid
+  ``1000d+500+c``) per cube core (AIC_ONLY blocks modulo the cube core count; in a mixed
+  launch the AIC of block ``g`` on ``AIC g``, its AIVs on ``AI Core 2g`` and ``2g+1``): a
+  thread ``blocks`` (which block of which kernel the core runs) and one thread per pipe,
+  in msprof's order (PIPE_MTE2, PIPE_V, PIPE_MTE3, PIPE_S, then the cube's), with one span
+  per instruction. A span's ``args`` carry the ``instruction``, the ``bytes`` it moved
+  (DMA) or 0, the kernel ``line`` (``file.py:123``) that issued it, the ``block`` (the
+  core's GetBlockIdx), the ``core`` kind, the ``op`` and its ``cycles``.
 
 A kernel's spans lie inside its Task Duration: the launch overhead comes first, then the
 instructions from cycle 0 (``soc.freq_hz`` converts cycles to µs). Only kernels run with
@@ -43,7 +46,7 @@ from npusim.soc import get_soc
 #: Pipe rows in msprof's order; other pipes follow by number.
 PIPE_ORDER = (Pipe.PIPE_MTE2, Pipe.PIPE_V, Pipe.PIPE_MTE3, Pipe.PIPE_S, Pipe.PIPE_MTE1,
               Pipe.PIPE_M, Pipe.PIPE_FIX)
-STREAMS_PID, COPIES_PID, CORE_PID = 1, 2, 100
+STREAMS_PID, COPIES_PID, CORE_PID, CUBE_PID = 1, 2, 100, 500
 BLOCKS_TID = 1
 COPY_TIDS = {"H2D": 1, "D2H": 2, "D2D": 3}
 #: Keys every event of a phase must have (Trace Event Format).
@@ -91,23 +94,29 @@ def kernel_events(profile, soc=None, *, device_id: int = 0, start_us: float | No
     meta = set() if meta is None else meta
     to_us = 1e6 / soc.freq_hz
     base = (profile.start_us if start_us is None else start_us) + soc.launch_overhead_us
-    n_cores = max(1, soc.vector_block_num)
+    n_vec, n_cube = max(1, soc.vector_block_num), max(1, soc.cube_block_num)
     records, lines = profile.records, profile.lines
+    kinds = profile.core_kinds or ["AIV"] * len(timing.spans)
+    ids = profile.core_ids or list(range(len(timing.spans)))
     events = []
     for b, spans in enumerate(timing.spans):
-        core = b % n_cores
-        pid = 1000 * device_id + CORE_PID + core
+        if kinds[b] == "AIC":      # a cube core's row; a vector (or coupled) core's
+            core, pid0, row = ids[b] % n_cube, CUBE_PID, "AIC"
+        else:
+            core, pid0, row = ids[b] % n_vec, CORE_PID, "AI Core"
+        pid = 1000 * device_id + pid0 + core
         if (pid, None) not in meta:
             meta.add((pid, None))
-            events += _meta(pid, f"NPU {device_id} AI Core {core}", 100 + core)
+            events += _meta(pid, f"NPU {device_id} {row} {core}", pid0 + core)
         if (pid, BLOCKS_TID) not in meta:
             meta.add((pid, BLOCKS_TID))
             events += _meta(pid, "blocks", 0, BLOCKS_TID)
         t0 = float(timing.block_start[b])
         t1 = float(timing.block_end[b])
-        events.append({"name": f"{profile.op_name} block {b}", "cat": "block", "ph": "X",
+        events.append({"name": f"{profile.op_name} block {ids[b]}", "cat": "block", "ph": "X",
                        "ts": base + t0 * to_us, "dur": (t1 - t0) * to_us, "pid": pid,
-                       "tid": BLOCKS_TID, "args": {"op": profile.op_name, "block": b,
+                       "tid": BLOCKS_TID, "args": {"op": profile.op_name, "block": ids[b],
+                                                   "core": kinds[b],
                                                    "blockDim": profile.block_dim}})
         for pipe, s, e, label, idx in spans:
             tid = _pipe_tid(pipe)
@@ -123,7 +132,8 @@ def kernel_events(profile, soc=None, *, device_id: int = 0, start_us: float | No
                 "ts": base + s * to_us, "dur": (e - s) * to_us, "pid": pid, "tid": tid,
                 "args": {"instruction": label, "bytes": int(rec[3]) if dma else 0,
                          "line": lines[b][idx] if lines is not None else "?",
-                         "block": b, "op": profile.op_name, "cycles": e - s}})
+                         "block": ids[b], "core": kinds[b], "op": profile.op_name,
+                         "cycles": e - s}})
     return events
 
 

@@ -37,6 +37,8 @@ class KernelLaunch:
     sync_all: bool = False
     on_done: object = None
     label: str = field(default="")
+    #: a KernelMetaType (None: a vector kernel); KERNEL_TYPE_AIC_ONLY runs on the cube cores
+    kernel_type: object = None
 
 
 def enqueue_chain(device, stream, launches: list[KernelLaunch], op_name: str) -> None:
@@ -65,4 +67,5 @@ def enqueue_chain(device, stream, launches: list[KernelLaunch], op_name: str) ->
                 _step.on_done(profile)
 
         device.launch(stream, gated, step.block_dim, step.args, name=step.name,
-                      reserve_ub=step.reserve_ub, sync_all=step.sync_all, on_done=on_done)
+                      reserve_ub=step.reserve_ub, sync_all=step.sync_all, on_done=on_done,
+                      kernel_type=step.kernel_type)

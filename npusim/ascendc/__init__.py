@@ -64,3 +64,6 @@ __all__ += ["Copy", "CopyRepeatParams", "SetPadValue"]
 from npusim.ascendc.cube import *           # noqa: E402,F401,F403  (the cube half: issue 14)
 from npusim.ascendc import cube as _cube    # noqa: E402
 __all__ += _cube.__all__
+from npusim.ascendc.crosscore import *      # noqa: E402,F401,F403  (mixed launches: issue 14)
+from npusim.ascendc import crosscore as _crosscore  # noqa: E402
+__all__ += _crosscore.__all__

@@ -11,8 +11,9 @@ pipe, the instruction and the kernel line):
 * ``Alignment`` — UB operands not 32 B aligned; DataCopy lengths that are not whole 32 B
   blocks (the copy is rounded down, as hardware does, and the checker says so);
   DataCopy/DataCopyPad parameters out of range.
-* ``GM`` — accesses outside the allocation a GlobalTensor was built on; several cores
-  writing the same GM bytes without atomic add.
+* ``GM`` — accesses outside the allocation a GlobalTensor was built on; several blocks
+  writing the same GM bytes without atomic add (vector and cube launches; in a mixed launch
+  the happens-before check below covers GM).
 * ``Uninitialised`` — reading UB that nothing wrote since AllocTensor (or since the launch
   began, for TBuf and static tensors); the same for the cube's memories (L1, L0A, L0B,
   L0C, BT), where a plain copy (LoadData, L1 -> BT) carries the bytes' state along and the
@@ -20,7 +21,10 @@ pipe, the instruction and the kernel line):
 * ``Sync`` — a pipe reading a local memory another pipe wrote, or overwriting bytes another
   pipe reads, with no queue hand-off, flag or barrier in between (e.g. Mmad on PIPE_M
   reading L0A that LoadData wrote on PIPE_MTE1 with no MTE1_M flag); SetFlag twice without
-  WaitFlag; flags unpaired at kernel end; eventIDs out of range.
+  WaitFlag; flags unpaired at kernel end; eventIDs out of range; in a mixed launch, two
+  cores (an AIC and an AIV, or any two) touching the same GM bytes, one of them writing,
+  with no CrossCoreSetFlag/CrossCoreWaitFlag or SyncAll ordering them (:class:`GmOrder`),
+  and cross-core sets nobody waits for.
 * ``Leak`` — tensors allocated from a queue and not freed at kernel end.
 
 Memory-safety findings (out of bounds, misaligned addresses, limits) always stop the
@@ -44,7 +48,7 @@ import numpy as np
 
 from npusim.ascendc.core import BARRIER as _BARRIER, SET as _SET, WAIT as _WAIT, memory_size
 from npusim.ascendc.types import Pipe
-from npusim.errors import KernelError, SyncError
+from npusim.errors import KernelError, SyncError, kernel_source_line
 
 CATEGORIES = ("UB", "Alignment", "GM", "Uninitialised", "Sync", "Leak")
 _N_PIPES = max(int(p) for p in Pipe) + 1
@@ -109,6 +113,16 @@ def report(ctx, exc: KernelError) -> None:
     raise exc
 
 
+def _blocks_of(byte_addr: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """The distinct 32 B blocks of the bytes at ``byte_addr`` (all in ``[lo, hi)``), sorted:
+    ``np.unique(byte_addr // 32)``, by marking the blocks instead of sorting the addresses
+    (a fractal operand's tens of thousands of bytes: several times faster)."""
+    first = lo >> 5
+    mark = np.zeros(((hi - 1) >> 5) - first + 1, dtype=bool)
+    mark[(byte_addr >> 5) - first] = True
+    return np.flatnonzero(mark) + first
+
+
 class MemoryShadow:
     """Per-block shadow state of one local memory (UB, L1, L0A, L0B, L0C, BT or FB):
     initialised bytes and, per 32 B block, the last writer and readers with the index of
@@ -149,12 +163,13 @@ class MemoryShadow:
         wp = self.w_pipe[blocks]
         late = self.w_idx[blocks] >= thr[wp]
         if late.any():
-            other = Pipe(int(wp[int(late.argmax())])).name
+            writer = int(wp[int(late.argmax())])
+            other = Pipe(writer).name
             verb = "overwrites" if writing else "reads"
-            report(ctx, SyncError(instruction, f"{Pipe(pipe).name} {verb} {self.mem} [{offset}, "
-                                  f"{end}) that {other} wrote, with no queue hand-off, flag or "
-                                  f"barrier from {other} to {Pipe(pipe).name} in between",
-                                  pipe=Pipe(pipe).name))
+            self.on_race(ctx, pipe, writer, SyncError(
+                instruction, f"{Pipe(pipe).name} {verb} {self.mem} [{offset}, {end}) that {other} "
+                f"wrote, with no queue hand-off, flag or barrier from {other} to "
+                f"{Pipe(pipe).name} in between", pipe=Pipe(pipe).name))
         if writing:
             rthr = self._rthr
             rthr[:, 0] = known[self._readers_idx]
@@ -164,10 +179,15 @@ class MemoryShadow:
             busy = self.r_all[:, blocks] >= rthr
             if busy.any():
                 r = self.readers[int(busy.any(axis=1).argmax())]
-                report(ctx, SyncError(instruction, f"{Pipe(pipe).name} overwrites {self.mem} "
-                                      f"[{offset}, {end}) that {Pipe(r).name} may still be "
-                                      "reading: no queue hand-off, flag or barrier in between",
-                                      pipe=Pipe(pipe).name))
+                self.on_race(ctx, pipe, r, SyncError(
+                    instruction, f"{Pipe(pipe).name} overwrites {self.mem} [{offset}, {end}) that "
+                    f"{Pipe(r).name} may still be reading: no queue hand-off, flag or barrier in "
+                    "between", pipe=Pipe(pipe).name))
+
+    def on_race(self, ctx, pipe: int, other: int, exc: SyncError) -> None:
+        """``pipe`` accesses bytes ``other`` wrote or reads with no sync in between: a
+        finding (a subclass may resolve it instead, as npusim.pyasc's auto-sync does)."""
+        report(ctx, exc)
 
     def _uninitialised(self, ctx, pipe: int, what: str, first: int, instruction: str) -> None:
         report(ctx, UninitialisedError(
@@ -214,7 +234,7 @@ class MemoryShadow:
                 self._uninitialised(ctx, pipe, f"bytes in [{lo}, {hi})",
                                     int(byte_addr.reshape(-1)[int(np.argmin(ok.reshape(-1)))]),
                                     instruction)
-        blocks = np.unique(byte_addr // 32)
+        blocks = _blocks_of(byte_addr, lo, hi)
         self._race(ctx, pipe, blocks, lo, hi, instruction, False)
         row = self._reader_row.get(pipe)
         if row is not None:
@@ -225,7 +245,7 @@ class MemoryShadow:
         """A write of the bytes at ``byte_addr`` (the lanes a mask leaves on, a fractal
         layout); ``init`` is the new initialised state (a copy passes its source's)."""
         lo, hi = int(byte_addr.min()), int(byte_addr.max()) + 1
-        blocks = np.unique(byte_addr // 32)
+        blocks = _blocks_of(byte_addr, lo, hi)
         self._race(ctx, pipe, blocks, lo, hi, instruction, True)
         self.w_pipe[blocks] = pipe
         self.w_idx[blocks] = self.clock.count[pipe]
@@ -260,6 +280,9 @@ class UbTracker(MemoryShadow):
     """The checker's state of one block: the UB's shadow, the pipes' clocks and, created on
     first use, the shadows of the core's other memories (:meth:`shadow`)."""
 
+    #: The class of the shadows of the core's other memories.
+    shadow_type = MemoryShadow
+
     def __init__(self, ub_size: int, soc=None):
         super().__init__(_Clocks(), ub_size, "UB")
         self.alloc_lines: dict = {}                # (queue id, buffer) -> line
@@ -280,7 +303,8 @@ class UbTracker(MemoryShadow):
             return self
         sh = self._shadows.get(mem)
         if sh is None:
-            sh = self._shadows[mem] = MemoryShadow(self.clock, memory_size(self.soc, mem), mem)
+            sh = self._shadows[mem] = self.shadow_type(self.clock, memory_size(self.soc, mem),
+                                                       mem)
         return sh
 
     # -- sync edges ------------------------------------------------------------------
@@ -367,3 +391,131 @@ def _conflicts(blocks_writes: list) -> str | None:
     lo, hi = int(s[i]), int(min(e[i], run_max[i - 1]))
     return (f"blocks {int(o[j])} and {int(o[i])} both write GM [0x{lo:x}, 0x{hi:x}) without "
             "atomic add (SetAtomicAdd): the result depends on which core writes last")
+
+
+# -- GM accesses across the cores of a mixed launch ---------------------------------------------
+
+_READ, _WRITE, _ATOMIC = 0, 1, 2
+
+
+class _Accesses:
+    """GM accesses of one core that another core does not yet know to be done: per access
+    its pipe, its index on that pipe, the bytes [lo, hi) and how (read, write, atomic add),
+    with the instruction and kernel line for the report."""
+
+    def __init__(self):
+        self.buf = np.zeros((16, 5), dtype=np.int64)     # rows: pipe, index, lo, hi, how
+        self.n = 0
+        self.where: list = []
+
+    @property
+    def cols(self) -> np.ndarray:
+        return self.buf[:self.n]
+
+    def add(self, row: tuple, where: tuple) -> None:
+        if self.n == len(self.buf):
+            self.buf = np.concatenate((self.buf, np.zeros_like(self.buf)))
+        self.buf[self.n] = row
+        self.n += 1
+        self.where.append(where)
+
+    def forget_known(self, known: np.ndarray) -> None:
+        """Drop what the observer knows finished: index < its knowledge of that pipe."""
+        c = self.cols
+        keep = c[:, 1] >= known[c[:, 0]]
+        if not keep.all():
+            kept = c[keep]
+            self.buf[:len(kept)] = kept
+            self.n = len(kept)
+            self.where = [w for w, k in zip(self.where, keep) if k]
+
+    def clash(self, lo: int, hi: int, how: int) -> int | None:
+        """The first access overlapping [lo, hi) that races with an access of kind ``how``:
+        not two reads, not two atomic adds."""
+        if not self.n:
+            return None
+        c = self.cols
+        other = c[:, 4]
+        racing = (other != _ATOMIC) if how == _ATOMIC else (
+            (other != _READ) if how == _READ else np.ones(len(c), dtype=bool))
+        hit = racing & (c[:, 2] < hi) & (c[:, 3] > lo)
+        return int(hit.argmax()) if hit.any() else None
+
+
+class GmOrder:
+    """The checker's view of GM across the cores of a mixed launch: which accesses of one
+    core another core knows to be finished (happens-before through cross-core flags and
+    SyncAll), and the races between the others.
+
+    ``know[d][j][q]``: core ``d`` knows that pipe ``q`` of tracked core ``tracked[j]`` has
+    finished its instructions with index < that value. A CrossCoreSetFlag on pipe P carries
+    what P knew of its own core (the core's pipe clocks, :class:`UbTracker`: P's own
+    instructions and what intra-core flags told it) and all the core had learnt from other
+    cores; a CrossCoreWaitFlag (a PIPE_S wait: nothing after it issues earlier) adds that to
+    the waiting core. SyncAll drains every pipe first, so it carries everything.
+
+    Every GM DMA of a tracked core (DataCopy, Fixpipe, ...) is compared with the accesses of
+    the other tracked cores it does not know to be done: overlapping bytes with one write
+    (two atomic adds excepted) is a race, reported in category Sync. Accesses are compared
+    by their extent (first to last byte), so two strided transfers whose rows interleave
+    without touching count as overlapping [R: conservative]. Scalar GM accesses
+    (GlobalTensor.GetValue/SetValue) are not tracked.
+
+    Args:
+        ctxs: every core context of the launch (``ctx.core_index`` indexes it).
+        tracked: indices of the cores whose accesses are checked (by default the cores of
+            the first and the last block, like the UB race tracking).
+    """
+
+    def __init__(self, ctxs, tracked):
+        self.ctxs = ctxs
+        self.tracked = list(tracked)
+        self.col = {c: j for j, c in enumerate(self.tracked)}
+        self.know = np.zeros((len(ctxs), len(self.tracked), _N_PIPES), dtype=np.int64)
+        self.pending = {(d, c): _Accesses() for d in self.tracked for c in self.tracked if d != c}
+
+    def snapshot(self, ctx, pipe: int) -> np.ndarray:
+        """What a set on ``pipe`` of ``ctx`` tells its receivers."""
+        snap = self.know[ctx.core_index].copy()
+        j = self.col.get(ctx.core_index)
+        if j is not None and ctx.tracker is not None:
+            clock = ctx.tracker.clock
+            snap[j] = np.maximum(snap[j], clock.vc[int(pipe)])
+            snap[j, int(pipe)] = clock.count[int(pipe)]
+        return snap
+
+    def learn(self, ctx, know: np.ndarray) -> None:
+        """``ctx`` passed a wait whose sets carried ``know``."""
+        np.maximum(self.know[ctx.core_index], know, out=self.know[ctx.core_index])
+
+    def access(self, ctx, kind: int, pipe: int, key, name: str) -> None:
+        """A GM DMA of tracked core ``ctx`` (called as it is recorded, before its pipe's
+        clock advances)."""
+        from npusim.ascendc.core import DMA_IN
+        me = ctx.core_index
+        addr, span, _ = key
+        lo, hi = int(addr), int(addr) + max(int(span), 1)
+        how = _READ if kind == DMA_IN else (_WRITE if ctx.atomic_dtype is None else _ATOMIC)
+        idx = int(ctx.tracker.clock.count[int(pipe)])
+        line = kernel_source_line()
+        for other in self.tracked:
+            if other == me:
+                continue
+            seen = self.pending[(me, other)]
+            seen.forget_known(self.know[me, self.col[other]])
+            i = seen.clash(lo, hi, how)
+            if i is not None:
+                self._report(ctx, pipe, lo, hi, how, name, line, other, seen, i)
+            self.pending[(other, me)].add((int(pipe), idx, lo, hi, how), (name, line))
+
+    def _report(self, ctx, pipe, lo, hi, how, name, line, other, seen, i) -> None:
+        verbs = ("reads", "writes", "adds into")
+        o_pipe, o_how = int(seen.cols[i, 0]), int(seen.cols[i, 4])
+        o_name, o_line = seen.where[i]
+        o_lo, o_hi = int(seen.cols[i, 2]), int(seen.cols[i, 3])
+        report(ctx, SyncError(name, (
+            f"{ctx.name} {verbs[how]} GM [0x{lo:x}, 0x{hi:x}) on {Pipe(pipe).name} while "
+            f"{self.ctxs[other].name} {verbs[o_how]} [0x{o_lo:x}, 0x{o_hi:x}) with {o_name} on "
+            f"{Pipe(o_pipe).name} at {o_line}, and no CrossCoreSetFlag/CrossCoreWaitFlag or "
+            "SyncAll orders the two: the cores run concurrently on hardware"),
+            pipe=Pipe(pipe).name, line=line))

@@ -16,6 +16,11 @@ A core is of one kind (reference/hardware.md §1, §3): on the split A2/A3 an AI
 core: the UB) or an AIC (cube core: L1, L0A, L0B, L0C, bias table, Fixpipe buffer); on the
 coupled 910A/310P one AI core with the UB and the cube buffers. Memories other than the
 UB are allocated the first time a block uses them, so a vector-only launch pays nothing.
+
+In a mixed launch (KERNEL_TYPE_MIX_AIC_1_2, ...) every AIC and every AIV of a block is a
+core of its own, with its own context, memories and scalar unit; the launch runs them as
+coroutines that wait for each other at cross-core flags and SyncAll
+(:meth:`CoreContext.wait_until`, :mod:`npusim.ascendc.crosscore`).
 """
 from __future__ import annotations
 
@@ -107,7 +112,18 @@ class CoreContext:
         self.warnings: list[str] = []
         self.atomic_dtype = None  # SetAtomicAdd<T>: UB -> GM copies accumulate as T
         self.sync_all_count = 0   # SyncAll calls so far
-        self.yield_to_scheduler = None   # set when the launch runs blocks as threads
+        # set when the launch runs its cores as coroutines (SyncAll, mixed launches):
+        # ``scheduler_wait(ready, what)`` parks this core until ``ready()`` holds
+        self.scheduler_wait = None
+        self.sync_all_barrier = None  # the launch's SyncAllBarrier (sync_all=True)
+        # mixed launches (npusim.ascendc.crosscore): the sub-block index, the AICs or AIVs
+        # per block, the launch's cross-core state and this core's index in it
+        self.sub_block_idx = 0
+        self.task_ratio = 1
+        self.mix = None
+        self.core_index = block_idx
+        self.gm_order = None          # checker: GM accesses ordered across cores (mixed)
+        self.sys_workspace = None     # SetSysWorkspace
         self.trace_lines: list[str] | None = None   # kernel source line per record, if traced
         # the kernel checker (npusim.ascendc.checker)
         self.checker_config = None
@@ -127,12 +143,31 @@ class CoreContext:
                key=None, name: str = "") -> None:
         self.records.append((kind, pipe, cycles, nbytes, key, name))
         if self.tracker is not None:
+            if self.gm_order is not None and (kind == DMA_IN or kind == DMA_OUT):
+                self.gm_order.access(self, kind, pipe, key, name)
             self.tracker.on_record(kind, pipe, key)
         if self.trace_lines is not None:      # tracing: remember the kernel line too
             self.trace_lines.append(kernel_source_line())
 
     def warn(self, message: str) -> None:
         self.warnings.append(f"core {self.block_idx}: {message}")
+
+    @property
+    def name(self) -> str:
+        """How messages name this core: its kind and GetBlockIdx (``AIV 3``, ``AIC 1``,
+        ``AICore 0``), for an AIV of a mixed launch with its block (``AIV 3 (block 1,
+        sub-block 1)``)."""
+        if self.mix is None or self.core_kind == AIC:
+            return f"{self.core_kind} {self.block_idx}"
+        group = self.block_idx // self.task_ratio
+        return f"{self.core_kind} {self.block_idx} (block {group}, sub-block {self.sub_block_idx})"
+
+    def wait_until(self, ready, what) -> None:
+        """Park this core until ``ready()`` is true (another core must act first: a
+        cross-core flag, a SyncAll). ``what`` (a string, or a function returning one)
+        says what it waits for, should the kernel hang."""
+        if not ready():
+            self.scheduler_wait(ready, what)
 
     def require_memory(self, mem: str, instruction: str) -> None:
         """KernelError unless this kind of core has physical memory ``mem``."""
@@ -181,10 +216,13 @@ def set_current_core(ctx: CoreContext | None) -> None:
 
 
 def GetBlockIdx() -> int:
-    """Index of the block running on this core, in [0, GetBlockNum())."""
+    """Index of the block running on this core, in [0, GetBlockNum()); in a mixed launch
+    with AIC:AIV = 1:2 an AIV's is ``block * 2 + GetSubBlockIdx()``, in [0, 2 *
+    GetBlockNum()) (hiascend GetBlockIdx, atlasascendc_api_07_0185)."""
     return current_core().block_idx
 
 
 def GetBlockNum() -> int:
-    """blockDim of the launch."""
+    """blockDim of the launch (in a mixed launch the number of blocks, on the AICs and the
+    AIVs alike: the AIVs number ``GetBlockNum() * GetTaskRation()``)."""
     return current_core().block_num

@@ -181,14 +181,23 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
     rows = as_strided(gm, shape=(nd, n, d), strides=(s_nd * isz, s_d * isz, isz))
     data = np.zeros((nd, n, width), dtype=dst.dtype)
     data[:, :, :d] = rows
-    c = np.arange(width)
-    off = (np.arange(nd)[:, None, None] * ms + np.arange(n)[None, :, None] * ns * c0
-           + (c // c0) * c0s * c0 + c % c0)
-    view = dst.elements(int(off.max()) + 1, name, pipe)
+    nblk = width // c0
+    last = (nd - 1) * ms + (n - 1) * ns * c0 + (nblk - 1) * c0s * c0 + c0   # elements touched
+    view = dst.elements(last, name, pipe)
     sh = shadow(ctx, dst)
-    if sh is not None:
-        sh.write_at(ctx, int(PIPE_MTE2), byte_addr(dst, off), name)
-    view[off] = data                                   # later matrices/rows win, as in the loop
+    disjoint = c0s >= (n - 1) * ns + 1 and (nd == 1 or ms >= last - (nd - 1) * ms)
+    if sh is not None or not disjoint:
+        c = np.arange(width)
+        off = (np.arange(nd)[:, None, None] * ms + np.arange(n)[None, :, None] * ns * c0
+               + (c // c0) * c0s * c0 + c % c0)
+        if sh is not None:
+            sh.write_at(ctx, int(PIPE_MTE2), byte_addr(dst, off), name)
+    if disjoint:       # no two destinations overlap: one strided store of the 32 B blocks
+        as_strided(view, shape=(nd, n, nblk, c0),
+                   strides=(ms * isz, ns * c0 * isz, c0s * c0 * isz, isz))[...] = (
+            data.reshape(nd, n, nblk, c0))
+    else:
+        view[off] = data                               # later matrices/rows win, as in the loop
     _dc._dma(ctx, True, nd * n * d * isz, name, src, span * isz)
 
 

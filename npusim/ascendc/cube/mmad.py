@@ -11,6 +11,8 @@ beyond ``n`` are computed from whatever the padding holds and stay in L0C's padd
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from npusim.ascendc import core as _core
@@ -77,17 +79,15 @@ def Mmad(dst, fm, filter, *args) -> None:
     k0 = k0_of(fm.dtype)
     M1, N1, K1 = ceil_div(m, BLOCK_CUBE), ceil_div(n, BLOCK_CUBE), ceil_div(k, k0)
     k1a = 2 * ceil_div(k, 16) if (p.kDirectionAlign and fm.dtype == float32) else K1
-    a_idx = _a_index(m, k, M1, k1a, k0)
-    b_idx = _zn_index(K1, N1, k0)[:k]
-    c_idx = _nz_index(M1, N1)
-    a = np.zeros((M1 * 16, k), dtype=fm.dtype)          # GEMV: row 0 only
-    a[:a_idx.shape[0]] = fm.elements(int(a_idx.max()) + 1, name, pipe_name)[a_idx]
-    b = filter.elements(K1 * N1 * 16 * k0, name, pipe_name)[b_idx]
-    init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1, c_idx)
+    a = _read_a(fm, m, k, M1, k1a, k0, name, pipe_name)
+    b = _from_zn(filter.elements(K1 * N1 * 16 * k0, name, pipe_name), K1, N1, k0)[:k]
+    init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1)
     result = _multiply(a, b, init, k0)
     out = dst.elements(M1 * N1 * 256, name, pipe_name)
-    _track(ctx, dst, fm, filter, a_idx[:m], b_idx[:, :n], init_reads, out.nbytes)
-    out[c_idx] = result
+    if ctx.tracker is not None:
+        _track(ctx, dst, fm, filter, _a_index(m, k, M1, k1a, k0)[:m],
+               _zn_index(K1, N1, k0)[:k, :n], init_reads, out.nbytes)
+    _to_nz(out, M1, N1)[...] = _as_nz(result, M1, N1)
     record_op(ctx, PIPE_M, mmad_cycles(ctx.soc, m, n, k, fm.dtype), name)
 
 
@@ -119,28 +119,71 @@ def _check_operands(ctx, dst, fm, filter, bias, p: MmadParams) -> None:
 
 
 # -- layouts: element index of each logical (row, column) -------------------------------------
+# The index functions are what the checker is told; the reads and the write go through the
+# equivalent reshaped views below (a strided copy instead of an index gather: the same
+# elements, several times faster). Both are cached / pure functions of the shape.
 
+def _read_a(fm, m: int, k: int, M1: int, k1a: int, k0: int, name: str, pipe: str) -> np.ndarray:
+    """A (M1*16 x k) from L0A: ZZ fractals of 16 x k0 (GEMV, m = 1: a plain row, the other
+    rows zero)."""
+    if m == 1:
+        a = np.zeros((M1 * 16, k), dtype=fm.dtype)
+        a[0] = fm.elements(k, name, pipe)
+        return a
+    zz = fm.elements(M1 * k1a * 16 * k0, name, pipe).reshape(M1, k1a, 16, k0)
+    return zz.transpose(0, 2, 1, 3).reshape(M1 * 16, k1a * k0)[:, :k]
+
+
+def _from_zn(elements: np.ndarray, K1: int, N1: int, k0: int) -> np.ndarray:
+    """B (K1*k0 x N1*16) from L0B's ZN fractals of k0 x 16 (each stored column by column)."""
+    return elements.reshape(K1, N1, 16, k0).transpose(0, 3, 1, 2).reshape(K1 * k0, N1 * 16)
+
+
+def _to_nz(elements: np.ndarray, M1: int, N1: int) -> np.ndarray:
+    """L0C's NZ elements as (N1, M1, 16, 16): column block, row block, row, column."""
+    return elements.reshape(N1, M1, 16, 16)
+
+
+def _as_nz(c: np.ndarray, M1: int, N1: int) -> np.ndarray:
+    """A (M1*16 x N1*16) matrix in L0C's NZ order (the inverse of :func:`_from_nz`)."""
+    return c.reshape(M1, 16, N1, 16).transpose(2, 0, 1, 3)
+
+
+def _from_nz(elements: np.ndarray, M1: int, N1: int) -> np.ndarray:
+    """The (M1*16 x N1*16) matrix of L0C's NZ elements."""
+    return _to_nz(elements, M1, N1).transpose(1, 2, 0, 3).reshape(M1 * 16, N1 * 16)
+
+
+@functools.lru_cache(maxsize=256)
 def _a_index(m: int, k: int, M1: int, k1a: int, k0: int) -> np.ndarray:
     """A (m x k) in L0A: ZZ fractals of 16 x k0 (GEMV, m = 1: a plain row)."""
     if m == 1:
         return np.arange(k)[None, :]
     idx = np.arange(M1 * k1a * 16 * k0).reshape(M1, k1a, 16, k0).transpose(0, 2, 1, 3)
-    return idx.reshape(M1 * 16, k1a * k0)[:, :k]
+    idx = idx.reshape(M1 * 16, k1a * k0)[:, :k]
+    idx.flags.writeable = False      # cached: shared by every call
+    return idx
 
 
+@functools.lru_cache(maxsize=256)
 def _zn_index(K1: int, N1: int, k0: int) -> np.ndarray:
     """B (K1*k0 x N1*16) in L0B: ZN fractals of k0 x 16, each stored column by column."""
     idx = np.arange(K1 * N1 * 16 * k0).reshape(K1, N1, 16, k0).transpose(0, 3, 1, 2)
-    return idx.reshape(K1 * k0, N1 * 16)
+    idx = idx.reshape(K1 * k0, N1 * 16)
+    idx.flags.writeable = False      # cached: shared by every call
+    return idx
 
 
+@functools.lru_cache(maxsize=256)
 def _nz_index(M1: int, N1: int) -> np.ndarray:
     """C (M1*16 x N1*16) in L0C: NZ fractals of 16 x 16, column-major between fractals."""
     idx = np.arange(M1 * N1 * 256).reshape(N1, M1, 16, 16).transpose(1, 2, 0, 3)
-    return idx.reshape(M1 * 16, N1 * 16)
+    idx = idx.reshape(M1 * 16, N1 * 16)
+    idx.flags.writeable = False      # cached: shared by every call
+    return idx
 
 
-def _initial(ctx, dst, bias, p: MmadParams, m: int, n: int, M1: int, N1: int, c_idx):
+def _initial(ctx, dst, bias, p: MmadParams, m: int, n: int, M1: int, N1: int):
     """C's starting value (M1*16 x N1*16, the L0C type) and what it was read from: (tensor,
     element index, whether the checker requires those bytes written). A bias-table row is
     read for all n columns, but kernels pad n (int8: to 32, as the mmad sample does) past
@@ -157,8 +200,8 @@ def _initial(ctx, dst, bias, p: MmadParams, m: int, n: int, M1: int, N1: int, c_
         init[:, :n] = row
         return init, [(bias, np.arange(n), False)]
     src = dst if bias is None else bias                      # accumulate, or a CO1 bias matrix
-    init[...] = src.elements(M1 * N1 * 256, name, pipe)[c_idx]
-    return init, [(src, c_idx[:m, :n], True)]
+    init[...] = _from_nz(src.elements(M1 * N1 * 256, name, pipe), M1, N1)
+    return init, [(src, _nz_index(M1, N1)[:m, :n], True)]
 
 
 def _bias_table_start(ctx, dtype):
@@ -184,8 +227,10 @@ def _multiply(a: np.ndarray, b: np.ndarray, init: np.ndarray, k0: int) -> np.nda
     b64[:k] = b
     partial = np.matmul(a64.reshape(rows, steps, k0).transpose(1, 0, 2),
                         b64.reshape(steps, k0, -1)).astype(np.float32)   # one rounding per step
-    acc = np.add.accumulate(np.concatenate([init[None], partial]), axis=0, dtype=np.float32)
-    return acc[-1]
+    acc = init.copy()
+    for step in partial:         # float32 adds in k order (np.add.accumulate over axis 0 is
+        acc += step              # ~10x slower for the same roundings)
+    return acc
 
 
 def _track(ctx, dst, fm, filter, a_idx, b_idx, init_reads, c_nbytes: int) -> None:
@@ -193,8 +238,15 @@ def _track(ctx, dst, fm, filter, a_idx, b_idx, init_reads, c_nbytes: int) -> Non
     if ctx.tracker is None:
         return
     pipe = int(PIPE_M)
-    shadow(ctx, fm).read_at(ctx, pipe, byte_addr(fm, a_idx), "Mmad")
-    shadow(ctx, filter).read_at(ctx, pipe, byte_addr(filter, b_idx), "Mmad")
-    for t, idx, check_init in init_reads:
-        shadow(ctx, t).read_at(ctx, pipe, byte_addr(t, idx), "Mmad", check_init)
+    for t, idx, check_init in [(fm, a_idx, True), (filter, b_idx, True)] + init_reads:
+        sh = shadow(ctx, t)
+        nbytes = idx.size * t.dtype.itemsize
+        if (check_init and int(idx.max()) + 1 == idx.size
+                and sh.init[t.offset:t.offset + nbytes].all()):
+            # distinct indices (a layout) reaching no further than their count: every element
+            # of [0, size), a whole contiguous operand, checked as one range (read_at reports
+            # the uninitialised byte otherwise)
+            sh.read(ctx, pipe, t.offset, nbytes, "Mmad")
+        else:
+            sh.read_at(ctx, pipe, byte_addr(t, idx), "Mmad", check_init)
     shadow(ctx, dst).write(ctx, pipe, dst.offset, c_nbytes, "Mmad")
