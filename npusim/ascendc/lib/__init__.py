@@ -5,11 +5,20 @@ comes out of the timing model rather than a table.
 * :mod:`.math` — Sigmoid, Tanh, Gelu, FasterGelu, Erf, Exp (high precision), Log, Sign,
   Sin, Cos, Floor, Ceil, Round, Trunc;
 * :mod:`.softmax` — SoftMax and its host tiling;
-* :mod:`.normalization` — LayerNorm, RmsNorm and their host tilings.
+* :mod:`.normalization` — LayerNorm, RmsNorm and their host tilings;
+* :mod:`.matmul_tiling` — the Matmul host tiling (``matmul_tiling`` namespace:
+  MatmulApiTiling, MultiCoreMatmulTiling, TCubeTiling, CubeFormat, DataType);
+* :mod:`.matmul` — the Matmul object (Matmul, MatmulType, REGIST_MATMUL_OBJ).
 """
 from npusim.ascendc.lib.math import *            # noqa: F401,F403
 from npusim.ascendc.lib.normalization import *   # noqa: F401,F403
 from npusim.ascendc.lib.softmax import *         # noqa: F401,F403
 from npusim.ascendc.lib import math as _m, normalization as _n, softmax as _s
+from npusim.ascendc.lib import matmul_tiling                    # C++: matmul_tiling::...
+from npusim.ascendc.lib.matmul_tiling import (CubeFormat, MatmulApiTiling,  # noqa: F401
+                                              MultiCoreMatmulTiling, TCubeTiling)
+from npusim.ascendc.lib.matmul import Matmul, MatmulType, REGIST_MATMUL_OBJ  # noqa: F401
 
-__all__ = [*_m.__all__, *_s.__all__, *_n.__all__]
+__all__ = [*_m.__all__, *_s.__all__, *_n.__all__, "matmul_tiling", "MatmulApiTiling",
+           "MultiCoreMatmulTiling", "TCubeTiling", "CubeFormat", "Matmul", "MatmulType",
+           "REGIST_MATMUL_OBJ"]

@@ -1,0 +1,643 @@
+"""Matmul Tiling, the host side of the high-level Matmul API (Ascend C's ``matmul_tiling``
+namespace): ``MatmulApiTiling`` (one core), ``MultiCoreMatmulTiling`` (the work split over
+cores) and the ``TCubeTiling`` struct they fill, which the kernel's ``Matmul`` object reads
+(:mod:`npusim.ascendc.lib.matmul`). Host code: no kernel context is needed.
+
+Usage, as in C++ (``GetTiling`` fills the struct passed in and returns 0, or -1)::
+
+    t = MultiCoreMatmulTiling("Ascend910B1")          # or a SocSpec (PlatformAscendC)
+    t.SetDim(24)
+    t.SetAType(TPosition.GM, CubeFormat.ND, DataType.DT_FLOAT16)
+    t.SetBType(TPosition.GM, CubeFormat.ND, DataType.DT_FLOAT16)
+    t.SetCType(TPosition.GM, CubeFormat.ND, DataType.DT_FLOAT)
+    t.SetBiasType(TPosition.GM, CubeFormat.ND, DataType.DT_FLOAT)
+    t.SetOrgShape(1024, 1024, 1024); t.SetShape(1024, 1024, 1024); t.SetBias(True)
+    cube = TCubeTiling(); ret = t.GetTiling(cube)
+
+Sources: hiascend / asc-devkit docs "Matmul Tiling类" (构造函数, SetAType, SetShape,
+SetOrgShape, SetFixSplit, SetBufferSpace, SetTraverse, GetTiling: "-1 代表Tiling计算失败"),
+"MultiCoreMatmulTiling" (SetDim, SetSingleShape, GetSingleShape, GetCoreNum:
+atlasascendc_api_07_0693..0696), "TCubeTiling结构体" (atlasascendc_api_07_0673: the fields,
+table 2 "TCubeTiling约束条件" and the tuning recommendations), "Matmul使用说明" (the
+supported type combinations, table 2); the enums' members and values and the struct's field
+order are asc-devkit ``include/adv_api/matmul/matmul_tiling_base.h`` and
+``matmul_tilingdata.h``; pyasc docs/python-api ``asc.lib.host`` (GetCoreNum /
+GetSingleShape return a tuple, or None on failure, in Python).
+
+Published rules every tiling obeys (TCubeTiling table 2; reference/hardware.md §1.6, §1.7):
+
+* ``baseM * baseK * sizeof(A) * dbL0A <= L0A``, ``baseN * baseK * sizeof(B) * dbL0B <= L0B``,
+  ``baseM * baseN * 4 * dbL0C <= L0C`` (the table writes ``<``, but its own recommended
+  (128, 256, 64) half block with dbL0B = 2 fills L0B exactly: we read it as ``<=``);
+  ``baseN * 4 <= bias table`` with a bias (the bias table holds float/int32);
+* ``depthA1 = stepM * stepKa * db``, ``depthB1 = stepN * stepKb * db`` (db: 1 or 2, the L1
+  double buffer); ``AL1Size + BL1Size (+ baseN * sizeof(Bias)) <= L1`` with
+  ``AL1Size = baseM * baseK * depthA1 * sizeof(A)``, ``BL1Size = baseN * baseK * depthB1 *
+  sizeof(B)``; L1 is ``GetCoreMemSize(L1)`` (524032 B on A2/A3) unless SetBufferSpace
+  lowers it;
+* ``baseM``, ``baseN`` multiples of 16; ``baseK`` a multiple of C0_size (32 B / sizeof(A):
+  16 half/bf16, 8 float, 32 int8) when A is not transposed and B is, otherwise of 16 — and
+  never less than C0_size (int8: 32, the fractal's k);
+* ``singleCoreK = K`` (no split of K over cores), ``singleCoreM <= M``, ``singleCoreN <= N``,
+  ``usedCoreNum = ceil(M / singleCoreM) * ceil(N / singleCoreN) <= SetDim``;
+* NZ inputs: M (or N) 16-aligned and K C0_size-aligned (TCubeTiling M/N/Ka/Kb row);
+* type combinations of "Matmul使用说明" table 2 for A2/A3 (A/B half, bfloat16, float, int8;
+  the SoC's cube must have the type: the first-generation 910 and 310P have no bf16/float
+  cube).
+
+Where this tiling chooses on its own [R] (the library's search,
+``matmul_tiling_algorithm.cpp``, is not reproduced):
+
+* the core split: among ``mDim x nDim <= dim`` the one with the fewest 16 x 16 output
+  fractals per core, then the least A + B rows per core (GM traffic), then fewer cores;
+  singleCoreM/N rounded up to 16 (capped at M/N); when SetSingleShape fixes a part that
+  needs more than dim cores, usedCoreNum = dim (each core then takes several parts, as a
+  kernel looping over tiles does) and GetCoreNum reports the parts;
+* the base block: the docs' recommended (baseM, baseN, baseK) = (128, 256, 64) for half,
+  i.e. ``baseN = min(256, N16)``, ``baseM = min(256, M16, L0C / (4 * baseN))`` and
+  ``baseK = 128 B / sizeof(A)``; when baseM/baseN are cut by a small shape, baseK grows
+  (doubling) while two buffers still fit L0A/L0B (fewer, larger Mmads), capped by K
+  (rounded up to baseK's alignment) and by Mmad's k <= 4095; dbL0A/dbL0B/dbL0C = 2 whenever two buffers fit (the docs recommend 2);
+* L1: first stepKa = stepKb = every k step (K fully loaded, "优先设置参数stepKa/stepKb，
+  使得K方向全载"), with the L1 double buffer (db = 2, "depthA1 / (stepM * stepKa) = 2") when
+  it fits, else without; then stepM (or stepN with iterateOrder 1) grown while L1 allows;
+  if K does not fit, the largest stepKa = stepKb (ceil(kIter / d)) that fits with db = 2,
+  else one k step without double buffer;
+* int8: the operand transposed on the way to L0 (A transposed, B not) gets a base that is
+  a multiple of 32 (LoadDataWithTranspose moves 32 x 32 squares);
+* iterateOrder 0 (M first) unless SetTraverse(FIRSTN); transLength 0 (GM inputs need no UB
+  staging on A2/A3); shareL1Size / shareL0CSize the L1 / L0C bytes the tiling uses (the
+  docs mark share* "预留"); batch and layout fields 0.
+
+Not modelled (GetTiling returns -1 and says so): EnableMultiCoreSplitK, sparse/HF32/MX
+modes, int4, 8-bit outputs of float inputs (quantisation needs SetQuantScalar).
+"""
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass, fields
+
+import ml_dtypes
+import numpy as np
+
+from npusim.ascendc.types import TPosition
+from npusim.soc import SocSpec, get_soc
+
+__all__ = ["MatmulApiTiling", "MultiCoreMatmulTiling", "TCubeTiling", "CubeFormat", "DataType",
+           "MatrixTraverse", "TPosition", "to_data_type"]
+
+_log = logging.getLogger("npusim.matmul_tiling")
+
+
+class DataType(enum.IntEnum):
+    """``matmul_tiling::DataType`` (the members a Matmul can take; values as in C++)."""
+
+    DT_FLOAT = 0
+    DT_FLOAT16 = 1
+    DT_INT8 = 2
+    DT_INT32 = 3
+    DT_UINT8 = 4
+    DT_INT16 = 6
+    DT_UINT16 = 7
+    DT_UINT32 = 8
+    DT_INT64 = 9
+    DT_UINT64 = 10
+    DT_BF16 = 27
+    DT_INT4 = 29
+    DT_BFLOAT16 = 33
+
+
+class CubeFormat(enum.IntEnum):
+    """``CubeFormat``: the layout of a Matmul operand (ND: row-major; NZ: the cube's
+    fractal layout). Shared by the host tiling and the kernel's ``MatmulType``."""
+
+    ND = 0
+    NZ = 1
+    ZN = 2
+    ZZ = 3
+    NN = 4
+    ND_ALIGN = 5
+    SCALAR = 6
+    VECTOR = 7
+    COLUMN_MAJOR = 8
+    ROW_MAJOR = 0          # an alias of ND, as in C++
+
+
+class MatrixTraverse(enum.IntEnum):
+    """``MatrixTraverse`` (SetTraverse): which way Iterate walks the base blocks."""
+
+    NOSET = 0
+    FIRSTM = 1
+    FIRSTN = 2
+
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+_NUMPY = {DataType.DT_FLOAT: np.dtype(np.float32), DataType.DT_FLOAT16: np.dtype(np.float16),
+          DataType.DT_BF16: _BF16, DataType.DT_BFLOAT16: _BF16,
+          DataType.DT_INT8: np.dtype(np.int8), DataType.DT_INT32: np.dtype(np.int32),
+          DataType.DT_UINT8: np.dtype(np.uint8), DataType.DT_INT16: np.dtype(np.int16),
+          DataType.DT_UINT16: np.dtype(np.uint16), DataType.DT_UINT32: np.dtype(np.uint32),
+          DataType.DT_INT64: np.dtype(np.int64), DataType.DT_UINT64: np.dtype(np.uint64)}
+_BY_NUMPY = {v: k for k, v in _NUMPY.items() if k != DataType.DT_BFLOAT16}
+
+#: A/B type -> (bias types, C types) of "Matmul使用说明" table 2 on A2/A3 that we model
+#: (int8 C of half/bf16 inputs needs the quantisation API: not modelled).
+_COMBOS = {
+    np.dtype(np.float32): ({"float32", "float16"}, {"float32", "float16", "bfloat16"}),
+    np.dtype(np.float16): ({"float32", "float16"}, {"float32", "float16", "bfloat16"}),
+    _BF16: ({"float32", "float16"}, {"float32", "float16", "bfloat16"}),
+    np.dtype(np.int8): ({"int32"}, {"int32", "float16", "int8"}),
+}
+
+_BASE_MN_MAX = 256          # baseM cap and the recommended baseN
+_BASE_M_PREF = 128          # the recommended baseM (L0C / (4 * 256))
+_BASE_K_BYTES = 128         # the recommended baseK = 64 half: 128 B of k per row
+_MMAD_K_MAX = 4095          # Mmad's k range (Mmad.md)
+
+
+def to_data_type(dtype) -> DataType:
+    """A ``DataType`` (returned as is) or a numpy dtype / Ascend C type -> ``DataType``.
+
+    Raises:
+        ValueError: the type has no ``DataType``."""
+    if isinstance(dtype, DataType):
+        return dtype
+    try:
+        return _BY_NUMPY[np.dtype(dtype)]
+    except (KeyError, TypeError):
+        raise ValueError(f"{dtype!r} has no matmul_tiling DataType") from None
+
+
+def _numpy(dt: DataType) -> np.dtype | None:
+    return _NUMPY.get(dt)
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-int(a) // int(b))
+
+
+def _align(a: int, b: int) -> int:
+    return _ceil(a, b) * b
+
+
+@dataclass
+class TCubeTiling:
+    """``TCubeTiling`` (TCubeTiling结构体; fields in matmul_tilingdata.h order), in elements.
+
+    usedCoreNum: cores used, ``ceil(M / singleCoreM) * ceil(N / singleCoreN)``. M, N, Ka,
+    Kb: the original shapes (A is M x Ka, B Kb x N). singleCoreM/N/K: one core's part.
+    baseM/N/K: one Mmad's shape. depthA1/B1: base blocks A1/B1 hold (stepM * stepKa * db).
+    stepM/N/Ka/Kb: base blocks per L1 load along M/N/K. isBias: 0/1. transLength: UB
+    staging bytes. iterateOrder: 0 M first, 1 N first. dbL0A/B/C: 1 or 2 buffers.
+    shareMode, shareL1Size, shareL0CSize, shareUbSize, batch*, *LayoutInfo*, BatchNum,
+    mxTypePara, depthA/BL1CacheUB: reserved / other scenarios (module docstring).
+    """
+
+    usedCoreNum: int = 0
+    M: int = 0
+    N: int = 0
+    Ka: int = 0
+    Kb: int = 0
+    singleCoreM: int = 0
+    singleCoreN: int = 0
+    singleCoreK: int = 0
+    baseM: int = 0
+    baseN: int = 0
+    baseK: int = 0
+    depthA1: int = 0
+    depthB1: int = 0
+    stepM: int = 0
+    stepN: int = 0
+    isBias: int = 0
+    transLength: int = 0
+    iterateOrder: int = 0
+    shareMode: int = 0
+    shareL1Size: int = 0
+    shareL0CSize: int = 0
+    shareUbSize: int = 0
+    batchM: int = 0
+    batchN: int = 0
+    singleBatchM: int = 0
+    singleBatchN: int = 0
+    stepKa: int = 0
+    stepKb: int = 0
+    depthAL1CacheUB: int = 0
+    depthBL1CacheUB: int = 0
+    dbL0A: int = 0
+    dbL0B: int = 0
+    dbL0C: int = 0
+    ALayoutInfoB: int = 0
+    ALayoutInfoS: int = 0
+    ALayoutInfoN: int = 0
+    ALayoutInfoG: int = 0
+    ALayoutInfoD: int = 0
+    BLayoutInfoB: int = 0
+    BLayoutInfoS: int = 0
+    BLayoutInfoN: int = 0
+    BLayoutInfoG: int = 0
+    BLayoutInfoD: int = 0
+    CLayoutInfoB: int = 0
+    CLayoutInfoS1: int = 0
+    CLayoutInfoN: int = 0
+    CLayoutInfoG: int = 0
+    CLayoutInfoS2: int = 0
+    BatchNum: int = 0
+    mxTypePara: int = 0
+
+
+@dataclass
+class _MatType:
+    """``MatTilingType``: what SetAType/SetBType/SetCType/SetBiasType record."""
+
+    pos: TPosition = TPosition.GM
+    type: CubeFormat = CubeFormat.ND
+    dataType: DataType = DataType.DT_FLOAT
+    isTrans: bool = False
+    set: bool = False
+
+
+class _TilingError(Exception):
+    """A reason GetTiling returns -1 (logged as "MatmulApi Tiling: ...")."""
+
+
+class MatmulApiTilingBase:
+    """What both tiling classes share: the Set* calls and GetTiling.
+
+    Args:
+        ascendcPlatform: the platform (``PlatformAscendC``): a :class:`SocSpec`, a SoC name,
+            or None (the default SoC; the C++ no-argument constructor is A2/A3 only).
+
+    Every Set* returns 0, or -1 for a value out of its range (and changes nothing). After a
+    failed GetTiling, :attr:`error` holds the reason (ours: C++ writes it to the log, which
+    we do too, under the logger ``npusim.matmul_tiling`` with the keyword "MatmulApi
+    Tiling").
+    """
+
+    def __init__(self, ascendcPlatform: SocSpec | str | None = None):
+        self.soc = get_soc(ascendcPlatform)
+        self.aType_, self.bType_ = _MatType(), _MatType()
+        self.cType_, self.biasType_ = _MatType(), _MatType()
+        self.isBias = False
+        self.orgM = self.orgN = self.orgKa = self.orgKb = 0
+        self.singleM = self.singleN = self.singleK = -1        # SetShape
+        self.baseM = self.baseN = self.baseK = -1              # SetFixSplit
+        soc = self.soc
+        self.bufferPool_ = {"l1": soc.l1_usable, "l0c": soc.l0_c_size, "ub": soc.ub_usable,
+                            "bt": soc.bt_size, "l0a": soc.l0_a_size, "l0b": soc.l0_b_size}
+        self.traverse_ = MatrixTraverse.FIRSTM
+        self.error: str | None = None
+        self._result: TCubeTiling | None = None
+        self._dims = (0, 0, 0)                                 # (dim, mDim, nDim)
+
+    # -- types --------------------------------------------------------------------------------
+    def _set_type(self, which: _MatType, pos, type, dataType, isTrans=False) -> int:
+        try:
+            which.pos, which.type = TPosition(pos), CubeFormat(type)
+            which.dataType = to_data_type(dataType)
+        except ValueError:
+            return -1
+        which.isTrans, which.set = bool(isTrans), True
+        return 0
+
+    def SetAType(self, pos: TPosition, type: CubeFormat, dataType, isTrans: bool = False) -> int:
+        """A's position, format, type (a ``DataType`` or a numpy dtype) and transpose."""
+        return self._set_type(self.aType_, pos, type, dataType, isTrans)
+
+    def SetBType(self, pos: TPosition, type: CubeFormat, dataType, isTrans: bool = False) -> int:
+        """B's position, format, type and transpose (isTrans: B is stored N x K)."""
+        return self._set_type(self.bType_, pos, type, dataType, isTrans)
+
+    def SetCType(self, pos: TPosition, type: CubeFormat, dataType) -> int:
+        """C's position, format and type."""
+        return self._set_type(self.cType_, pos, type, dataType)
+
+    def SetBiasType(self, pos: TPosition, type: CubeFormat, dataType) -> int:
+        """The bias's position, format and type."""
+        return self._set_type(self.biasType_, pos, type, dataType)
+
+    # -- shapes and options -------------------------------------------------------------------
+    def SetShape(self, m: int, n: int, k: int) -> int:
+        """The shape computed (the whole of the original matrices or a part), elements; -1
+        leaves an axis to the original shape."""
+        if any(int(v) == 0 or int(v) < -1 for v in (m, n, k)):
+            return -1
+        self.singleM, self.singleN, self.singleK = int(m), int(n), int(k)
+        return 0
+
+    def SetOrgShape(self, orgMIn: int, orgNIn: int, orgKaIn: int, orgKbIn: int | None = None) -> int:
+        """The original shapes: A is orgM x orgKa, B orgKb x orgN (orgKb = orgKa if omitted)."""
+        kb = orgKaIn if orgKbIn is None else orgKbIn
+        if any(int(v) <= 0 for v in (orgMIn, orgNIn, orgKaIn, kb)):
+            return -1
+        self.orgM, self.orgN, self.orgKa, self.orgKb = int(orgMIn), int(orgNIn), int(orgKaIn), int(kb)
+        return 0
+
+    def SetBias(self, isBiasIn: bool = False) -> int:
+        """Whether C = A x B + bias."""
+        self.isBias = bool(isBiasIn)
+        return 0
+
+    EnableBias = SetBias
+
+    def SetFixSplit(self, baseMIn: int = -1, baseNIn: int = -1, baseKIn: int = -1) -> int:
+        """Fix baseM/baseN/baseK (-1: the tiling chooses). GetTiling checks them."""
+        if any(int(v) == 0 or int(v) < -1 for v in (baseMIn, baseNIn, baseKIn)):
+            return -1
+        self.baseM, self.baseN, self.baseK = int(baseMIn), int(baseNIn), int(baseKIn)
+        return 0
+
+    def SetBufferSpace(self, l1Size: int = -1, l0CSize: int = -1, ubSize: int = -1,
+                       btSize: int = -1) -> int:
+        """Bytes of L1, L0C, UB and bias table the Matmul may use (-1: the whole memory);
+        -1 when a size exceeds the memory."""
+        soc = self.soc
+        caps = {"l1": soc.l1_usable, "l0c": soc.l0_c_size, "ub": soc.ub_usable, "bt": soc.bt_size}
+        want = {"l1": l1Size, "l0c": l0CSize, "ub": ubSize, "bt": btSize}
+        if any(int(v) < -1 or int(v) == 0 or int(v) > caps[k] for k, v in want.items()):
+            return -1
+        for k, v in want.items():
+            self.bufferPool_[k] = caps[k] if int(v) == -1 else int(v)
+        return 0
+
+    def SetTraverse(self, traverse: MatrixTraverse) -> int:
+        """FIRSTM: Iterate walks M first (iterateOrder 0); FIRSTN: N first (1)."""
+        traverse = MatrixTraverse(traverse)
+        if traverse == MatrixTraverse.NOSET:
+            return -1
+        self.traverse_ = traverse
+        return 0
+
+    def GetBaseM(self) -> int:
+        return self._result.baseM if self._result else self.baseM
+
+    def GetBaseN(self) -> int:
+        return self._result.baseN if self._result else self.baseN
+
+    def GetBaseK(self) -> int:
+        return self._result.baseK if self._result else self.baseK
+
+    # -- the tiling ---------------------------------------------------------------------------
+    def GetTiling(self, tiling: TCubeTiling) -> int:
+        """Compute the tiling into ``tiling`` (a :class:`TCubeTiling`, filled in place):
+        0 on success; -1 when no tiling satisfies the rules (module docstring), the struct
+        then unchanged and :attr:`error` saying why."""
+        try:
+            result = self._compute()
+        except _TilingError as e:
+            self.error = str(e)
+            self._result = None
+            _log.warning("MatmulApi Tiling: %s", e)
+            return -1
+        self.error = None
+        self._result = result
+        for f in fields(TCubeTiling):
+            setattr(tiling, f.name, getattr(result, f.name))
+        return 0
+
+    def _dim(self) -> int:
+        return 1
+
+    def _fixed_single(self) -> tuple[int, int]:
+        return -1, -1
+
+    def _single_k(self, k: int) -> int:
+        return k
+
+    def _compute(self) -> TCubeTiling:
+        ab = self._check_types()
+        m, n, k = self._shapes()
+        k = self._single_k(k)
+        self._check_nz(ab)
+        sm, sn, m_dim, n_dim = self._split_cores(m, n)
+        self._dims = (m_dim * n_dim, m_dim, n_dim)
+        base_m, base_n, base_k, db = self._base(ab, sm, sn, k)
+        steps = self._l1(ab, sm, sn, k, base_m, base_n, base_k)
+        return self._struct(m, n, k, sm, sn, base_m, base_n, base_k, db, steps, ab)
+
+    def _check_types(self) -> np.dtype:
+        """The A/B type, once A, B, C and (with a bias) bias form a modelled combination."""
+        a, b, c, bias = self.aType_, self.bType_, self.cType_, self.biasType_
+        if not (a.set and b.set and c.set):
+            raise _TilingError("SetAType, SetBType and SetCType must be called first")
+        at, bt, ct = _numpy(a.dataType), _numpy(b.dataType), _numpy(c.dataType)
+        if at is None or at != bt or at not in _COMBOS:
+            raise _TilingError(f"A {a.dataType.name} x B {b.dataType.name} is not a modelled "
+                               "Matmul type pair (half, bfloat16, float or int8 on both sides)")
+        if self.soc.cube_rate(at) is None:
+            raise _TilingError(f"the cube of {self.soc.soc_version} has no {at.name} Mmad")
+        bias_ok, c_ok = _COMBOS[at]
+        if ct is None or ct.name not in c_ok:
+            raise _TilingError(f"C {c.dataType.name} is not a C type of {at.name} inputs "
+                               "(Matmul使用说明 table 2)")
+        if self.isBias:
+            bias_t = _numpy(bias.dataType) if bias.set else None
+            if bias_t is None or bias_t.name not in bias_ok:
+                raise _TilingError(f"bias {bias.dataType.name if bias.set else '(unset)'} is not "
+                                   f"a bias type of {at.name} inputs (Matmul使用说明 table 2)")
+        return at
+
+    def _shapes(self) -> tuple[int, int, int]:
+        """(m, n, k) computed, from SetShape and SetOrgShape (either fills the other)."""
+        if self.orgM == 0 and self.singleM == -1:
+            raise _TilingError("neither SetOrgShape nor SetShape was called")
+        if self.orgM == 0:
+            if -1 in (self.singleM, self.singleN, self.singleK):
+                raise _TilingError("SetShape leaves an axis open and SetOrgShape was not called")
+            self.orgM, self.orgN = self.singleM, self.singleN
+            self.orgKa = self.orgKb = self.singleK
+        m = self.orgM if self.singleM == -1 else self.singleM
+        n = self.orgN if self.singleN == -1 else self.singleN
+        k = min(self.orgKa, self.orgKb) if self.singleK == -1 else self.singleK
+        if m > self.orgM or n > self.orgN or k > min(self.orgKa, self.orgKb):
+            raise _TilingError(f"the shape ({m}, {n}, {k}) exceeds the original shape "
+                               f"(M {self.orgM}, N {self.orgN}, Ka {self.orgKa}, Kb {self.orgKb})")
+        return m, n, k
+
+    def _check_nz(self, ab: np.dtype) -> None:
+        """NZ inputs: the outer axis 16-aligned, K C0_size-aligned (TCubeTiling M/N/Ka/Kb)."""
+        c0 = 32 // ab.itemsize
+        for name, t, outer, kk in (("A", self.aType_, self.orgM, self.orgKa),
+                                   ("B", self.bType_, self.orgN, self.orgKb)):
+            if t.type == CubeFormat.NZ and (outer % 16 or kk % c0):
+                raise _TilingError(f"{name} is NZ: its {'M' if name == 'A' else 'N'} ({outer}) "
+                                   f"must be 16-aligned and its K ({kk}) {c0}-aligned")
+
+    def _split_cores(self, m: int, n: int) -> tuple[int, int, int, int]:
+        """(singleCoreM, singleCoreN, mDim, nDim): the module docstring's rule."""
+        dim = self._dim()
+        fix_m, fix_n = self._fixed_single()
+        if fix_m > m or fix_n > n:
+            raise _TilingError(f"SetSingleShape ({fix_m}, {fix_n}) exceeds the shape ({m}, {n})")
+        best = None
+        for m_dim in range(1, min(dim, _ceil(m, 16)) + 1):
+            sm = fix_m if fix_m > 0 else min(_align(_ceil(m, m_dim), 16), m)
+            n_dim = max(1, min(dim // _ceil(m, sm), _ceil(n, 16)))
+            sn = fix_n if fix_n > 0 else min(_align(_ceil(n, n_dim), 16), n)
+            md, nd = _ceil(m, sm), _ceil(n, sn)
+            key = (_ceil(sm, 16) * _ceil(sn, 16), sm + sn, md * nd)
+            if best is None or key < best[0]:
+                best = (key, sm, sn, md, nd)
+            if fix_m > 0:
+                break
+        _, sm, sn, md, nd = best
+        return sm, sn, md, nd
+
+    def _k_align(self, ab: np.dtype) -> int:
+        """baseK's alignment: C0_size when A is not transposed and B is, else 16 (never
+        below C0_size)."""
+        c0 = 32 // ab.itemsize
+        if not self.aType_.isTrans and self.bType_.isTrans:
+            return c0
+        return max(c0, 16)
+
+    def _base(self, ab: np.dtype, sm: int, sn: int, k: int):
+        """(baseM, baseN, baseK, (dbL0A, dbL0B, dbL0C))."""
+        pool, isz = self.bufferPool_, ab.itemsize
+        ka = self._k_align(ab)
+        l0c_elems = pool["l0c"] // 4
+        # the bias table holds one float/int32 per column of a base block (none on the
+        # coupled 910A/310P, whose bias path is not the bias table)
+        bias_cap = pool["bt"] // 4 if self.isBias and pool["bt"] else _BASE_MN_MAX
+        # int8 transposed on the way to L0 (A transposed, B not) moves 32 x 32 squares
+        am = 32 if ab.itemsize == 1 and self.aType_.isTrans else 16
+        an = 32 if ab.itemsize == 1 and not self.bType_.isTrans else 16
+        base_n = self.baseN if self.baseN > 0 else min(_BASE_MN_MAX, _align(sn, an),
+                                                        bias_cap // an * an)
+        base_m = self.baseM if self.baseM > 0 else min(
+            _BASE_MN_MAX, _align(sm, am), max(am, l0c_elems // base_n // am * am))
+        if self.baseK > 0:
+            base_k = self.baseK
+        else:
+            room = min(pool["l0a"] // (2 * base_m * isz), pool["l0b"] // (2 * base_n * isz))
+            grown = _BASE_K_BYTES // isz          # doubled while two buffers still fit
+            while 2 * grown <= room:
+                grown *= 2
+            base_k = max(ka, min(_align(k, ka), grown, _MMAD_K_MAX) // ka * ka)
+        if base_m % 16 or base_n % 16 or base_k % ka:
+            raise _TilingError(f"base ({base_m}, {base_n}, {base_k}): baseM and baseN must be "
+                               f"multiples of 16 and baseK of {ka} (TCubeTiling table 2)")
+        db_a = self._buffers(base_m * base_k * isz, pool["l0a"], "baseM * baseK", "L0A")
+        db_b = self._buffers(base_n * base_k * isz, pool["l0b"], "baseN * baseK", "L0B")
+        db_c = self._buffers(base_m * base_n * 4, pool["l0c"], "baseM * baseN", "L0C")
+        if self.isBias and pool["bt"] and base_n * 4 > pool["bt"]:
+            raise _TilingError(f"baseN {base_n} x 4 B of bias exceeds the {pool['bt']} B bias "
+                               "table")
+        return base_m, base_n, base_k, (db_a, db_b, db_c)
+
+    @staticmethod
+    def _buffers(nbytes: int, cap: int, what: str, mem: str) -> int:
+        """2 when two buffers of ``nbytes`` fit ``cap``, 1 when one does."""
+        if nbytes > cap:
+            raise _TilingError(f"{what} = {nbytes} B exceeds {mem} ({cap} B)")
+        return 2 if 2 * nbytes <= cap else 1
+
+    def _l1(self, ab, sm, sn, k, base_m, base_n, base_k):
+        """(stepM, stepN, stepKa, stepKb, db) fitting L1 (module docstring)."""
+        isz = ab.itemsize
+        a_blk = 0 if self.aType_.pos == TPosition.TSCM else base_m * base_k * isz
+        b_blk = 0 if self.bType_.pos == TPosition.TSCM else base_n * base_k * isz
+        bias = base_n * _numpy(self.biasType_.dataType).itemsize if self.isBias else 0
+        l1 = self.bufferPool_["l1"]
+
+        def need(step_m, step_n, step_k, db):
+            return (a_blk * step_m + b_blk * step_n) * step_k * db + bias
+
+        k_iter = _ceil(k, base_k)
+        partial = sorted({_ceil(k_iter, d) for d in range(2, k_iter + 1)}, reverse=True)
+        order = [(k_iter, 2), (k_iter, 1), *((s, 2) for s in partial), (1, 1)]
+        step_k, db = next(((s, d) for s, d in order if need(1, 1, s, d) <= l1), (None, None))
+        if step_k is None:
+            raise _TilingError(f"one A and one B base block ({need(1, 1, 1, 1)} B) exceed L1 "
+                               f"({l1} B)")
+        step_m = step_n = 1
+        if step_k == k_iter:             # K fully loaded: more base blocks along M (or N)
+            along_m = self.traverse_ != MatrixTraverse.FIRSTN
+            most = _ceil(sm, base_m) if along_m else _ceil(sn, base_n)
+            for s in range(most, 1, -1):
+                sm_, sn_ = (s, 1) if along_m else (1, s)
+                if need(sm_, sn_, step_k, db) <= l1:
+                    step_m, step_n = sm_, sn_
+                    break
+        return step_m, step_n, step_k, db, need(step_m, step_n, step_k, db)
+
+    def _struct(self, m, n, k, sm, sn, base_m, base_n, base_k, db, steps, ab) -> TCubeTiling:
+        step_m, step_n, step_k, l1_db, l1_used = steps
+        used = min(self._dims[0], self._dim())
+        return TCubeTiling(
+            usedCoreNum=used, M=self.orgM, N=self.orgN, Ka=self.orgKa, Kb=self.orgKb,
+            singleCoreM=sm, singleCoreN=sn, singleCoreK=k, baseM=base_m, baseN=base_n,
+            baseK=base_k, depthA1=step_m * step_k * l1_db, depthB1=step_n * step_k * l1_db,
+            stepM=step_m, stepN=step_n, stepKa=step_k, stepKb=step_k, isBias=int(self.isBias),
+            transLength=0, iterateOrder=int(self.traverse_ == MatrixTraverse.FIRSTN),
+            shareL1Size=l1_used, shareL0CSize=base_m * base_n * 4 * db[2],
+            dbL0A=db[0], dbL0B=db[1], dbL0C=db[2])
+
+
+class MatmulApiTiling(MatmulApiTilingBase):
+    """``matmul_tiling::MatmulApiTiling``: the tiling of one core's Matmul (usedCoreNum 1;
+    singleCoreM/N/K = the shape of SetShape)."""
+
+
+class MultiCoreMatmulTiling(MatmulApiTilingBase):
+    """``matmul_tiling::MultiCoreMatmulTiling``: the shape of SetShape split over at most
+    SetDim cores along M and N (never K). In an AIC_ONLY kernel dim counts AICs; in a MIX
+    kernel on A2/A3 it counts AIVs (the AIVs call the API and each asks its AIC: SetDim
+    page). Default dim: the SoC's cube-core count."""
+
+    def __init__(self, ascendcPlatform: SocSpec | str | None = None):
+        super().__init__(ascendcPlatform)
+        self.blockDim = self.soc.cube_block_num
+        self.fixSingleM = self.fixSingleN = self.fixSingleK = -1
+        self.enableSplitK_ = False
+
+    def SetDim(self, dim: int) -> int:
+        """Cores the split may use: -1 unless 1 <= dim <= the SoC's AI cores (AIVs on
+        A2/A3, for the MIX form)."""
+        most = max(self.soc.vector_block_num, self.soc.cube_block_num)
+        if not 1 <= int(dim) <= most:
+            return -1
+        self.blockDim = int(dim)
+        return 0
+
+    def SetSingleShape(self, singleMIn: int = -1, singleNIn: int = -1, singleKIn: int = -1) -> int:
+        """Fix singleCoreM/N/K (-1: the tiling chooses)."""
+        if any(int(v) == 0 or int(v) < -1 for v in (singleMIn, singleNIn, singleKIn)):
+            return -1
+        self.fixSingleM, self.fixSingleN, self.fixSingleK = map(int, (singleMIn, singleNIn,
+                                                                       singleKIn))
+        return 0
+
+    def EnableMultiCoreSplitK(self, flag: bool) -> None:
+        """Split K over cores: not modelled (GetTiling returns -1 when enabled)."""
+        self.enableSplitK_ = bool(flag)
+
+    SetSplitK = EnableMultiCoreSplitK
+
+    def GetSingleShape(self):
+        """(singleCoreM, singleCoreN, singleCoreK) of the last successful GetTiling, else
+        None (pyasc's Python form of the out-parameters)."""
+        r = self._result
+        return None if r is None else (r.singleCoreM, r.singleCoreN, r.singleCoreK)
+
+    def GetCoreNum(self):
+        """(dim, mDim, nDim) of the last successful GetTiling (dim = mDim * nDim), else
+        None."""
+        return None if self._result is None else self._dims
+
+    def _dim(self) -> int:
+        return self.blockDim
+
+    def _fixed_single(self) -> tuple[int, int]:
+        return self.fixSingleM, self.fixSingleN
+
+    def _compute(self) -> TCubeTiling:
+        if self.enableSplitK_:
+            raise _TilingError("EnableMultiCoreSplitK is not modelled")
+        return super()._compute()
+
+    def _single_k(self, k: int) -> int:
+        if self.fixSingleK > k:
+            raise _TilingError(f"SetSingleShape's K ({self.fixSingleK}) exceeds the shape's "
+                               f"({k})")
+        return self.fixSingleK if self.fixSingleK > 0 else k
