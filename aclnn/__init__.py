@@ -35,6 +35,8 @@ from aclnn.ops.embedding_dense_backward import (PrecisionCaveatWarning,
                                                 aclnnEmbeddingDenseBackward,
                                                 aclnnEmbeddingDenseBackwardGetWorkspaceSize)
 from aclnn.ops.fused_sparse_adam import aclnnFusedSparseAdam, aclnnFusedSparseAdamGetWorkspaceSize
+from aclnn.ops.matmul import (aclnnBatchMatMul, aclnnBatchMatMulGetWorkspaceSize, aclnnMatmul,
+                              aclnnMatmulGetWorkspaceSize, aclnnMm, aclnnMmGetWorkspaceSize)
 from aclnn.ops.rms_norm import aclnnRmsNorm, aclnnRmsNormGetWorkspaceSize
 from aclnn.ops.softmax import aclnnSoftmax, aclnnSoftmaxGetWorkspaceSize
 from aclnn.tensor import *  # noqa: F401,F403
@@ -49,4 +51,6 @@ __all__ = list(_constants_all) + list(_tensor_all) + [
     "aclnnEmbeddingDenseBackward", "aclnnEmbeddingDenseBackwardGetWorkspaceSize",
     "PrecisionCaveatWarning", "aclnnFusedSparseAdam", "aclnnFusedSparseAdamGetWorkspaceSize",
     "aclnnSoftmax", "aclnnSoftmaxGetWorkspaceSize", "aclnnRmsNorm", "aclnnRmsNormGetWorkspaceSize",
+    "aclnnMatmul", "aclnnMatmulGetWorkspaceSize", "aclnnMm", "aclnnMmGetWorkspaceSize",
+    "aclnnBatchMatMul", "aclnnBatchMatMulGetWorkspaceSize",
 ]

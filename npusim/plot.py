@@ -132,6 +132,20 @@ def _groups(records, x: str, varying) -> dict:
     return groups
 
 
+def _plot_tflops(ax, groups: dict, key: str, xlabel: str | None):
+    """The simulated TFLOPS (records' ``tflops``) of each group against ``key`` on ``ax``."""
+    for i, (label, rs) in enumerate(groups.items()):
+        rs = sorted(rs, key=lambda r: r[key])
+        xs = [r.get("tile_len") or r[key] for r in rs] if key == "tile" else [r[key] for r in rs]
+        ax.plot(xs, [r["tflops"] for r in rs], "s-", color=f"C{3 + i}",
+                label="TFLOPS" + (f" ({label})" if label else ""))
+    ax.set_ylabel("simulated TFLOPS")
+    if xlabel:
+        ax.set_xlabel(xlabel)
+        ax.set_title(f"TFLOPS against {xlabel}")
+    return ax
+
+
 def plot_sweep(records, path=None, *, x: str | None = None, axes=None,
                title: str | None = None) -> Figure:
     """Plot sweep records (dicts with the axes and ``duration_us``, ``hbm_floor_us``).
@@ -149,8 +163,10 @@ def plot_sweep(records, path=None, *, x: str | None = None, axes=None,
         The Figure. Against "cores": two Axes — x "cores", y "simulated time (µs)" with
         the measured time and the HBM roofline; x "cores", y "speed-up" with the measured
         speed-up over the fewest cores, the ideal (linear) and the roofline bound
-        ``min(n / n0, T(n0) / floor)``. Against "tile": one Axes, x "tile length
-        (elements)" (log2), y "simulated time (µs)" with the HBM roofline. Otherwise one
+        ``min(n / n0, T(n0) / floor)``; records with ``tflops`` (cube operators) add a
+        third, x "cores", y "simulated TFLOPS". Against "tile": one Axes, x "tile length
+        (elements)" (log2), y "simulated time (µs)" with the HBM roofline (and, with
+        ``tflops``, a second y axis "simulated TFLOPS"). Otherwise one
         bar chart, y "simulated time (µs)". Lines of several groups (other axes that
         vary) carry their labels in the legend.
 
@@ -170,10 +186,11 @@ def plot_sweep(records, path=None, *, x: str | None = None, axes=None,
              if a in first and a not in varying and a != x]
     title = title or " ".join([str(first.get("op", ""))] + fixed).strip()
     groups = _groups(records, x, varying)
+    tflops = all(r.get("tflops") is not None for r in records)    # a cube operator's records
     if x == "cores":
-        fig = Figure(figsize=(12, 4.8))
-        ax_t = fig.add_subplot(1, 2, 1)
-        ax_s = fig.add_subplot(1, 2, 2)
+        fig = Figure(figsize=(18 if tflops else 12, 4.8))
+        ax_t = fig.add_subplot(1, 3 if tflops else 2, 1)
+        ax_s = fig.add_subplot(1, 3 if tflops else 2, 2)
         for label, rs in groups.items():
             rs = sorted(rs, key=lambda r: r["cores"])
             n = [r["cores"] for r in rs]
@@ -195,7 +212,10 @@ def plot_sweep(records, path=None, *, x: str | None = None, axes=None,
         ax_s.set_xlabel("cores")
         ax_s.set_ylabel("speed-up")
         ax_s.set_title(f"speed-up over {min(r['cores'] for r in records)} core(s)")
-        for ax in (ax_t, ax_s):
+        axes_ = [ax_t, ax_s]
+        if tflops:
+            axes_.append(_plot_tflops(fig.add_subplot(1, 3, 3), groups, "cores", "cores"))
+        for ax in axes_:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
     elif x == "tile":
@@ -212,7 +232,9 @@ def plot_sweep(records, path=None, *, x: str | None = None, axes=None,
         ax.set_ylabel(SIM_TIME_LABEL)
         ax.set_title("time against tile length")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left")
+        if tflops:
+            _plot_tflops(ax.twinx(), groups, "tile", None).legend(fontsize=7, loc="upper right")
     else:                             # categories: grouped bars, one series per group
         fig = Figure(figsize=(8, 4.8))
         ax = fig.add_subplot(1, 1, 1)

@@ -44,14 +44,14 @@ from npusim.profiling import write_csv
 #: Columns a sweep record usually has, in table order (others follow).
 RECORD_COLUMNS = (
     "op", "shape", "dtype", "soc", "cores", "tile", "block_dim", "tile_len", "duration_us",
-    "speedup", "aiv_mte2_time_us", "aiv_vec_time_us", "aiv_mte3_time_us",
+    "speedup", "tflops", "aiv_mte2_time_us", "aiv_vec_time_us", "aiv_mte3_time_us",
     "aiv_scalar_time_us", "bytes_read", "bytes_written", "hbm_bytes", "bandwidth_GBps",
     "hbm_bandwidth_GBps", "hbm_floor_us", "bound", "bound_percent", "check", "max_abs_err",
     "error",
 )
 #: Columns of the printed table (``SweepResult.table``).
 TABLE_COLUMNS = ("cores", "tile", "dtype", "soc", "block_dim", "tile_len", "duration_us",
-                 "speedup", "hbm_bandwidth_GBps", "hbm_floor_us", "bound", "bound_percent",
+                 "speedup", "tflops", "hbm_bandwidth_GBps", "hbm_floor_us", "bound", "bound_percent",
                  "check")
 
 

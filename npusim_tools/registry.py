@@ -25,8 +25,9 @@ Each :class:`OperatorEntry` says, for one operator:
 Core counts on the aclnn path use the ``"max_cores"`` option of the acl.init JSON
 (:mod:`aclnn.runtime`), which limits the device's vector cores for every operator.
 
-Entries (:data:`REGISTRY`): ApplyFusedEmaAdam, ApplyAddSign, Add, Softmax and RmsNorm with
-both paths;
+Entries (:data:`REGISTRY`): ApplyFusedEmaAdam, ApplyAddSign, Add, Softmax, RmsNorm, Matmul
+and BatchMatMul with both paths (the cube operators' records also carry ``tflops``, and their
+"tile" is the base block, grown with the L0C budget);
 EmbeddingDenseBackward and FusedSparseAdam with the aclnn path only (their executors
 launch chains of kernels — Cast, Sort, the main kernel — so they have no single
 kernel-level launch to re-tile; ``tiling`` is None and tile sweeps report that).
@@ -112,6 +113,9 @@ class OperatorEntry:
     ub_budget: Callable | None
     tolerance: dict
     summary: str = ""
+    #: ``flops(case)``: floating-point operations of the case (cube operators); the sweep
+    #: record then carries ``tflops`` (simulated TFLOPS over the launches' duration).
+    flops: Callable | None = None
 
     def __call__(self, point: dict) -> dict:
         """Sweep runner: the record of one point (see :func:`run_point`)."""
@@ -434,6 +438,81 @@ def _rms_launch(device, stream, addrs, td, case, workspace):
     device.launch(stream, rms_norm, td.blockDim, args, name="RmsNorm", reserve_ub=False)
 
 
+# -- Matmul and BatchMatMul (the cube: AIC_ONLY launches) -------------------------------------
+#: cubeMathType of the registry's runs: KEEP_DTYPE (float32 computes in float32)
+_CUBE_MATH_TYPE = 0
+
+
+def _mm_dims(case) -> tuple:
+    """(batch, m, k, n) of a Matmul (shape M x K x N) or BatchMatMul (B x M x K x N) case."""
+    shape = case.shape
+    return (1, *shape) if len(shape) == 3 else tuple(shape)
+
+
+def _mm_inputs(rank):
+    def make(shape, dtype, rng):
+        if len(shape) != rank:
+            want = "M x K x N" if rank == 3 else "B x M x K x N"
+            raise RunError(f"the shape of this operator is {want} ({rank} dims), got "
+                           f"{list(shape)}")
+        lead, (m, k, n) = tuple(shape[:-3]), shape[-3:]
+        t = {"self": _normal(rng, lead + (m, k), dtype), "mat2": _normal(rng, lead + (k, n), dtype),
+             "out": np.zeros(lead + (m, n), dtype)}
+        return t, ("out",), {"cubeMathType": _CUBE_MATH_TYPE}
+    return make
+
+
+def _mm_golden(case):
+    from kernels.matmul.golden import matmul_golden
+    return {"out": matmul_golden(case.tensors["self"], case.tensors["mat2"], case.dtype)}
+
+
+def _mm_first(api):
+    def first(tensors, case):
+        from aclnn.ops import matmul
+        return getattr(matmul, f"{api}GetWorkspaceSize")(tensors["self"], tensors["mat2"],
+                                                         tensors["out"], case.attrs["cubeMathType"])
+    return first
+
+
+def _mm_second(api):
+    def second(workspace, size, executor, stream):
+        from aclnn.ops import matmul
+        return getattr(matmul, api)(workspace, size, executor, stream)
+    return second
+
+
+def _mm_tiling(soc, case, core_num, ub_size):
+    """The MatMulV3 tiling: ``core_num`` AICs (at most the SoC's), ``ub_size`` read as the
+    L0C budget of a base block (tile sweeps: the base block grows with it; at least one
+    16 x 16 float fractal)."""
+    from kernels.matmul.tiling import tiling
+    batch, m, k, n = _mm_dims(case)
+    return tiling(soc, m, n, k, case.dtype, batch_shape=(batch,) if len(case.shape) == 4 else (),
+                  core_num=min(core_num, soc.cube_block_num),
+                  l0c_size=None if ub_size is None else max(int(ub_size), 1024))
+
+
+def _mm_launch(device, stream, addrs, td, case, workspace):
+    from kernels.matmul.kernel import mat_mul_v3
+    from npusim.ascendc.types import KernelMetaType
+    # as aclnn/ops/matmul.py for contiguous inputs of out's dtype: one cube-only launch
+    device.launch(stream, mat_mul_v3, td.blockDim, (addrs["self"], addrs["mat2"], addrs["out"],
+                                                    workspace, td),
+                  name=td.opType, reserve_ub=False,
+                  kernel_type=KernelMetaType.KERNEL_TYPE_AIC_ONLY)
+
+
+def _mm_flops(case) -> int:
+    batch, m, k, n = _mm_dims(case)
+    return 2 * batch * m * n * k
+
+
+#: the cube accumulates in float32 (rounding per k fractal) and rounds once to the output
+#: dtype: float16/bf16 one output rounding; float32 the accumulation (~sqrt(K) ulps)
+_MM_TOL = {"float32": (1e-5, 2e-4), "float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2)}
+
+
 def _ub_with_reserve(soc):
     return soc.ub_usable - soc.ascendc_reserved_ub
 
@@ -501,6 +580,23 @@ register(OperatorEntry(
     tile_field="ubFactor", ub_budget=lambda soc: soc.ub_usable, tolerance=_TOL,
     summary="y = x * rstd * gamma over the last dim, rstd = 1/sqrt(mean(x^2) + 1e-6) "
             "(shape: x's; gamma: its last dim)"))
+
+
+register(OperatorEntry(
+    name="Matmul", api="aclnnMatmul", dtypes=("float16", "bfloat16", "float32"), socs=_A2,
+    default_shape=(1024, 1024, 1024), make_inputs=_mm_inputs(3), golden=_mm_golden,
+    first_phase=_mm_first("aclnnMatmul"), second_phase=_mm_second("aclnnMatmul"),
+    tiling=_mm_tiling, launch=_mm_launch, tile_field="baseMN",
+    ub_budget=lambda soc: soc.l0_c_size, tolerance=_MM_TOL, flops=_mm_flops,
+    summary="out = self @ mat2 on the cube, cubeMathType 0 (shape: M x K x N; tile: the base "
+            "block baseM*baseN, grown with the L0C budget)"))
+register(OperatorEntry(
+    name="BatchMatMul", api="aclnnBatchMatMul", dtypes=("float16", "bfloat16", "float32"),
+    socs=_A2, default_shape=(8, 256, 512, 256), make_inputs=_mm_inputs(4), golden=_mm_golden,
+    first_phase=_mm_first("aclnnBatchMatMul"), second_phase=_mm_second("aclnnBatchMatMul"),
+    tiling=_mm_tiling, launch=_mm_launch, tile_field="baseMN",
+    ub_budget=lambda soc: soc.l0_c_size, tolerance=_MM_TOL, flops=_mm_flops,
+    summary="out[b] = self[b] @ mat2[b] on the cube, cubeMathType 0 (shape: B x M x K x N)"))
 
 
 def get(name: str) -> OperatorEntry:
@@ -784,6 +880,8 @@ def run_point(entry: OperatorEntry, *, shape=None, dtype="float32", soc="Ascend9
     rec.update(profile_record(res.profiles, res.soc))
     rec["tile_len"] = (getattr(res.tiling, entry.tile_field, None)
                        if res.tiling is not None and entry.tile_field else None)
+    if entry.flops is not None and rec.get("duration_us"):
+        rec["tflops"] = entry.flops(case) / (rec["duration_us"] * 1e-6) / 1e12
     if check_golden:
         rec.update(check(entry, case, res.outputs, expected))
     return rec

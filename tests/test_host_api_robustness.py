@@ -348,6 +348,28 @@ OPS["aclnnSoftmax"] = (_softmax_api, _softmax_args, [("self", "T"), ("dim", "DIM
 OPS["aclnnRmsNorm"] = (_rms_norm_api, _rms_norm_args,
                        [("x", "T"), ("gamma", "T"), ("epsilon", "D"), ("yOut", "T"),
                         ("rstdOut", "T")])
+
+
+def _mm_args(dims_self, dims_mat2, dims_out):
+    def make(e):
+        return [e.rand(dims_self, seed=1), e.rand(dims_mat2, seed=2), e.rand(dims_out, seed=3), 0]
+    return make
+
+
+def _mm_api(name):
+    def phases():
+        from aclnn.ops import matmul as m
+        return getattr(m, f"{name}GetWorkspaceSize"), getattr(m, name)
+    return phases
+
+
+for _name, _dims in (("aclnnMatmul", ([4, 8], [8, 6], [4, 6])),
+                     ("aclnnMm", ([4, 8], [8, 6], [4, 6])),
+                     ("aclnnBatchMatMul", ([2, 4, 8], [2, 8, 6], [2, 4, 6]))):
+    OPS[_name] = (_mm_api(_name), _mm_args(*_dims),
+                  [("self", "T"), ("mat2", "T"), ("out", "T"), ("cubeMathType", "CMT")])
+#: cubeMathType (int8_t): not an int, or not one of the documented values.
+CMT_BAD = {"None": None, "str": "0", "1.5": 1.5, "bool": True, "5": 5, "-1": -1, "128": 128}
 #: An int64 dim (aclnnSoftmax): not an int, or outside [-n, n).
 DIM_BAD = {"None": None, "str": "0", "1.5": 1.5, "bool": True, "out of range": 2,
            "2**63": 2 ** 63}
@@ -361,7 +383,7 @@ def _first_phase_rows():
     for op, (_, _, params) in OPS.items():
         for i, (arg, kind) in enumerate(params):
             bad = {"T": TENSOR_BAD, "S": SCALAR_BAD, "D": DOUBLE_BAD, "MODE": MODE_BAD,
-                   "BOOL": BOOL_BAD, "U64": UINT64_BAD, "DIM": DIM_BAD}[kind]
+                   "BOOL": BOOL_BAD, "U64": UINT64_BAD, "DIM": DIM_BAD, "CMT": CMT_BAD}[kind]
             for label in bad:
                 if op == "aclnnEmbeddingDenseBackward" and arg == "paddingIdx" and label == "2**64":
                     continue      # paddingIdx takes int64 values too (negative = no padding)
@@ -387,10 +409,11 @@ def test_first_phase_rejects_bad_argument(env, op, index, kind, label):
         args[index] = make(env)
     else:
         args[index] = {"D": DOUBLE_BAD, "MODE": MODE_BAD, "BOOL": BOOL_BAD,
-                       "U64": UINT64_BAD, "DIM": DIM_BAD}[kind][label]
+                       "U64": UINT64_BAD, "DIM": DIM_BAD, "CMT": CMT_BAD}[kind][label]
         code = 161002          # a C double/int64/bool cannot be null: a bad value
         words = {"D": NUMBER, "MODE": ("0 (L2) or 1",), "BOOL": ("must be a bool",),
-                 "U64": ("uint64",), "DIM": ("int", "range")}[kind]
+                 "U64": ("uint64",), "DIM": ("int", "range"),
+                 "CMT": ("int8_t", "only support")}[kind]
     expect_failure(first, args, code, arg, words, api=first.__name__)
 
 
@@ -1068,6 +1091,6 @@ def test_every_operator_is_in_the_tables():
                "apply_fused_ema_adam": "aclnnApplyFusedEmaAdam",
                "embedding_dense_backward": "aclnnEmbeddingDenseBackward",
                "fused_sparse_adam": "aclnnFusedSparseAdam", "softmax": "aclnnSoftmax",
-               "rms_norm": "aclnnRmsNorm"}
+               "rms_norm": "aclnnRmsNorm", "matmul": "aclnnMatmul"}
     assert modules <= set(spelled), f"operator modules without rows: {modules - set(spelled)}"
     assert {spelled[m] for m in modules} <= set(OPS)

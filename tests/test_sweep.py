@@ -114,7 +114,7 @@ def test_same_seed_same_case_and_names():
     assert all(np.array_equal(a.tensors[k], b.tensors[k]) for k in a.tensors)
     assert a.tensors["var"].dtype == np.float16 and a.outputs == ("var", "m")
     with pytest.raises(KeyError, match="known: Add, ApplyAddSign, ApplyFusedEmaAdam, "
-                       "EmbeddingDenseBackward, FusedSparseAdam"):
+                       "BatchMatMul, EmbeddingDenseBackward, FusedSparseAdam"):
         registry.get("Nope")
 
 
