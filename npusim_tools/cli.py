@@ -10,6 +10,7 @@
                   | --soc Ascend910B1,Ascend910B4 [--shape ...] [--plot FILE.png]
                   [--csv FILE] [--jobs N | --scheduler ADDRESS | --serial] [--no-progress]
     npusim timeline TRACE.json --plot FILE.png [--cores 0,1,2] [--window START,END]
+    npusim pyasc [--soc NAME] [--trace FILE] [--op-summary FILE] SCRIPT.py [ARGS...]
 
 Exit status: 0 on success; 1 when a run fails its golden check or an operator call
 fails; 2 for a bad argument (a one-line ``npusim: error: ...`` on stderr, never a
@@ -323,6 +324,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--cores", help="AI cores to show, e.g. 0-3 (default: all)")
     t.add_argument("--window", help="START,END: the part of the device clock to show (µs)")
     t.set_defaults(func=cmd_timeline)
+
+    from npusim.pyasc import __main__ as pyasc_main      # no pyasc import until it runs
+    y = sub.add_parser("pyasc", help="run a pyasc (import asc) script on npusim")
+    pyasc_main.add_arguments(y)
+    y.set_defaults(func=pyasc_main.run)
     return p
 
 
