@@ -1,4 +1,4 @@
-"""Train a small next-word model whose optimizer runs on the simulated Ascend NPU.
+"""Train a small next-word model whose training step runs on the simulated Ascend NPU.
 
 Run from the repository root::
 
@@ -9,15 +9,21 @@ Run from the repository root::
 
 What runs where:
 
-* Host (numpy, float32): reading and tokenising the text, batching, the model's forward
-  pass, the softmax cross-entropy loss and the hand-written backward pass, and the
-  held-out evaluation with the EMA weights.
-* Device (the simulated NPU, through ``aclnn``): every parameter update. Each step copies
-  the gradients to device memory, calls ``aclnnApplyFusedEmaAdam`` once per parameter
-  tensor (AdamW + an exponential moving average of the weights, fused in one kernel),
-  times the launches with two events and copies the new weights and EMA weights back.
-  ``--optimizer numpy`` replaces the device by the operator's numpy golden
-  (``kernels/apply_fused_ema_adam/golden.py``), which is handy without the simulator.
+* Host (numpy, float32): reading and tokenising the text, batching, the mean of the
+  context embeddings (a gather), the softmax cross-entropy loss and its gradient dlogits,
+  and the held-out evaluation with the EMA weights.
+* Device (the simulated NPU, through ``aclnn``; the weights live there): the output
+  layer's forward matmul ``logits = [h, 1] @ [W; b]`` (``aclnnMatmul``), its gradients
+  ``[dW; db] = [h, 1].T @ dlogits`` and ``dh = dlogits @ W.T`` and each context position's
+  share ``R @ dh`` (``aclnnMatmul``), the embedding backward
+  (``aclnnEmbeddingDenseBackward``) and every parameter update
+  (``aclnnApplyFusedEmaAdam``: AdamW + an exponential moving average of the weights,
+  fused in one kernel, once per parameter tensor). Events time the kernels; the new
+  weights and EMA weights come back for the host's next gather and evaluation.
+  ``--optimizer numpy`` replaces the device by numpy and the operators' goldens
+  (``kernels/*/golden.py``), which is handy without the simulator. On ``--soc
+  Ascend910A`` aclnnMatmul and aclnnApplyFusedEmaAdam are not supported: the matmuls and
+  the update run on the host there and the run says so.
 
 The data is real text that ships with CPython: the Python language reference used by
 ``help()`` (``pydoc_data.topics``). The model predicts the next token from the mean of the
@@ -28,10 +34,19 @@ embeddings of the previous ``context`` tokens::
     loss   = softmax cross-entropy(logits, y)
 
 ``--compare`` runs both optimizers with the same seed and checks that the per-step train
-losses agree within ``COMPARE_TOLERANCE`` = 1e-4 (absolute). The device kernel computes in
-float32 in its own order of operations while the golden computes in float64 and rounds
-once, so the weights differ by a few float32 ulps and the losses agree to about 1e-6
-relative; 1e-4 leaves room for that to grow over a run, and still catches a wrong update.
+losses agree within ``COMPARE_TOLERANCE`` = 1e-4 (absolute, float32 runs). The device
+computes in float32 in its own order of operations — the cube accumulates each matmul's
+products in float32 in its fractal order and adds b inside the matmul, the update kernel
+computes in float32 while the golden computes in float64 and rounds once — so logits,
+gradients and weights differ by a few float32 ulps and the losses by about 1e-6
+relative; 1e-4 leaves room for that to grow over a run, and still catches a wrong
+matmul or update (a wrong gradient moves the loss by more than 1e-3 within a few steps).
+In bfloat16 runs the tolerance is ``COMPARE_TOLERANCE_BF16`` = 2e-3: a weight whose float32
+update lands near a rounding boundary rounds to neighbouring bfloat16 values (8
+significant bits) on the two sides, and the device also rounds h and dlogits to bfloat16
+before its matmuls (the host keeps them in float32). Measured over the default 100 steps:
+3.7e-4 (3.3e-4 when the matmuls ran on the host); 2e-3 leaves room for other seeds and
+still catches a wrong gradient.
 """
 from __future__ import annotations
 
@@ -58,6 +73,8 @@ PAD, UNK = 0, 1                 # reserved token ids
 # repeated character (the "-----" and "=====" rules of the reference's tables) is one token
 TOKEN_RE = re.compile(r"[a-z_]+|\d+|([^\sa-z_\d])\1*")
 COMPARE_TOLERANCE = 1e-4        # max |train loss (npu) - train loss (numpy)| per step
+COMPARE_TOLERANCE_BF16 = 2e-3   # the same in bfloat16 runs (module docstring)
+KEEP_DTYPE = 0                  # aclnnMatmul's cubeMathType: float32 stays float32
 
 DEFAULTS = dict(
     steps=100, soc="Ascend910B1", seed=0, vocab=2048, dim=64, batch=256, context=4,
@@ -136,6 +153,25 @@ def init_params(vocab: int, dim: int, rng: np.random.Generator) -> dict[str, np.
     }
 
 
+def embed_mean(E: np.ndarray, X: np.ndarray):
+    """The embedding half of the forward pass: ``(mask [B, C], count [B, 1], h [B, D])``,
+    h the mean of the context embeddings with the ``<pad>`` positions left out."""
+    mask = X != PAD                                                      # [B, C]
+    count = np.maximum(mask.sum(axis=1, keepdims=True), 1).astype(E.dtype)  # [B, 1]
+    h = (E[X] * mask[:, :, None]).sum(axis=1) / count                    # [B, D]
+    return mask, count, h
+
+
+def cross_entropy(logits: np.ndarray, y: np.ndarray):
+    """Mean softmax cross-entropy of ``logits`` [B, V] against ids ``y`` [B]; returns
+    ``(loss, probs [B, V])``."""
+    shifted = logits - logits.max(axis=1, keepdims=True)                 # log-sum-exp
+    log_z = np.log(np.exp(shifted).sum(axis=1, keepdims=True))           # [B, 1]
+    log_probs = shifted - log_z                                          # [B, V]
+    loss = -log_probs[np.arange(len(y)), y].mean()
+    return float(loss), np.exp(log_probs)
+
+
 def forward(params: dict[str, np.ndarray], X: np.ndarray, y: np.ndarray):
     """Mean of the context embeddings, a linear layer and softmax cross-entropy.
 
@@ -149,21 +185,37 @@ def forward(params: dict[str, np.ndarray], X: np.ndarray, y: np.ndarray):
         needs: ``X``, ``y``, ``mask`` [B, C], ``count`` [B, 1], ``h`` [B, D] and
         ``probs`` [B, V].
     """
-    E, W, b = params["E"], params["W"], params["b"]
-    mask = X != PAD                                                      # [B, C]
-    count = np.maximum(mask.sum(axis=1, keepdims=True), 1).astype(E.dtype)  # [B, 1]
-    h = (E[X] * mask[:, :, None]).sum(axis=1) / count                    # [B, D]
-    logits = h @ W + b                                                   # [B, V]
-    shifted = logits - logits.max(axis=1, keepdims=True)                 # log-sum-exp
-    log_z = np.log(np.exp(shifted).sum(axis=1, keepdims=True))           # [B, 1]
-    log_probs = shifted - log_z                                          # [B, V]
-    loss = -log_probs[np.arange(len(y)), y].mean()
-    cache = dict(X=X, y=y, mask=mask, count=count, h=h, probs=np.exp(log_probs))
-    return float(loss), cache
+    mask, count, h = embed_mean(params["E"], X)
+    logits = h @ params["W"] + params["b"]                               # [B, V]
+    loss, probs = cross_entropy(logits, y)
+    return loss, dict(X=X, y=y, mask=mask, count=count, h=h, probs=probs)
+
+
+def logits_grad(probs: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """dloss/dlogits [B, V] of the mean cross-entropy: (probs - onehot(y)) / B."""
+    batch = len(y)
+    dlogits = probs.copy()
+    dlogits[np.arange(batch), y] -= 1.0
+    dlogits /= batch
+    return dlogits
+
+
+def position_weights(X: np.ndarray, count: np.ndarray | None = None) -> np.ndarray:
+    """R [B*C, B] with R[n*C + c, n] = 1 / count[n]: ``R @ dh`` hands every context
+    position of example n its share dh[n] / count[n] of the mean's gradient (the
+    embedding backward then drops the ``<pad>`` positions through paddingIdx)."""
+    batch, context = X.shape
+    if count is None:
+        count = np.maximum((X != PAD).sum(axis=1, keepdims=True), 1)
+    R = np.zeros((batch * context, batch), dtype=np.float32)
+    R[np.arange(batch * context), np.repeat(np.arange(batch), context)] = \
+        np.repeat(1.0 / count.reshape(-1), context)
+    return R
 
 
 def output_backward(params: dict[str, np.ndarray], cache: dict):
-    """The host's share of the backward pass.
+    """The output layer's backward pass on the host (the numpy run, and the device run on
+    a SoC without aclnnMatmul).
 
     Returns:
         ``({"W": dW [D, V], "b": db [V]}, grad_pos [B*C, D], ids [B*C])``: dlogits [B, V] =
@@ -173,10 +225,7 @@ def output_backward(params: dict[str, np.ndarray], cache: dict):
         of ``<pad>`` (paddingIdx).
     """
     X, y, count, h = cache["X"], cache["y"], cache["count"], cache["h"]
-    batch = len(y)
-    dlogits = cache["probs"].copy()
-    dlogits[np.arange(batch), y] -= 1.0
-    dlogits /= batch                                                     # [B, V]
+    dlogits = logits_grad(cache["probs"], y)                             # [B, V]
     dW = h.T @ dlogits                                                   # [D, V]
     db = dlogits.sum(axis=0)                                             # [V]
     dh = dlogits @ params["W"].T                                         # [B, D]
@@ -260,23 +309,37 @@ def _check(call: str, ret: int) -> None:
 class NpuTraining:
     """The device side of a training step, written like the official aclnn samples.
 
-    Per step, on the compute stream: copy the host's gradients in (``grad_pos`` for the
-    embedding, dW, db) and the step number; wait for the event that says this batch's
-    token ids have arrived; run ``aclnnEmbeddingDenseBackward`` (paddingIdx = ``<pad>``),
-    whose output is directly the gradient tensor of E; run ``aclnnApplyFusedEmaAdam`` for
-    E, W and b; copy the new weights and the EMA weights back. On the copy stream, in the
-    meantime: once the gradients are in, the next batch's token ids go host -> device into
-    the other of two buffers, and an event marks their arrival — that copy overlaps this
-    step's kernels.
+    The weights live on the device. The output layer is one [D+1, V] buffer per role whose
+    last row is b, so that a ones column appended to h turns ``h @ W + b`` and (dW, db)
+    into one matmul each. Per step, on the compute stream:
 
-    On a SoC where aclnnApplyFusedEmaAdam is not supported (its document lists only
-    Atlas A2/A3; the first phase returns 161002 on Ascend910A) the update runs on the
-    host with the operator's golden, and the run says so.
+    * :meth:`forward`: copy ``[h, 1]`` [B, D+1] in, ``aclnnMatmul`` it with ``[W; b]``
+      into float32 logits [B, V], copy the logits back (the host computes the loss);
+    * :meth:`step`: copy dlogits [B, V] and the step number in; wait for the event that
+      says this batch's token ids (and its position weights R) have arrived;
+      ``aclnnMatmul``: ``[dW; db] = [h, 1].T @ dlogits`` straight into the gradient buffer,
+      ``dh = dlogits @ W.T`` and ``grad_pos = R @ dh``; ``aclnnEmbeddingDenseBackward``
+      (paddingIdx = ``<pad>``) writes E's gradient; ``aclnnApplyFusedEmaAdam`` updates E, W
+      and b; the new weights and the EMA weights come back. On the copy stream, in the
+      meantime: once dlogits is in, the next batch's ids and R go host -> device into the
+      other of two buffers, and an event marks their arrival — that copy overlaps this
+      step's kernels.
+
+    Transposed operands (``[h, 1].T``, ``W.T``) are strided views (aclCreateTensor
+    strides), which aclnnMatmul reads in place with the kernel's transpose flag. Every
+    matmul uses cubeMathType KEEP_DTYPE (0): float32 stays float32 on the cube.
+
+    On a SoC where aclnnMatmul is not supported (the simulator runs it on Atlas A2/A3
+    only; 161002 on Ascend910A) the forward pass and the output layer's gradients run on
+    the host and :meth:`step` takes them from there (``grads``, ``grad_pos``); where
+    aclnnApplyFusedEmaAdam is not supported (its document lists only Atlas A2/A3) the
+    update runs on the host with the operator's golden. The run says so in both cases.
 
     Args:
         params: the initial weights (E [V, D], W [D, V], b [V]), float32 on the host.
-        dtype: "float32" or "bfloat16": the dtype of every device tensor.
-        soc: the simulated SoC. scale_grad_by_freq: the embedding backward's flag.
+        dtype: "float32" or "bfloat16": the dtype of every device tensor (the logits
+            are float32). soc: the simulated SoC. scale_grad_by_freq: the embedding
+            backward's flag. batch_positions: B*C. batch: B.
     """
 
     ROLES = ("grad", "var", "m", "v", "s")
@@ -284,7 +347,7 @@ class NpuTraining:
     def __init__(self, params: dict[str, np.ndarray], lr: float = DEFAULTS["lr"],
                  soc: str = DEFAULTS["soc"], dtype: str = "float32",
                  scale_grad_by_freq: bool = False, batch_positions: int = 0,
-                 device_id: int = 0, verbose: bool = True, **adam):
+                 batch: int = 0, device_id: int = 0, verbose: bool = True, **adam):
         self.lr = lr
         self.adam = {**ADAM_DEFAULTS, **adam}
         self.np_dtype = np.dtype(DTYPES[dtype][0])
@@ -294,10 +357,12 @@ class NpuTraining:
         self.step_count = 0
         self.vocab, self.dim = params["E"].shape
         self.ema = {name: p.copy() for name, p in params.items()}
-        self.buffers: dict[str, dict[str, int]] = {}     # name -> role -> device pointer
+        # name -> role -> (device pointer, byte offset): W and b share the output buffer
+        self.buffers: dict[str, dict[str, tuple[int, int]]] = {}
         self.tensors: dict[str, dict[str, object]] = {}  # name -> role -> aclTensor
         self.workspace, self.workspace_size = 0, 0
         self.timeline: list[dict] = []                   # device spans of each step
+        self.forward_us = 0.0                            # device time of this step's forward
         self.closed = False
 
         # 1. Initialise ACL (the JSON tells the simulator which SoC to be), choose the
@@ -316,28 +381,51 @@ class NpuTraining:
         self.copy_stream, ret = acl.rt.create_stream()
         _check("acl.rt.create_stream", ret)
 
-        # 2. Device memory and tensors: grad/var/m/v/s per parameter, the step, the
-        #    per-position gradient of the embedding and two buffers of token ids.
-        for name, p in params.items():
+        # 2. Device memory and tensors: grad/var/m/v/s of E and of the output layer
+        #    [W; b] (W its first D rows, b its last), the step, the matmuls' operands,
+        #    the per-position gradient of the embedding and two buffers of ids and of R.
+        D, V = self.dim, self.vocab
+        layers = {"E": params["E"], "Wb": np.concatenate([params["W"], params["b"][None]])}
+        self.ptrs = []                                   # every allocation, freed at close
+        for name, p in layers.items():
             p = p.astype(self.np_dtype)
             initial = {"grad": np.zeros_like(p), "var": p, "m": np.zeros_like(p),
                        "v": np.zeros_like(p), "s": p.copy()}
-            self.buffers[name], self.tensors[name] = {}, {}
             for role in self.ROLES:
                 ptr = self._to_device(initial[role])
-                self.buffers[name][role] = ptr
-                self.tensors[name][role] = self._create_tensor(p.shape, self.acl_dtype, ptr)
+                if name == "E":
+                    self._add("E", role, ptr, 0, (V, D), D * V)
+                    continue
+                self._add("Wb", role, ptr, 0, (D + 1, V), (D + 1) * V)
+                self._add("W", role, ptr, 0, (D, V), (D + 1) * V)
+                self._add("b", role, ptr, D * V, (V,), (D + 1) * V)
+        # W.T [V, D]: a strided view of the weights, read in place by aclnnMatmul
+        self.w_t = self._create_tensor((V, D), self.acl_dtype, self.buffers["W"]["var"][0],
+                                       strides=(1, V), storage=(D + 1) * V)
         self.step_host = np.zeros(1, dtype=np.int64)
         self.step_ptr = self._to_device(self.step_host)
         self.step_tensor = self._create_tensor((1,), aclnn.ACL_INT64, self.step_ptr)
-        n = batch_positions
-        self.grad_pos_ptr = self._to_device(np.zeros((n, self.dim), self.np_dtype))
-        self.grad_pos_tensor = self._create_tensor((n, self.dim), self.acl_dtype,
-                                                   self.grad_pos_ptr)
+        B, n = batch, batch_positions
+        self.h_ptr = self._to_device(np.zeros((B, D + 1), self.np_dtype))
+        self.h_tensor = self._create_tensor((B, D + 1), self.acl_dtype, self.h_ptr)
+        self.h_t = self._create_tensor((D + 1, B), self.acl_dtype, self.h_ptr,
+                                       strides=(1, D + 1))
+        self.logits_ptr = self._to_device(np.zeros((B, V), np.float32))
+        self.logits_tensor = self._create_tensor((B, V), aclnn.ACL_FLOAT, self.logits_ptr)
+        self.dlogits_ptr = self._to_device(np.zeros((B, V), self.np_dtype))
+        self.dlogits_tensor = self._create_tensor((B, V), self.acl_dtype, self.dlogits_ptr)
+        self.dh_ptr = self._to_device(np.zeros((B, D), self.np_dtype))
+        self.dh_tensor = self._create_tensor((B, D), self.acl_dtype, self.dh_ptr)
+        self.grad_pos_ptr = self._to_device(np.zeros((n, D), self.np_dtype))
+        self.grad_pos_tensor = self._create_tensor((n, D), self.acl_dtype, self.grad_pos_ptr)
         self.ids_ptrs = [self._to_device(np.zeros(n, np.int32)) for _ in range(2)]
         self.ids_tensors = [self._create_tensor((n,), aclnn.ACL_INT32, ptr)
                             for ptr in self.ids_ptrs]
         self.ids_host = [np.zeros(n, np.int32) for _ in range(2)]  # alive until copied
+        self.r_ptrs = [self._to_device(np.zeros((n, B), self.np_dtype)) for _ in range(2)]
+        self.r_tensors = [self._create_tensor((n, B), self.acl_dtype, ptr)
+                          for ptr in self.r_ptrs]
+        self.r_host = [np.zeros((n, B), self.np_dtype) for _ in range(2)]
 
         # 3. Events: the start and end of each step's kernels, and "ids arrived" per buffer.
         self.start_event, ret = acl.rt.create_event()
@@ -352,27 +440,47 @@ class NpuTraining:
             _check("acl.rt.create_event", ret)
             self.ids_events.append(event)
 
-        # 4. Does this SoC run aclnnApplyFusedEmaAdam? Ask its first phase once.
+        # 4. Does this SoC run aclnnMatmul and aclnnApplyFusedEmaAdam? Ask each first
+        #    phase once.
+        def unsupported(ret: int, what: str) -> bool:
+            if ret != aclnn.ACLNN_ERR_PARAM_INVALID:
+                return False
+            message = acl.get_recent_err_msg()
+            if verbose:
+                print(f"note: {message.splitlines()[0] if message else ret}\n      {what}",
+                      flush=True)
+            return True
+
+        _, probe, ret = aclnn.aclnnMatmulGetWorkspaceSize(
+            self.h_tensor, self.tensors["Wb"]["var"], self.logits_tensor, KEEP_DTYPE)
+        self.device_matmul = not unsupported(
+            ret, "the forward pass and the output layer's gradients run on the host")
+        if self.device_matmul:
+            _check("aclnnMatmulGetWorkspaceSize", ret)
+            _check("aclDestroyAclOpExecutor", aclnn.aclDestroyAclOpExecutor(probe))
         self.host_update = None
         t = self.tensors["b"]
         _, probe, ret = aclnn.aclnnApplyFusedEmaAdamGetWorkspaceSize(
             t["grad"], t["var"], t["m"], t["v"], t["s"], self.step_tensor, lr, 0.5,
             self.adam["beta1"], self.adam["beta2"], self.adam["eps"], self.adam["mode"],
             self.adam["bias_correction"], self.adam["weight_decay"])
-        if ret == aclnn.ACLNN_ERR_PARAM_INVALID:
-            message = acl.get_recent_err_msg()
+        if unsupported(ret, "the parameter update runs on the host (the operator's "
+                            "golden); the embedding backward stays on the device"):
             self.host_params = {k: v.astype(self.np_dtype) for k, v in params.items()}
             self.host_update = NumpyEmaAdam(self.host_params, lr=lr, **adam)
-            if verbose:
-                print(f"note: {message.splitlines()[0] if message else ret}\n"
-                      "      the parameter update runs on the host (the operator's golden); "
-                      "the embedding backward stays on the device", flush=True)
         else:
             _check("aclnnApplyFusedEmaAdamGetWorkspaceSize", ret)
             _check("aclDestroyAclOpExecutor", aclnn.aclDestroyAclOpExecutor(probe))
 
+    def _add(self, name: str, role: str, ptr: int, offset: int, shape, storage: int) -> None:
+        """Record ``name``'s ``role`` tensor: ``shape`` at element ``offset`` of ``ptr``."""
+        self.buffers.setdefault(name, {})[role] = (ptr, offset * self.np_dtype.itemsize)
+        self.tensors.setdefault(name, {})[role] = self._create_tensor(
+            shape, self.acl_dtype, ptr, offset=offset, storage=storage)
+
     def _to_device(self, host: np.ndarray) -> int:
-        """aclrtMalloc + aclrtMemcpy host -> device; returns the device pointer."""
+        """aclrtMalloc + aclrtMemcpy host -> device; returns the device pointer (freed at
+        :meth:`close`)."""
         nbytes = max(host.nbytes, 1)
         ptr, ret = acl.rt.malloc(nbytes, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
         _check("acl.rt.malloc", ret)
@@ -380,15 +488,20 @@ class NpuTraining:
             ret = acl.rt.memcpy(ptr, host.nbytes, acl.util.numpy_to_ptr(host), host.nbytes,
                                 aclnn.ACL_MEMCPY_HOST_TO_DEVICE)
             _check("acl.rt.memcpy", ret)
+        self.ptrs.append(ptr)
         return ptr
 
     @staticmethod
-    def _create_tensor(shape, dtype, ptr):
-        """aclCreateTensor of a contiguous ND tensor (strides counted in elements)."""
+    def _create_tensor(shape, dtype, ptr, strides=None, offset=0, storage=None):
+        """aclCreateTensor of an ND tensor: contiguous unless ``strides`` (in elements)
+        say otherwise, ``offset`` elements into a storage of ``storage`` elements (by
+        default the view's own size)."""
         shape = list(shape)
-        strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
-        tensor = aclnn.aclCreateTensor(shape, dtype, strides, 0, aclnn.ACL_FORMAT_ND,
-                                       shape, ptr)
+        if strides is None:
+            strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+        storage_dims = shape if storage is None else [storage]
+        tensor = aclnn.aclCreateTensor(shape, dtype, list(strides), offset,
+                                       aclnn.ACL_FORMAT_ND, storage_dims, ptr)
         if tensor is None:
             raise RuntimeError(f"aclCreateTensor failed: {acl.get_recent_err_msg()}")
         return tensor
@@ -408,35 +521,85 @@ class NpuTraining:
         return self.workspace
 
     def prefetch_ids(self, step: int, ids: np.ndarray) -> None:
-        """Copy the token ids of ``step``'s batch ahead, on the copy stream, and record
-        the event the compute stream will wait for."""
+        """Copy the token ids of ``step``'s batch and its position weights R ahead, on the
+        copy stream, and record the event the compute stream will wait for."""
         slot = step % 2
         self.ids_host[slot][...] = ids
-        host = self.ids_host[slot]
-        ret = acl.rt.memcpy_async(self.ids_ptrs[slot], host.nbytes, acl.util.numpy_to_ptr(host),
-                                  host.nbytes, aclnn.ACL_MEMCPY_HOST_TO_DEVICE,
-                                  self.copy_stream)
-        _check("acl.rt.memcpy_async", ret)
+        batch = self.r_host[slot].shape[1]
+        self.r_host[slot][...] = position_weights(ids.reshape(batch, -1))
+        for ptr, host in ((self.ids_ptrs[slot], self.ids_host[slot]),
+                          (self.r_ptrs[slot], self.r_host[slot])):
+            ret = acl.rt.memcpy_async(ptr, host.nbytes, acl.util.numpy_to_ptr(host),
+                                      host.nbytes, aclnn.ACL_MEMCPY_HOST_TO_DEVICE,
+                                      self.copy_stream)
+            _check("acl.rt.memcpy_async", ret)
         _check("acl.rt.record_event", acl.rt.record_event(self.ids_events[slot],
                                                           self.copy_stream))
 
-    def step(self, params, grads, grad_pos, next_ids=None) -> float:
-        """One update: ``grads`` holds dW and db from the host, ``grad_pos`` [B*C, D] the
-        embedding's per-position gradient (its ids were prefetched); ``next_ids`` are
-        copied ahead for the next step. Updates ``params`` and ``self.ema`` in place and
-        returns the simulated device time of the step's kernels (µs)."""
+    def _matmul(self, a, b, out) -> None:
+        """``out = a @ b`` on the compute stream: aclnnMatmul's two phases."""
+        ws, executor, ret = aclnn.aclnnMatmulGetWorkspaceSize(a, b, out, KEEP_DTYPE)
+        _check("aclnnMatmulGetWorkspaceSize", ret)
+        ret = aclnn.aclnnMatmul(self._workspace_for(ws), ws, executor, self.stream)
+        _check("aclnnMatmul", ret)
+
+    def _elapsed_us(self) -> float:
+        """Synchronise the compute stream; the simulated µs between the two events."""
+        _check("acl.rt.synchronize_stream", acl.rt.synchronize_stream(self.stream))
+        ms, ret = acl.rt.event_elapsed_time(self.start_event, self.end_event)
+        _check("acl.rt.event_elapsed_time", ret)
+        return ms * 1000.0
+
+    def forward(self, h: np.ndarray) -> np.ndarray:
+        """The output layer on the device: ``[h, 1] @ [W; b]``.
+
+        Args:
+            h: the mean context embeddings [B, D] from the host (float32).
+
+        Returns:
+            The logits [B, V], float32 (the matmul's output dtype; in bfloat16 runs the
+            operands are bfloat16 and the cube accumulates in float32).
+        """
+        self._keep_h = np.ascontiguousarray(
+            np.concatenate([h, np.ones((len(h), 1), h.dtype)], axis=1), self.np_dtype)
+        ret = acl.rt.memcpy_async(self.h_ptr, self._keep_h.nbytes,
+                                  acl.util.numpy_to_ptr(self._keep_h), self._keep_h.nbytes,
+                                  aclnn.ACL_MEMCPY_HOST_TO_DEVICE, self.stream)
+        _check("acl.rt.memcpy_async", ret)
+        self.t_forward = aclnn.runtime.current_device().env.now
+        _check("acl.rt.record_event", acl.rt.record_event(self.start_event, self.stream))
+        self._matmul(self.h_tensor, self.tensors["Wb"]["var"], self.logits_tensor)
+        _check("acl.rt.record_event", acl.rt.record_event(self.end_event, self.stream))
+        self.forward_us = self._elapsed_us()
+        logits = np.empty((len(h), self.vocab), np.float32)
+        self._from_device(logits, (self.logits_ptr, 0))
+        return logits
+
+    def step(self, params, grads=None, grad_pos=None, next_ids=None, dlogits=None) -> float:
+        """One backward pass and update. With the matmuls on the device, ``dlogits``
+        [B, V] is the host's loss gradient and :meth:`forward` has run on this batch;
+        otherwise ``grads`` holds dW and db from the host and ``grad_pos`` [B*C, D] the
+        embedding's per-position gradient. The batch's ids were prefetched; ``next_ids``
+        are copied ahead for the next step. Updates ``params`` and ``self.ema`` in place
+        and returns the simulated device time of the step's kernels, forward included
+        (µs)."""
         self.step_count += 1
         slot = self.step_count % 2
         ema_decay = ema_decay_at(self.step_count)
         dev = aclnn.runtime.current_device()
-        t_begin = dev.env.now
+        t_begin = self.t_forward if self.device_matmul else dev.env.now
 
-        # 1. Host -> device on the compute stream: gradients and the step number.
-        hosts = {"W": grads["W"], "b": grads["b"]}
-        keep = [np.ascontiguousarray(g, dtype=self.np_dtype) for g in hosts.values()]
-        keep.append(np.ascontiguousarray(grad_pos, dtype=self.np_dtype))
+        # 1. Host -> device on the compute stream: dlogits (or the host's gradients) and
+        #    the step number.
+        if self.device_matmul:
+            keep = [np.ascontiguousarray(dlogits, dtype=self.np_dtype)]
+            targets = [self.dlogits_ptr]
+        else:
+            keep = [np.ascontiguousarray(g, dtype=self.np_dtype)
+                    for g in (grads["W"], grads["b"], grad_pos)]
+            targets = [sum(self.buffers["W"]["grad"]), sum(self.buffers["b"]["grad"]),
+                       self.grad_pos_ptr]
         self.step_host[0] = self.step_count
-        targets = [self.buffers["W"]["grad"], self.buffers["b"]["grad"], self.grad_pos_ptr]
         for ptr, host in list(zip(targets, keep)) + [(self.step_ptr, self.step_host)]:
             ret = acl.rt.memcpy_async(ptr, host.nbytes, acl.util.numpy_to_ptr(host),
                                       host.nbytes, aclnn.ACL_MEMCPY_HOST_TO_DEVICE, self.stream)
@@ -453,14 +616,21 @@ class NpuTraining:
         _check("acl.rt.stream_wait_event",
                acl.rt.stream_wait_event(self.stream, self.ids_events[slot]))
         _check("acl.rt.record_event", acl.rt.record_event(self.start_event, self.stream))
-        #    3a. dE on the device: the embedding backward writes E's gradient tensor.
+        #    3a. The output layer's backward on the cube: [dW; db] = [h, 1].T @ dlogits
+        #        into the gradient buffer, dh = dlogits @ W.T (W before its update), and
+        #        grad_pos = R @ dh, each context position's share of the mean's gradient.
+        if self.device_matmul:
+            self._matmul(self.h_t, self.dlogits_tensor, self.tensors["Wb"]["grad"])
+            self._matmul(self.dlogits_tensor, self.w_t, self.dh_tensor)
+            self._matmul(self.r_tensors[slot], self.dh_tensor, self.grad_pos_tensor)
+        #    3b. dE on the device: the embedding backward writes E's gradient tensor.
         ws, executor, ret = aclnn.aclnnEmbeddingDenseBackwardGetWorkspaceSize(
             self.grad_pos_tensor, self.ids_tensors[slot], self.vocab, PAD,
             self.scale_grad_by_freq, self.tensors["E"]["grad"])
         _check("aclnnEmbeddingDenseBackwardGetWorkspaceSize", ret)
         ret = aclnn.aclnnEmbeddingDenseBackward(self._workspace_for(ws), ws, executor, self.stream)
         _check("aclnnEmbeddingDenseBackward", ret)
-        #    3b. The update of E, W and b: phase one, workspace if > 0, phase two.
+        #    3c. The update of E, W and b: phase one, workspace if > 0, phase two.
         if self.host_update is None:
             for name in params:
                 t = self.tensors[name]
@@ -475,30 +645,32 @@ class NpuTraining:
                 _check("aclnnApplyFusedEmaAdam", ret)
         _check("acl.rt.record_event", acl.rt.record_event(self.end_event, self.stream))
         # 4. Synchronise and read the simulated time between the two events.
-        _check("acl.rt.synchronize_stream", acl.rt.synchronize_stream(self.stream))
-        ms, ret = acl.rt.event_elapsed_time(self.start_event, self.end_event)
-        _check("acl.rt.event_elapsed_time", ret)
+        device_us = self._elapsed_us() + (self.forward_us if self.device_matmul else 0.0)
         self._note_timeline(dev, t_begin)
 
-        # 5. Device -> host: new weights and EMA weights (or dE, for a host update).
+        # 5. Device -> host: new weights and EMA weights (or the gradients, for a host
+        #    update).
         if self.host_update is not None:
-            dE = np.empty_like(params["E"], dtype=self.np_dtype)
-            self._from_device(dE, self.buffers["E"]["grad"])
-            host_grads = {"E": dE, **{k: np.asarray(g, self.np_dtype) for k, g in hosts.items()}}
+            host_grads = {}
+            for name, p in params.items():
+                host_grads[name] = np.empty(p.shape, self.np_dtype)
+                self._from_device(host_grads[name], self.buffers[name]["grad"])
             self.host_update.step(self.host_params, host_grads)
             for name, p in params.items():
                 p[...] = self.host_params[name]
                 self.ema[name][...] = self.host_update.ema[name]
-            return ms * 1000.0
+            return device_us
         for name, var in params.items():
             for host, role in ((var, "var"), (self.ema[name], "s")):
                 buf = np.empty(host.shape, self.np_dtype)
                 self._from_device(buf, self.buffers[name][role])
                 host[...] = buf
-        return ms * 1000.0
+        return device_us
 
-    def _from_device(self, host: np.ndarray, ptr: int) -> None:
-        ret = acl.rt.memcpy(acl.util.numpy_to_ptr(host), host.nbytes, ptr, host.nbytes,
+    def _from_device(self, host: np.ndarray, where: tuple[int, int]) -> None:
+        """aclrtMemcpy device -> host of ``host.nbytes`` from ``(pointer, byte offset)``."""
+        ptr, offset = where
+        ret = acl.rt.memcpy(acl.util.numpy_to_ptr(host), host.nbytes, ptr + offset, host.nbytes,
                             aclnn.ACL_MEMCPY_DEVICE_TO_HOST)
         _check("acl.rt.memcpy", ret)
 
@@ -506,7 +678,7 @@ class NpuTraining:
         """Keep the device spans of this step: kernels and host -> device copies (µs)."""
         compute = self._stream_id()
         spans = [(f"H2D {nbytes} B " + ("(compute stream)" if sid == compute
-                                          else "ids (copy stream)"), start, end)
+                                          else "ids / R (copy stream)"), start, end)
                  for kind, start, end, nbytes, sid in dev.copies
                  if end > t_begin and kind == "H2D"]
         spans += [(p.op_name, p.start_us, p.start_us + p.duration_us) for p in dev.profiles
@@ -525,11 +697,12 @@ class NpuTraining:
         for stream in (self.stream, self.copy_stream):    # no task may outlive its memory
             _check("acl.rt.synchronize_stream", acl.rt.synchronize_stream(stream))
         tensors = [t for roles in self.tensors.values() for t in roles.values()]
-        tensors += [self.step_tensor, self.grad_pos_tensor, *self.ids_tensors]
+        tensors += [self.w_t, self.step_tensor, self.h_tensor, self.h_t, self.logits_tensor,
+                    self.dlogits_tensor, self.dh_tensor, self.grad_pos_tensor,
+                    *self.ids_tensors, *self.r_tensors]
         for tensor in tensors:
             _check("aclDestroyTensor", aclnn.aclDestroyTensor(tensor))
-        ptrs = [p for roles in self.buffers.values() for p in roles.values()]
-        ptrs += [self.step_ptr, self.grad_pos_ptr, *self.ids_ptrs]
+        ptrs = list(self.ptrs)
         if self.workspace:
             ptrs.append(self.workspace)
         for ptr in ptrs:
@@ -559,10 +732,12 @@ def train(steps: int = DEFAULTS["steps"], optimizer: str = "npu",
           verbose: bool = True) -> dict:
     """Train for ``steps`` updates and return the curves.
 
-    ``optimizer="npu"`` runs the embedding backward and every update on the simulated NPU
-    (:class:`NpuTraining`); ``"numpy"`` runs the same arithmetic on the host (the
-    operators' goldens). ``dtype`` ("float32" or "bfloat16") is the dtype of the weights,
-    gradients and optimizer state that the update sees; the host forward pass is float32.
+    ``optimizer="npu"`` runs the output layer's matmuls (forward and gradients), the
+    embedding backward and every update on the simulated NPU (:class:`NpuTraining`);
+    ``"numpy"`` runs the same arithmetic on the host (numpy and the operators' goldens).
+    ``dtype`` ("float32" or "bfloat16") is the dtype of the weights, gradients and
+    optimizer state, and of the device's matmul operands; the host's gather and loss
+    are float32.
 
     Returns a dict with ``train_loss`` (one per step, measured before that step's
     update), ``device_us`` (simulated device time of each step's kernels; 0.0 for numpy),
@@ -580,7 +755,7 @@ def train(steps: int = DEFAULTS["steps"], optimizer: str = "npu",
     np_dtype = np.dtype(DTYPES[dtype][0])
     if optimizer == "npu":
         opt = NpuTraining(params, lr=lr, soc=soc, dtype=dtype,
-                          scale_grad_by_freq=scale_grad_by_freq,
+                          scale_grad_by_freq=scale_grad_by_freq, batch=batch,
                           batch_positions=batch * context, verbose=verbose)
     elif optimizer == "numpy":
         state = {name: p.astype(np_dtype) for name, p in params.items()}
@@ -611,12 +786,19 @@ def train(steps: int = DEFAULTS["steps"], optimizer: str = "npu",
             opt.prefetch_ids(1, X_train[idx].reshape(-1))
         for step in range(1, steps + 1):
             next_idx = rng.integers(0, len(y_train), size=batch) if step < steps else None
-            loss, cache = forward(params, X_train[idx], y_train[idx])   # host
-            if optimizer == "npu":
+            next_ids = None if next_idx is None else X_train[next_idx].reshape(-1)
+            if optimizer == "npu" and opt.device_matmul:
+                _, _, h = embed_mean(params["E"], X_train[idx])         # host
+                logits = opt.forward(h)                                 # device
+                loss, probs = cross_entropy(logits, y_train[idx])       # host
+                dlogits = logits_grad(probs, y_train[idx])              # host
+                device_us = opt.step(params, next_ids=next_ids, dlogits=dlogits)  # device
+            elif optimizer == "npu":                     # a SoC without aclnnMatmul
+                loss, cache = forward(params, X_train[idx], y_train[idx])   # host
                 grads, grad_pos, _ = output_backward(params, cache)     # host
-                next_ids = None if next_idx is None else X_train[next_idx].reshape(-1)
                 device_us = opt.step(params, grads, grad_pos, next_ids)  # device
             else:
+                loss, cache = forward(params, X_train[idx], y_train[idx])   # host
                 grads = backward(params, cache, scale_grad_by_freq)     # host
                 device_us = opt.step(state, grads)
                 for name, p in params.items():
@@ -655,11 +837,16 @@ def describe_timeline(timeline: dict) -> str:
     return "\n".join(lines)
 
 
+def compare_tolerance(dtype: str = "float32") -> float:
+    """The stated tolerance of ``--compare`` for runs in ``dtype`` (module docstring)."""
+    return COMPARE_TOLERANCE_BF16 if dtype == "bfloat16" else COMPARE_TOLERANCE
+
+
 def compare_losses(a: dict, b: dict) -> tuple[float, bool]:
     """Max absolute difference of two runs' per-step train losses, and whether it is
-    within ``COMPARE_TOLERANCE``."""
+    within the tolerance of ``a``'s dtype (:func:`compare_tolerance`)."""
     diff = float(np.max(np.abs(np.subtract(a["train_loss"], b["train_loss"]))))
-    return diff, diff <= COMPARE_TOLERANCE
+    return diff, diff <= compare_tolerance(a.get("dtype", "float32"))
 
 
 def plot(result: dict, path: str) -> None:
@@ -707,7 +894,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=DEFAULTS["steps"],
                         help="number of updates")
     parser.add_argument("--optimizer", choices=("npu", "numpy"), default="npu",
-                        help="where the embedding backward and the updates run")
+                        help="where the matmuls, the embedding backward and the updates run")
     parser.add_argument("--soc", default=DEFAULTS["soc"],
                         help="simulated SoC (npu optimizer)")
     parser.add_argument("--seed", type=int, default=DEFAULTS["seed"],
@@ -743,7 +930,7 @@ def main(argv: list[str] | None = None) -> int:
         reference = train(optimizer="numpy", **kwargs)
         diff, ok = compare_losses(result, reference)
         print(f"max |train loss npu - numpy| over {args.steps} steps: {diff:.3g} "
-              f"(tolerance {COMPARE_TOLERANCE:g}): {'OK' if ok else 'MISMATCH'}")
+              f"(tolerance {compare_tolerance(args.dtype):g}): {'OK' if ok else 'MISMATCH'}")
         status = 0 if ok else 1
     else:
         result = train(optimizer=args.optimizer, **kwargs)
