@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 import greenlet
 import numpy as np
 
+from npusim import lockstep as _lockstep
 from npusim.ascendc import core as _core
 from npusim.ascendc import checker
 from npusim.ascendc.checker import CheckerConfig
-from npusim.ascendc.crosscore import CrossCoreState
+from npusim.ascendc.crosscore import CrossCoreState, KernelReturn
 from npusim.ascendc.syncall import SyncAllBarrier
 from npusim.ascendc.types import KernelMetaType, Pipe
 from npusim.errors import GmAccessError, LimitError, SyncError
@@ -183,6 +184,8 @@ class _CoreCoroutine:
             self._kernel(*self._args)
         except greenlet.GreenletExit:
             raise
+        except KernelReturn:           # a macro's return from the kernel (REGIST_MATMUL_OBJ)
+            pass
         except BaseException as exc:   # handed to the scheduler
             self.error = exc
         self.finished = True
@@ -339,7 +342,8 @@ def _release_block(ctx) -> None:
 def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None = None,
                reserve_ub: bool = True, keep_spans: bool = False,
                sync_all: bool = False, checks: CheckerConfig | None = None,
-               kernel_type: KernelMetaType | None = None) -> KernelProfile:
+               kernel_type: KernelMetaType | None = None,
+               lockstep: bool | None = None) -> KernelProfile:
     """Run ``kernel(*args)`` on ``block_dim`` blocks and time it.
 
     Args:
@@ -364,6 +368,11 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             KERNEL_TYPE_MIX_AIC_1_2 (and MIX_AIC_1_1, MIX_AIC_1_0, MIX_AIV_1_0) runs each
             block on one AIC and two AIVs that synchronise through cross-core flags and
             exchange data through GM; the profile has both the aic_* and the aiv_* times.
+        lockstep: run blocks that issue the same instructions together
+            (:mod:`npusim.lockstep`; results, records, profiles, warnings and errors are
+            those of per-block execution). None (default): on unless the environment sets
+            ``NPUSIM_LOCKSTEP=0``; False: block after block. SyncAll and mixed launches
+            always run per core.
 
     Raises:
         LimitError: block_dim out of range (a mixed launch: above the physical AICs, or
@@ -378,7 +387,7 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             return _launch_mix(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
                                keep_spans, checks, kt, mix)
         return _launch(kernel, int(block_dim), args, soc, gm, name, reserve_ub, keep_spans,
-                       sync_all, checks, kt, kind)
+                       sync_all, checks, kt, kind, _lockstep.lockstep_enabled(lockstep))
 
 
 def _check_block_dim(soc, block_dim: int) -> None:
@@ -399,7 +408,7 @@ def _finish_blocks(ctxs) -> None:
 
 
 def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync_all,
-            checks, kt, kind) -> KernelProfile:
+            checks, kt, kind, lockstep=False) -> KernelProfile:
     _check_block_dim(soc, block_dim)
     capacity = soc.ub_usable - (soc.ascendc_reserved_ub if reserve_ub else 0)
     config = checks if checks is not None else checker.DEFAULT
@@ -418,8 +427,22 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
         _run_coroutines(kernel, args, ctxs)
         _finish_blocks(ctxs)
     else:
-        ub = np.empty(soc.ub_size, dtype=np.uint8)
         pool: dict = {}              # L1/L0 buffers, reused block after block like the UB
+        ctxs = None
+        if lockstep and block_dim > 1:
+            def new_context(b, ub):
+                return _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config,
+                                    kind, pool)
+
+            def end_block(ctx):
+                _end_of_block_checks(ctx)
+                _release_block(ctx)
+
+            with np.errstate(all="ignore"):   # IEEE results, no numpy warnings
+                ctxs = _lockstep.run_blocks(kernel, args, block_dim, new_context, end_block, soc,
+                                            gm, capacity, keep_spans, kind, config)
+    if ctxs is None and not sync_all:       # block after block
+        ub = np.empty(soc.ub_size, dtype=np.uint8)
         ctxs = []
         try:
             with np.errstate(all="ignore"):   # IEEE results, no numpy warnings
@@ -437,7 +460,8 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
     if config.enabled and block_dim > 1:
         clash = checker.gm_write_conflicts([ctx.gm_writes for ctx in ctxs])
         if clash:
-            err = GmAccessError("DataCopy", clash, pipe="PIPE_MTE3", core=-1, line="?")
+            err = GmAccessError("DataCopy", clash, pipe="PIPE_MTE3", core=clash.core,
+                                line=clash.line)
             if "GM" in config.warn:
                 ctxs[-1].warn(str(err))
             else:

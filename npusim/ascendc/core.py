@@ -94,6 +94,15 @@ class CoreContext:
             for their L1/L0 buffers (None: each block allocates its own).
     """
 
+    #: A group of blocks run in lockstep (:class:`npusim.lockstep.GroupContext`) or one block.
+    is_group = False
+    #: In a group: a batch-aware instruction runs, so LocalTensor views may be ``[G, n]``.
+    batch_ok = False
+    #: In a lockstep launch: the GM accesses of this block (address, bytes, is a store) and
+    #: the launch's undo log of the bytes GM stores overwrote (:mod:`npusim.lockstep`).
+    gm_log = None
+    undo = None
+
     def __init__(self, soc, gm, ub: np.ndarray, block_idx: int, block_num: int,
                  ub_capacity: int, core_kind: str | None = None, mem_pool: dict | None = None):
         self.soc = soc

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from npusim import lockstep as _lockstep
 from npusim.ascendc import checker
 from npusim.ascendc import core as _core
 from npusim.ascendc import repeat as _repeat
@@ -31,7 +32,7 @@ from npusim.ascendc.types import (PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V, CacheMod
                                   DataCopyExtParams, DataCopyPadExtParams, DataCopyParams,
                                   TPosition)
 from npusim.ascendc.vector import RATE_SIMPLE, run_level0, same_dtype
-from npusim.errors import AlignmentError, KernelError, LimitError
+from npusim.errors import AlignmentError, KernelError, LimitError, kernel_source_line
 
 __all__ = ["DataCopy", "DataCopyPad", "SetPadValue", "Copy", "CopyRepeatParams"]
 
@@ -69,7 +70,8 @@ def _track(ctx, src_is_gm: bool, ub: LocalTensor, rows: int, row: int, ub_pitch:
             for r in range(rows):
                 tracker.read(ctx, int(PIPE_MTE3), start + r * ub_pitch, row, name)
     if not src_is_gm and ctx.atomic_dtype is None:
-        ctx.gm_writes.append((gm.address, row, gm_pitch, rows, ctx.sync_all_count))
+        ctx.gm_writes.append((gm.address, row, gm_pitch, rows, ctx.sync_all_count,
+                              kernel_source_line()))     # the checker names the line
 
 
 def _strided(buf: np.ndarray, rows: int, row_bytes: int, pitch: int) -> np.ndarray:
@@ -90,6 +92,28 @@ def _write_gm(ctx, gm_bytes: np.ndarray, ub_bytes: np.ndarray) -> None:
     with np.errstate(all="ignore"):
         total = g + u
     gm_bytes[...] = total.view(np.uint8).reshape(gm_bytes.shape)
+
+
+def _group_copy(ctx, src_is_gm: bool, ub: LocalTensor, gm: GlobalTensor, rows: int, row: int,
+                gm_pitch: int, ub_row: int, ub_pitch: int, lead: int, name: str, pipe: str,
+                fill=None) -> None:
+    """The bytes of a GM <-> UB copy for every member of a lockstep group at once: ``rows``
+    rows of ``row`` GM bytes ``gm_pitch`` apart, landing ``lead`` bytes into UB rows of
+    ``ub_row`` bytes ``ub_pitch`` apart (``fill``: DataCopyPad's row padding). Atomic
+    stores run per block (their accumulation order is per-block's)."""
+    if not src_is_gm and ctx.atomic_dtype is not None:
+        ctx.split()
+    ctx.batch_ok = True
+    try:
+        ub_all = _lockstep.ub_rows(ub.bytes_view((rows - 1) * ub_pitch + ub_row, name, pipe),
+                                   rows, ub_row, ub_pitch)
+    finally:
+        ctx.batch_ok = False
+    ub_data = ub_all[..., lead:lead + row] if (lead or ub_row != row) else ub_all
+    gm_rows = _lockstep.gm_rows(ctx, gm, rows, row, gm_pitch, not src_is_gm)
+    _lockstep.transfer(src_is_gm, gm_rows, ub_data)
+    if fill is not None:
+        _fill_row_padding(ub_all, fill, lead, lead + row, ub.dtype.itemsize)
 
 
 def _dma(ctx, src_is_gm: bool, nbytes: int, name: str, gm: GlobalTensor, span: int) -> None:
@@ -148,10 +172,14 @@ def DataCopy(dst, src, count_or_params) -> None:
             return
         gm_gap, ub_gap = (p.srcStride, p.dstStride) if src_is_gm else (p.dstStride, p.srcStride)
         gm_pitch, ub_pitch = row + int(gm_gap) * 32, row + int(ub_gap) * 32
-        gm_view = _strided(gm.bytes_view((rows - 1) * gm_pitch + row, "DataCopy", pipe),
-                           rows, row, gm_pitch)
-        ub_view = _strided(ub.bytes_view((rows - 1) * ub_pitch + row, "DataCopy", pipe),
-                           rows, row, ub_pitch)
+        if ctx.is_group:
+            _group_copy(ctx, src_is_gm, ub, gm, rows, row, gm_pitch, row, ub_pitch, 0,
+                        "DataCopy", pipe)
+        else:
+            gm_view = _strided(gm.bytes_view((rows - 1) * gm_pitch + row, "DataCopy", pipe),
+                               rows, row, gm_pitch)
+            ub_view = _strided(ub.bytes_view((rows - 1) * ub_pitch + row, "DataCopy", pipe),
+                               rows, row, ub_pitch)
         nbytes = rows * row
         span = (rows - 1) * gm_pitch + row
         _track(ctx, src_is_gm, ub, rows, row, ub_pitch, 0, gm, gm_pitch, "DataCopy")
@@ -166,11 +194,17 @@ def DataCopy(dst, src, count_or_params) -> None:
                 "tail (reference/hardware.md §3)", pipe=pipe))
         if nbytes == 0:
             return
-        gm_view = gm.bytes_view(nbytes, "DataCopy", pipe)
-        ub_view = ub.bytes_view(nbytes, "DataCopy", pipe)
+        if ctx.is_group:
+            _group_copy(ctx, src_is_gm, ub, gm, 1, nbytes, nbytes, nbytes, nbytes, 0,
+                        "DataCopy", pipe)
+        else:
+            gm_view = gm.bytes_view(nbytes, "DataCopy", pipe)
+            ub_view = ub.bytes_view(nbytes, "DataCopy", pipe)
         span = nbytes
         _track(ctx, src_is_gm, ub, 1, nbytes, nbytes, 0, gm, nbytes, "DataCopy")
-    if src_is_gm:
+    if ctx.is_group:
+        pass
+    elif src_is_gm:
         ub_view[...] = gm_view
     else:
         _write_gm(ctx, gm_view, ub_view)
@@ -200,10 +234,20 @@ def _copy_ub_to_ub(ctx, dst: LocalTensor, src: LocalTensor, count) -> None:
             checker.report(ctx, AlignmentError(
                 "DataCopy", f"{count} x {src.dtype.name} = {want} B is not a whole number of "
                 f"32 B blocks: only {row} B are copied, as on hardware", pipe="PIPE_V"))
-    src_view = _strided(src.bytes_view((rows - 1) * src_pitch + row, "DataCopy", "PIPE_V"),
-                        rows, row, src_pitch)
-    dst_view = _strided(dst.bytes_view((rows - 1) * dst_pitch + row, "DataCopy", "PIPE_V"),
-                        rows, row, dst_pitch)
+    if ctx.is_group:            # a lockstep group: [G, rows, row] views
+        ctx.batch_ok = True
+        try:
+            src_view = _lockstep.ub_rows(src.bytes_view((rows - 1) * src_pitch + row, "DataCopy",
+                                                        "PIPE_V"), rows, row, src_pitch)
+            dst_view = _lockstep.ub_rows(dst.bytes_view((rows - 1) * dst_pitch + row, "DataCopy",
+                                                        "PIPE_V"), rows, row, dst_pitch)
+        finally:
+            ctx.batch_ok = False
+    else:
+        src_view = _strided(src.bytes_view((rows - 1) * src_pitch + row, "DataCopy", "PIPE_V"),
+                            rows, row, src_pitch)
+        dst_view = _strided(dst.bytes_view((rows - 1) * dst_pitch + row, "DataCopy", "PIPE_V"),
+                            rows, row, dst_pitch)
     dst_view[...] = src_view.copy()          # read everything first, as the unit does
     if ctx.tracker is not None:
         _track_rows(ctx, src.offset, rows, row, src_pitch, "DataCopy", write=False)
@@ -286,6 +330,15 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
         gm_pitch, ub_pitch = row + src_stride, ub_row + dst_stride * 32
     else:
         gm_pitch, ub_pitch = row + dst_stride, ub_row + src_stride * 32
+    if ctx.is_group:     # a lockstep group: every member's rows at once
+        fill = _pad_fill(ctx, ub.dtype, left, right, row, ub_row, pad_params) if src_is_gm \
+            else None
+        _track(ctx, src_is_gm, ub, rows, row if fill is None else ub_row, ub_pitch,
+               left * isz if fill is None else 0, gm, gm_pitch, "DataCopyPad")
+        _group_copy(ctx, src_is_gm, ub, gm, rows, row, gm_pitch, ub_row, ub_pitch, left * isz,
+                    "DataCopyPad", pipe, fill)
+        _dma(ctx, src_is_gm, rows * row, "DataCopyPad", gm, (rows - 1) * gm_pitch + row)
+        return
     if rows == 1:        # one row: plain 1-D views (most copies)
         gm_view = gm.bytes_view(row, "DataCopyPad", pipe)
         ub_all = ub.bytes_view(ub_row, "DataCopyPad", pipe)

@@ -88,7 +88,11 @@ class TPipe:
         mem = _core.position_memory(self.ctx.soc, que.position)
         if mem != _core.UB:
             return self._init_cube_buffer(que, mem, int(num), length)
-        self.ctx.require_memory(mem, "InitBuffer")
+        if self.ctx.mix is None or self.ctx.core_kind != _core.AIC:
+            # a mixed kernel's code runs on both kinds of core: there TPipe only keeps the
+            # books of the AIC's UB positions, touching no memory (pyasc tutorial
+            # 05_matmul_leakyrelu inits its VECOUT queue before REGIST_MATMUL_OBJ on every core)
+            self.ctx.require_memory(mem, "InitBuffer")
         num, length = int(num), _align32(length)
         if num <= 0 or length <= 0:
             raise KernelError("InitBuffer", f"num ({num}) and len ({length}) must be positive",

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from npusim import lockstep as _lockstep
 from npusim.ascendc import core as _core
 from npusim.ascendc.types import PIPE_S, CacheMode, TPosition
-from npusim.errors import GmAccessError, KernelError, UbError
+from npusim.errors import GmAccessError, KernelError, UbError, kernel_source_line
 
 #: Cycles of one scalar GM access (a load through the scalar unit's data cache path).
 #: Not published (reference/hardware.md §5); 100 cycles, like one DMA latency [R].
@@ -56,17 +57,27 @@ class GlobalTensor:
         self.cache_mode = CacheMode(mode)
 
     def SetGlobalBuffer(self, address: int, length: int = 0) -> None:
-        """Point the tensor at ``address`` (bytes) holding ``length`` elements."""
-        self.address = int(address)
-        self.length = int(length)
+        """Point the tensor at ``address`` (bytes) holding ``length`` elements.
+
+        In a lockstep group both may be BlockVectors (one value per member block)."""
+        self.address = _lockstep.as_int(address)
+        self.length = _lockstep.as_int(length)
         cur = _core.current_core_or_none()
-        self._alloc = cur.gm.find(self.address) if cur is not None else None
+        if cur is None:
+            self._alloc = None
+        elif type(self.address) is _lockstep.BlockVector:
+            self._alloc = self.address.map(cur.gm.find)
+        else:
+            self._alloc = cur.gm.find(self.address)
 
     def __getitem__(self, offset: int) -> "GlobalTensor":
         """The sub-tensor starting ``offset`` elements in (Ascend C ``operator[]``)."""
         sub = GlobalTensor(self.dtype)
-        sub.address = self.address + int(offset) * self.dtype.itemsize
-        sub.length = max(self.length - int(offset), 0)
+        offset = _lockstep.as_int(offset)
+        sub.address = self.address + offset * self.dtype.itemsize
+        rest = self.length - offset
+        sub.length = (rest.map(lambda r: max(r, 0)) if type(rest) is _lockstep.BlockVector
+                      else max(rest, 0))
         sub._alloc = self._alloc
         sub.cache_mode = self.cache_mode
         return sub
@@ -78,7 +89,22 @@ class GlobalTensor:
         return self.address
 
     def bytes_view(self, nbytes: int, instruction: str, pipe: str | None) -> np.ndarray:
-        """uint8 view of ``nbytes`` from the tensor's start, checked against its allocation."""
+        """uint8 view of ``nbytes`` from the tensor's start, checked against its allocation.
+
+        In a lockstep launch the access is logged (and a store's old bytes kept,
+        :mod:`npusim.lockstep`); a group of blocks reaches GM through
+        :func:`npusim.lockstep.gm_rows` only, so any other use splits it into single blocks.
+        """
+        cur = _core._current
+        if cur is not None and cur.gm_log is not None:
+            if cur.is_group:
+                cur.split()
+            view = self._checked_view(nbytes, instruction, pipe)
+            _lockstep.log_gm_view(cur, self, view, nbytes, instruction, pipe)
+            return view
+        return self._checked_view(nbytes, instruction, pipe)
+
+    def _checked_view(self, nbytes: int, instruction: str, pipe: str | None) -> np.ndarray:
         alloc = self._alloc
         if alloc is None or self.address < alloc.base or self.address + nbytes > alloc.end:
             gm = _core.current_core().gm
@@ -98,6 +124,11 @@ class GlobalTensor:
         cur = _core.current_core()
         cur.record(_core.OP, PIPE_S, GM_SCALAR_ACCESS_CYCLES, 0, None, "GlobalTensor.GetValue")
         cur.bytes_read += isz
+        if cur.is_group:       # one value per member block: a BlockVector where they differ
+            rows = _lockstep.gm_rows(cur, self[index], 1, isz, isz, False)
+            data = np.array([r.reshape(-1) for r in rows]) if isinstance(rows, list) else \
+                np.ascontiguousarray(rows.reshape(cur.size, isz))
+            return _lockstep.collapse(cur.members, data.view(self.dtype)[:, 0])
         return self[index].bytes_view(isz, "GetValue", "PIPE_S").view(self.dtype)[0]
 
     def SetValue(self, index: int, value) -> None:
@@ -106,7 +137,14 @@ class GlobalTensor:
         cur = _core.current_core()
         cur.record(_core.OP, PIPE_S, GM_SCALAR_ACCESS_CYCLES, 0, None, "GlobalTensor.SetValue")
         cur.bytes_written += isz
-        cur.gm_writes.append((self.address + int(index) * isz, isz, 0, 1, cur.sync_all_count))
+        index = _lockstep.as_int(index)
+        cur.gm_writes.append((self.address + index * isz, isz, 0, 1, cur.sync_all_count,
+                              kernel_source_line()))     # the checker names the line
+        if cur.is_group:
+            rows = _lockstep.gm_rows(cur, self[index], 1, isz, isz, True)
+            for j in range(cur.size):
+                rows[j][0].view(self.dtype)[0] = _lockstep.pick(value, j)
+            return
         self[index].bytes_view(isz, "SetValue", "PIPE_S").view(self.dtype)[0] = value
 
 
@@ -214,6 +252,8 @@ class LocalTensor:
         """
         if self.mem != _core.UB:
             self._scalar_reachable("GetValue")
+        if self.ctx.is_group:
+            return self._group_get(int(index))
         value = self.elements(int(index) + 1, "GetValue", "PIPE_S")[int(index)]
         if self.ctx.tracker is not None:
             isz = self.dtype.itemsize
@@ -225,12 +265,38 @@ class LocalTensor:
         """Write one element through the scalar unit (PIPE_S); UB tensors only."""
         if self.mem != _core.UB:
             self._scalar_reachable("SetValue")
+        if self.ctx.is_group:
+            return self._group_set(int(index), value)
         self.elements(int(index) + 1, "SetValue", "PIPE_S")[int(index)] = value
         if self.ctx.tracker is not None:
             isz = self.dtype.itemsize
             self.ctx.tracker.write(self.ctx, PIPE_S, self.offset + int(index) * isz, isz,
                                    "SetValue")
         self.ctx.record(_core.OP, PIPE_S, self.ctx.soc.scalar_cycles, 0, None, "SetValue")
+
+    def _group_get(self, index: int):
+        """GetValue in a lockstep group: one value per member (a BlockVector where the
+        members' bytes differ)."""
+        ctx = self.ctx
+        ctx.batch_ok = True
+        try:
+            col = self.elements(index + 1, "GetValue", "PIPE_S")[:, index]
+        finally:
+            ctx.batch_ok = False
+        ctx.record(_core.OP, PIPE_S, ctx.soc.scalar_cycles, 0, None, "GetValue")
+        return _lockstep.collapse(ctx.members, col)
+
+    def _group_set(self, index: int, value) -> None:
+        """SetValue in a lockstep group: each member stores its value."""
+        ctx = self.ctx
+        ctx.batch_ok = True
+        try:
+            view = self.elements(index + 1, "SetValue", "PIPE_S")
+            for j in range(ctx.size):
+                view[j, index] = _lockstep.pick(value, j)
+        finally:
+            ctx.batch_ok = False
+        ctx.record(_core.OP, PIPE_S, ctx.soc.scalar_cycles, 0, None, "SetValue")
 
     # -- simulator helpers ----------------------------------------------------------------
     def _buffer(self, instruction: str) -> np.ndarray:
@@ -247,8 +313,12 @@ class LocalTensor:
             raise UbError(instruction,
                           f"{count} x {self.dtype.name} from {self.mem} offset {self.offset} ends "
                           f"at {end}, past the end of its buffer at {self.limit}", pipe=pipe)
-        view = self._buffer(instruction)[self.offset:end].view(self.dtype)
-        self._view = (count, view)
+        buf = self._buffer(instruction)
+        if buf.ndim == 1:
+            view = buf[self.offset:end].view(self.dtype)
+            self._view = (count, view)
+        else:         # a lockstep group's [G, n] view: never kept (batch-aware users only)
+            view = buf[:, self.offset:end].view(self.dtype)
         return view
 
     def bytes_view(self, nbytes: int, instruction: str, pipe: str) -> np.ndarray:
@@ -256,7 +326,7 @@ class LocalTensor:
         if end > self.limit:
             raise UbError(instruction, f"{nbytes} B from {self.mem} offset {self.offset} end at "
                           f"{end}, past the end of its buffer at {self.limit}", pipe=pipe)
-        return self._buffer(instruction)[self.offset:end]
+        return self._buffer(instruction)[..., self.offset:end]
 
     def numpy(self) -> np.ndarray:
         """A copy of the whole tensor (for debugging and tests; costs no cycles)."""

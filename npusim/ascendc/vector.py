@@ -12,13 +12,12 @@ elements per cycle per AIV (reference/hardware.md §2.1 "Vector instructions").
 """
 from __future__ import annotations
 
-import functools
-
 import ml_dtypes
 import numpy as np
 
 from npusim.ascendc import core as _core
 from npusim.ascendc import repeat as _repeat
+from npusim.ascendc import ubbank as _ubbank
 from npusim.ascendc.tensor import LocalTensor
 from npusim.ascendc.types import PIPE_V, RoundMode
 from npusim.errors import AlignmentError, DtypeError, LimitError
@@ -44,18 +43,23 @@ RATE_CAST = 64                     # half<->float, float<->bf16/int32
 def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | None = None,
                  srcs: tuple = (), dst_nbytes: int | None = None,
                  src_nbytes: int | None = None, repeats: int | None = None,
-                 lanes: int | None = None, tracked: bool = False) -> None:
+                 lanes: int | None = None, tracked: bool = False,
+                 strides: tuple | None = None) -> None:
     """Record one PIPE_V instruction over ``count`` elements at ``rate`` elements/cycle.
 
     ``dst`` and ``srcs`` are the UB operands (used for the UB bank-conflict cost). Other
     instruction modules (compare, sort...) call this so every vector instruction is costed
     the same way.
 
-    Cost: ``vec_head_cycles + max(ceil(count / rate), repeats * (1 + conflict))``: a repeat
-    whose operands collide in the UB banks (:func:`_bank_conflict`) needs a second cycle.
-    A level-0 call (``repeats`` given, ``lanes`` elements per repeat) costs what its
-    repeats do whatever the mask: ``repeats * ceil(lanes / rate)`` (a repeat moves its
-    256 B however many lanes are on; reference/hardware.md §2.1, §3).
+    Cost: ``vec_head_cycles + ceil(count / rate) + conflicts``. A level-0 call (``repeats``
+    given, ``lanes`` elements per repeat) costs what its repeats do whatever the mask:
+    ``repeats * ceil(lanes / rate)`` (a repeat moves its 256 B however many lanes are on;
+    reference/hardware.md §2.1, §3). ``conflicts`` are the cycles by which the repeats'
+    UB bank accesses outlast their compute (:mod:`npusim.ascendc.ubbank`: read-read and
+    write-write in a bank group, read-write in a bank, with the delayed-write exemption);
+    ``strides`` are the level-0 ``(blkStride, repStride)`` of dst and each source in 32 B
+    blocks (contiguous when None). Operands given by ``dst_nbytes`` / ``src_nbytes`` span
+    those bytes evenly over the repeats.
 
     Checks: every operand starts 32 B aligned in UB (reference/hardware.md §3); the
     checker's race and uninitialised-read tracking sees ``count`` elements of each operand
@@ -79,15 +83,47 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
     soc = ctx.soc
     if repeats is None:
         cycles = -(-count // rate)
-        nrep = -(-count * dst.dtype.itemsize // 256) if dst is not None else 0
     else:
         cycles = repeats * -(-lanes // rate)
-        nrep = repeats
-    if dst is not None and srcs:
-        offsets = (srcs[0].offset,) if len(srcs) == 1 else tuple([t.offset for t in srcs])
-        if _bank_conflict(soc.ub_banks, soc.ubbank_group_num, dst.offset, offsets):
-            cycles = max(cycles, 2 * nrep)
+    if dst is not None or srcs:
+        cycles += _conflict_cost(soc, count, rate, dst, srcs, dst_nbytes, src_nbytes,
+                                 repeats, lanes, strides)
     ctx.record(_core.OP, PIPE_V, soc.vec_head_cycles + cycles, 0, None, name)
+
+
+def _conflict_cost(soc, count, rate, dst, srcs, dst_nbytes, src_nbytes, repeats, lanes,
+                   strides) -> int:
+    """Cycles the UB bank conflicts of one instruction add (:mod:`npusim.ascendc.ubbank`).
+
+    A repeat covers 256 B of the widest element-for-element operand; an operand given in
+    bytes (a compare's bit mask, sort structures) spans its bytes evenly over the repeats.
+    """
+    ops = ([(dst, dst_nbytes)] if dst is not None else []) + [(s, src_nbytes) for s in srcs]
+    sized = [t.dtype.itemsize for t, nb in ops if nb is None]
+    if repeats is None:
+        lanes = 256 // max(sized) if sized else 256
+        repeats = -(-count // lanes)
+        per_repeat = lanes / rate
+    else:
+        per_repeat = float(-(-lanes // rate))
+    if repeats <= 0:
+        return 0
+
+    def spec(t, nbytes, st):
+        if nbytes is not None:
+            span = -(-nbytes // repeats)
+            return _ubbank.operand(t.offset, -(-span // 32), 32, span)
+        blocks = -(-lanes * t.dtype.itemsize // 32)
+        if st is None:
+            return _ubbank.operand(t.offset, blocks)
+        return _ubbank.operand(t.offset, blocks, int(st[0]) * 32, int(st[1]) * 32)
+
+    st = strides or (None,) * (len(srcs) + 1)
+    extra = _ubbank.conflict_cycles(
+        _ubbank.layout(soc), int(repeats), per_repeat,
+        spec(dst, dst_nbytes, st[0]) if dst is not None else None,
+        tuple([spec(s, src_nbytes, x) for s, x in zip(srcs, st[1:])]))
+    return int(-(-extra // 1))
 
 
 def _misaligned(name: str, t: LocalTensor):
@@ -95,30 +131,20 @@ def _misaligned(name: str, t: LocalTensor):
                          "(reference/hardware.md §3)", pipe="PIPE_V")
 
 
-@functools.lru_cache(maxsize=4096)
-def _bank_conflict(banks: int, groups: int, dst_offset: int, src_offsets: tuple) -> bool:
-    """Whether one repeat's operands collide in the UB banks (memoised on the UB offsets).
+def _bank_conflict(banks: int, groups: int, dst_offset: int, src_offsets: tuple,
+                   repeats: int = 1) -> bool:
+    """Whether a contiguous 256 B-per-repeat instruction's operands collide in the UB banks.
 
-    Model (reference/hardware.md §2 "UB banks (2201)"): UB rows of 32 B interleave over
-    ``banks`` banks, grouped ``bank % groups``; per cycle the vector unit reads or writes one
-    row per bank group. Two different sources with rows in the same bank group conflict
-    (read-read), and a destination sharing a bank with a source it is not identical to
-    conflicts (read-write). All operands advance together, so the first repeat decides for
-    the whole instruction.
+    ``banks`` / ``groups``: the SoC's UB banks and bank groups (48 / 16 on A2/A3, 128 rows
+    of 32 B each); UB byte offsets of the destination and the sources; ``repeats`` the
+    repeats to look at. The rules and the exemption are those of
+    :mod:`npusim.ascendc.ubbank` (reference/hardware.md §2 "UB banks (2201)"); the cost is
+    :func:`npusim.ascendc.ubbank.conflict_cycles`.
     """
-    def rows(offset):          # banks of the 8 rows of 32 B one 256 B repeat touches first
-        first = offset // 32
-        return [(first + i) % banks for i in range(8)]
-
-    srcs = sorted(set(src_offsets))          # one read serves a repeated operand
-    seen: set[int] = set()
-    for off in srcs:
-        g = {b % groups for b in rows(off)}
-        if seen & g:
-            return True
-        seen |= g
-    dst_banks = set(rows(dst_offset))
-    return any(off != dst_offset and dst_banks & set(rows(off)) for off in srcs)
+    lay = (groups, groups * 128)
+    extra = _ubbank.conflict_cycles(lay, repeats, 1.0, _ubbank.operand(dst_offset, 8),
+                                    tuple(_ubbank.operand(o, 8) for o in src_offsets))
+    return extra > 0
 
 
 def check_dtype(ctx, name: str, dtype: np.dtype, allowed) -> None:
@@ -157,11 +183,11 @@ def elementwise(name, ufunc, allowed, rate_table, dst, srcs, args, scalar=None,
     # floating-point exceptions are ignored for the whole launch (npusim.launch), as the
     # vector unit does: inf and NaN propagate
     run_forms(ctx, name, lambda *v, out: _compute(ctx, ufunc, v, scalar, dt, out), dst, srcs,
-              args, rate_table[dt.itemsize], isSetMask)
+              args, rate_table[dt.itemsize], isSetMask, batch=True)
 
 
 def run_forms(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args, rate: float,
-              is_set_mask: bool = True) -> None:
+              is_set_mask: bool = True, batch: bool = False) -> None:
     """Run ``dst = fn(*srcs)`` in the form ``args`` selects, and record it.
 
     ``args``: ``(count,)`` (or a bare count) — the first ``count`` elements of every
@@ -169,13 +195,23 @@ def run_forms(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args, rate: flo
     :func:`run_level0` (``params`` may also be the ``(blkStride, repStride)`` pairs of dst
     and each source, for instructions whose operands do not map onto Binary/
     UnaryRepeatParams one to one). ``fn(*values, out=array)`` computes one array.
+
+    ``batch``: ``fn`` is element by element, so in a lockstep group (:mod:`npusim.lockstep`)
+    the level-2 form runs once on the members' stacked ``[G, count]`` views; otherwise a
+    group splits into single blocks here.
     """
     if type(args) is tuple and len(args) > 1:
         run_level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask)
         return
     count = int(args[0] if type(args) is tuple else args)
-    ins = [src.elements(count, name) for src in srcs]
-    fn(*ins, out=dst.elements(count, name))
+    if ctx.is_group and batch:
+        ctx.batch_ok = True
+        try:
+            fn(*[src.elements(count, name) for src in srcs], out=dst.elements(count, name))
+        finally:
+            ctx.batch_ok = False
+    else:
+        fn(*[src.elements(count, name) for src in srcs], out=dst.elements(count, name))
     level2_done(ctx)
     issue_vector(ctx, name, count, rate, dst, srcs)
 
@@ -255,7 +291,7 @@ def run_level0(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args: tuple, r
     if kind == "sequential" and not pass_rows and _accumulates(dst, d_idx, srcs, s_idx, call):
         _accumulate(name, fn, dst, d_idx, srcs[0], s_idx[0], call)
         issue_vector(ctx, name, call.count, rate, dst, srcs, repeats=call.repeat, lanes=lanes,
-                     tracked=True)
+                     tracked=True, strides=strides)
         return call
     # a later repeat that reads an earlier one's result runs after it, as the unit issues them
     steps = [(call, slice(None))] if kind is None else \
@@ -272,7 +308,7 @@ def run_level0(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args: tuple, r
             fn(*vals, out=out)
         _repeat.write(dst, d_idx[rows], sub, out, name)
     issue_vector(ctx, name, call.count, rate, dst, srcs, repeats=call.repeat, lanes=lanes,
-                 tracked=True)
+                 tracked=True, strides=strides)
     return call
 
 
@@ -416,7 +452,11 @@ def Duplicate(dst, scalar, *args, isSetMask=True):
                    (mask, repeat_time, ((blk, rep),)), rate, isSetMask)
         return
     count = int(args[0])
-    dst.elements(count, "Duplicate")[...] = value
+    ctx.batch_ok = ctx.is_group        # element by element: a lockstep group runs it at once
+    try:
+        dst.elements(count, "Duplicate")[...] = value
+    finally:
+        ctx.batch_ok = False
     level2_done(ctx)
     issue_vector(ctx, "Duplicate", count, rate, dst)
 
@@ -432,8 +472,13 @@ def Power(dst, src, exponent, count=None):
     dt = same_dtype("Power", dst, src)
     check_dtype(ctx, "Power", dt, _FLOATS)
     count = src.length if count is None else int(count)
-    with np.errstate(all="ignore"):
-        np.power(src.elements(count, "Power"), dt.type(exponent), out=dst.elements(count, "Power"))
+    exponent = dt.type(exponent)
+    ctx.batch_ok = ctx.is_group        # element by element: a lockstep group runs it at once
+    try:
+        with np.errstate(all="ignore"):
+            np.power(src.elements(count, "Power"), exponent, out=dst.elements(count, "Power"))
+    finally:
+        ctx.batch_ok = False
     issue_vector(ctx, "Power.Ln", count, RATE_SLOW[dt.itemsize], dst, (src,))
     issue_vector(ctx, "Power.Muls", count, RATE_SIMPLE[dt.itemsize], dst, (src,))
     issue_vector(ctx, "Power.Exp", count, RATE_SLOW[dt.itemsize], dst, (src,))
@@ -560,7 +605,11 @@ def Cast(dst, src, round_mode: RoundMode, *args, isSetMask=True):
         run_level0(ctx, "Cast", convert, dst, (src,), args, rate, isSetMask)
         return
     count = int(args[0])
-    convert(src.elements(count, "Cast"), dst.elements(count, "Cast"))
+    ctx.batch_ok = ctx.is_group        # element by element: a lockstep group runs it at once
+    try:
+        convert(src.elements(count, "Cast"), dst.elements(count, "Cast"))
+    finally:
+        ctx.batch_ok = False
     level2_done(ctx)
     issue_vector(ctx, "Cast", count, rate, dst, (src,))
 

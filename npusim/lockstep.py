@@ -1,0 +1,693 @@
+"""Lockstep execution: run the kernel's Python once for a group of blocks.
+
+Most launches run one instruction stream on every block with different offsets. Instead
+of calling the kernel function once per block, :func:`run_blocks` calls it once for a
+*group* of blocks on a :class:`GroupContext`:
+
+* ``GetBlockIdx()`` returns a :class:`BlockVector`, an int-like holding one value per
+  member block. Arithmetic and comparisons act member by member with the very Python
+  operation per-block execution would do (so types, rounding and overflow are the
+  per-block ones); a result on which all members agree collapses to that plain value.
+* Every conversion that needs one value — ``bool`` (an ``if``), ``int``/``index``
+  (``range``, slicing), ``float``, ``hash``, ``format``/``str``/``repr``, attribute
+  access — raises :class:`Divergence` with the members grouped by the value they
+  disagree on. The engine then discards the group's run (its GM writes are undone from
+  an undo log), splits the group and runs the parts again. Tails (``if blockIdx <
+  frontCoreNum``, ``range(loops)`` with per-block counts), data-dependent branches (a
+  ``GetValue`` on which the members disagree) and error messages (which name the core)
+  all diverge this way.
+* The group's UB is a ``[G, ub_size]`` array. A LocalTensor's views are ``[G, n]``
+  (``ub[:, a:b]``), but only while an instruction that is written for them runs
+  (``ctx.batch_ok``, set by the batch-aware instructions: the queue/buffer calls,
+  SetFlag/WaitFlag/PipeBarrier, DataCopy and DataCopyPad between GM and UB and UB to UB,
+  the level-2 ("first n elements") vector family of :mod:`npusim.ascendc.vector`,
+  Duplicate, Cast, Power, GetValue/SetValue). Any other instruction that reaches for UB
+  bytes, a cube memory or GM in a group raises :class:`Divergence` into single blocks,
+  so an instruction not written for groups runs per block instead of computing on the
+  wrong axis.
+* The group keeps one record list: a record is a function of the instruction's
+  parameters, the same for every member, except GM addresses in DMA keys, which are
+  :class:`BlockVector` values and are materialised per member (:meth:`GroupContext.member`).
+  Every block therefore gets the tuple list per-block execution gives it, in the same
+  order, and the timing replay, the profiles and traces are unchanged.
+
+What stays per block (single-member groups run exactly the per-block code path on a plain
+:class:`CoreContext`):
+
+* the blocks whose races the checker tracks (the first and the last, or all with
+  ``CheckerConfig(all_blocks=True)``): their UbTracker sees every access as before;
+* blocks split off by a :class:`Divergence`;
+* launches with SyncAll or mixed AIC/AIV launches (coroutines, :mod:`npusim.launch`).
+
+Identity with per-block execution, and how it is kept:
+
+* GM: blocks run in an order other than 0, 1, 2, ..., and the members of a group issue
+  each instruction together. This changes nothing when no block touches GM bytes another
+  block writes. Every GM access of the launch is logged (address, bytes, read or write);
+  at the end, if any block reads or writes bytes another block writes (which includes
+  atomic accumulation into shared bytes, whose float order would change), every write of
+  the launch is undone and the launch runs again block after block. Undo costs one copy of
+  the bytes each GM store overwrites, taken only in lockstep launches.
+* Errors: any :class:`KernelError` in a lockstep launch undoes it and re-runs it block
+  after block, so the error (core, instruction, line) and the partial GM writes are the
+  per-block ones.
+* The partition a launch ends with is cached per (kernel function, blockDim, kind of core,
+  checker tracking, the non-int arguments' reprs); the next such launch starts from it. A
+  wrong entry costs a re-run (a group too coarse diverges) or speed (too fine), never a
+  result.
+
+Why a symbolic block index rather than vectorising kernels by hand: kernels stay the
+Ascend C source they are, and the per-instruction Python (argument checks, queue state,
+records) runs once per group instead of once per block, while numpy works on the stacked
+``[G, n]`` tiles.
+
+Force per-block execution with ``run_kernel(..., lockstep=False)`` or the environment
+variable ``NPUSIM_LOCKSTEP=0`` (read at each launch).
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections import OrderedDict
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from npusim.ascendc import core as _core
+
+__all__ = ["BlockVector", "Divergence", "GroupContext", "lockstep_enabled", "run_blocks"]
+
+#: Pipes whose GM accesses are stores (UB -> GM on MTE3, Fixpipe L0C -> GM); with the
+#: instruction SetValue (PIPE_S) they are the GM writes the launch logs.
+_WRITE_PIPES = frozenset({"PIPE_MTE3", "PIPE_FIX"})
+
+
+class Divergence(BaseException):
+    """The members of a group need different values here: ``parts`` are the member
+    blocks grouped by value (tuples of block indices, in block order).
+
+    A BaseException, so that kernel code catching ``Exception`` cannot swallow it."""
+
+    def __init__(self, parts):
+        super().__init__(parts)
+        self.parts = parts
+
+
+def _key(value):
+    """A grouping key that tells apart what per-block execution tells apart (types, the
+    sign of zero, NaN payloads)."""
+    if isinstance(value, (float, np.floating)):
+        return (type(value), np.asarray(value).tobytes())
+    if isinstance(value, (int, np.integer, np.bool_, str, bytes)):
+        return (type(value), value)
+    return (type(value), id(value))
+
+
+def _same(a, b) -> bool:
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (float, np.floating)):
+        return np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    if isinstance(a, (int, np.integer, np.bool_, str, bytes)):
+        return a == b
+    return False
+
+
+def _make(members, vals):
+    """A BlockVector of ``vals`` (one per member), or the plain value all members share."""
+    v0 = vals[0]
+    for v in vals[1:]:
+        if not _same(v, v0):
+            return BlockVector(members, vals)
+    return v0
+
+
+class BlockVector:
+    """An int-like with one value per member block of a group (``members``: block
+    indices; ``vals``: the values, in the same order). Never uniform: a result on which
+    all members agree is returned as that plain value.
+
+    Arithmetic, bitwise operators and comparisons with plain values and BlockVectors of
+    the same group act member by member (each member's result is exactly what its
+    per-block run computes). Conversions that need one value raise :class:`Divergence`.
+    """
+
+    __slots__ = ("members", "vals")
+    __array_ufunc__ = None          # numpy scalars and arrays defer to the reflected method
+
+    def __init__(self, members, vals):
+        self.members = tuple(members)
+        self.vals = list(vals)
+
+    # -- divergence ---------------------------------------------------------------------
+    def partition(self) -> list:
+        """The member blocks grouped by value, groups in order of their first member."""
+        groups: dict = {}
+        for m, v in zip(self.members, self.vals):
+            groups.setdefault(_key(v), []).append(m)
+        return sorted((tuple(g) for g in groups.values()), key=lambda g: g[0])
+
+    def _diverge(self, *_args, **_kw):
+        raise Divergence(self.partition())
+
+    __bool__ = __index__ = __int__ = __float__ = __complex__ = __hash__ = _diverge
+    __str__ = __repr__ = __format__ = __len__ = __iter__ = _diverge
+
+    def __getattr__(self, name):
+        # a method of the per-member value (numpy scalars' .item(), ...): one value needed
+        raise Divergence(self.partition())
+
+    def describe(self) -> str:
+        """Text for debugging (repr would diverge)."""
+        return f"BlockVector({dict(zip(self.members, self.vals))})"
+
+    def map(self, fn):
+        """``fn`` applied to each member's value."""
+        return _make(self.members, [fn(v) for v in self.vals])
+
+    def value(self, j: int):
+        """The value of the ``j``-th member."""
+        return self.vals[j]
+
+    # -- arithmetic ---------------------------------------------------------------------
+    def _op(self, other, fn):
+        if type(other) is BlockVector:
+            if other.members != self.members:
+                raise Divergence([(m,) for m in self.members])
+            return _make(self.members, [fn(a, b) for a, b in zip(self.vals, other.vals)])
+        return _make(self.members, [fn(a, other) for a in self.vals])
+
+    def _rop(self, other, fn):
+        return _make(self.members, [fn(other, a) for a in self.vals])
+
+    def __add__(self, o): return self._op(o, _add)
+    def __radd__(self, o): return self._rop(o, _add)
+    def __sub__(self, o): return self._op(o, _sub)
+    def __rsub__(self, o): return self._rop(o, _sub)
+    def __mul__(self, o): return self._op(o, _mul)
+    def __rmul__(self, o): return self._rop(o, _mul)
+    def __truediv__(self, o): return self._op(o, _truediv)
+    def __rtruediv__(self, o): return self._rop(o, _truediv)
+    def __floordiv__(self, o): return self._op(o, _floordiv)
+    def __rfloordiv__(self, o): return self._rop(o, _floordiv)
+    def __mod__(self, o): return self._op(o, _mod)
+    def __rmod__(self, o): return self._rop(o, _mod)
+    def __pow__(self, o): return self._op(o, pow)
+    def __rpow__(self, o): return self._rop(o, pow)
+    def __lshift__(self, o): return self._op(o, _lshift)
+    def __rlshift__(self, o): return self._rop(o, _lshift)
+    def __rshift__(self, o): return self._op(o, _rshift)
+    def __rrshift__(self, o): return self._rop(o, _rshift)
+    def __and__(self, o): return self._op(o, _and)
+    def __rand__(self, o): return self._rop(o, _and)
+    def __or__(self, o): return self._op(o, _or)
+    def __ror__(self, o): return self._rop(o, _or)
+    def __xor__(self, o): return self._op(o, _xor)
+    def __rxor__(self, o): return self._rop(o, _xor)
+    def __divmod__(self, o): return (self // o, self % o)
+    def __rdivmod__(self, o): return (o // self, o % self)
+    def __lt__(self, o): return self._op(o, _lt)
+    def __le__(self, o): return self._op(o, _le)
+    def __gt__(self, o): return self._op(o, _gt)
+    def __ge__(self, o): return self._op(o, _ge)
+    def __eq__(self, o): return self._op(o, _eq)
+    def __ne__(self, o): return self._op(o, _ne)
+    def __neg__(self): return self.map(lambda a: -a)
+    def __pos__(self): return self.map(lambda a: +a)
+    def __abs__(self): return self.map(abs)
+    def __invert__(self): return self.map(lambda a: ~a)
+    def __round__(self, n=None): return self.map(lambda a: round(a, n))
+    def __trunc__(self): return self.map(math.trunc)
+    def __floor__(self): return self.map(math.floor)
+    def __ceil__(self): return self.map(math.ceil)
+
+
+def _add(a, b): return a + b
+def _sub(a, b): return a - b
+def _mul(a, b): return a * b
+def _truediv(a, b): return a / b
+def _floordiv(a, b): return a // b
+def _mod(a, b): return a % b
+def _lshift(a, b): return a << b
+def _rshift(a, b): return a >> b
+def _and(a, b): return a & b
+def _or(a, b): return a | b
+def _xor(a, b): return a ^ b
+def _lt(a, b): return a < b
+def _le(a, b): return a <= b
+def _gt(a, b): return a > b
+def _ge(a, b): return a >= b
+def _eq(a, b): return a == b
+def _ne(a, b): return a != b
+
+
+def as_int(x):
+    """``int(x)``, member by member for a BlockVector."""
+    if type(x) is BlockVector:
+        return x.map(int)
+    return int(x)
+
+
+def pick(x, j: int):
+    """The ``j``-th member's value of ``x`` (BlockVectors inside tuples included)."""
+    t = type(x)
+    if t is BlockVector:
+        return x.vals[j]
+    if t is tuple:
+        return tuple([pick(v, j) for v in x])
+    return x
+
+
+def spread(x, g: int) -> list:
+    """The ``g`` members' values of ``x`` (BlockVectors inside tuples included)."""
+    t = type(x)
+    if t is BlockVector:
+        return x.vals
+    if t is tuple and _has_bv(x):
+        return list(zip(*[spread(v, g) for v in x]))
+    return [x] * g
+
+
+def _has_bv(x) -> bool:
+    t = type(x)
+    if t is BlockVector:
+        return True
+    if t is tuple:
+        for v in x:
+            if type(v) is BlockVector or (type(v) is tuple and _has_bv(v)):
+                return True
+    return False
+
+
+def values(x, g: int) -> list:
+    """The ``g`` members' values of ``x`` (a plain value repeated)."""
+    return list(x.vals) if type(x) is BlockVector else [x] * g
+
+
+def collapse(members, column: np.ndarray):
+    """One numpy scalar per member (``column[j]``), as a plain scalar when the members'
+    bytes agree (what a scalar read returns per block)."""
+    raw = column.view(np.dtype(f"u{column.dtype.itemsize}")) if column.dtype.itemsize in (
+        1, 2, 4, 8) else None
+    if raw is not None and (raw == raw[0]).all():
+        return column[0]
+    return _make(members, [column[j] for j in range(len(column))])
+
+
+# -- the group's core --------------------------------------------------------------------
+
+class GroupContext(_core.CoreContext):
+    """A :class:`CoreContext` for G blocks run together (``members``, in block order).
+
+    ``block_idx`` is a :class:`BlockVector`; the UB is ``[G, ub_size]`` and reachable only
+    while a batch-aware instruction runs (``batch_ok``); cube memories are not (any use
+    diverges into single blocks). Records, byte counts, GM stores and the GM access log
+    are kept once for the group, with BlockVectors where members differ, and split per
+    member by :meth:`member`. The checker's UbTracker is never attached: tracked blocks
+    run alone.
+    """
+
+    is_group = True
+
+    def __init__(self, soc, gm, ub2d: np.ndarray, members: tuple, block_num: int,
+                 ub_capacity: int, core_kind: str | None = None):
+        self._ub = ub2d
+        super().__init__(soc, gm, ub2d, BlockVector(members, members), block_num,
+                         ub_capacity, core_kind, None)
+        self.members = tuple(members)
+        self.size = len(members)
+        self.singletons = [(m,) for m in members]
+        self.patches: list = []            # (record index, record) with per-member values
+        self.gm_log = []                   # (address, nbytes, is_write), addresses maybe BV
+        self.undo = None                   # the launch's undo stack (set by run_blocks)
+
+    @property
+    def ub(self):
+        if not self.batch_ok:
+            raise Divergence(self.singletons)
+        return self._ub
+
+    @ub.setter
+    def ub(self, value):
+        self._ub = value
+
+    def split(self):
+        """Diverge into single blocks."""
+        raise Divergence(self.singletons)
+
+    def record(self, kind: int, pipe: int, cycles: float = 0.0, nbytes: int = 0,
+               key=None, name: str = "") -> None:
+        rec = (kind, pipe, cycles, nbytes, key, name)
+        if _has_bv(key) or type(cycles) is BlockVector or type(nbytes) is BlockVector:
+            self.patches.append((len(self.records), rec))
+        self.records.append(rec)
+        if self.trace_lines is not None:
+            self.trace_lines.append(_core.kernel_source_line())
+
+    def memory(self, mem: str, instruction: str = "LocalTensor") -> np.ndarray:
+        if mem == _core.UB:
+            return self.ub
+        raise Divergence(self.singletons)     # cube memories: per block
+
+    def members_results(self) -> list:
+        """What per-block execution leaves of each member: its records, counters, warnings
+        and GM stores (one :class:`BlockResult` per member, in member order)."""
+        g = self.size
+        patched = [(i, spread(rec, g)) for i, rec in self.patches]
+        writes = [spread(w, g) for w in self.gm_writes]
+        logs = [spread(e, g) for e in self.gm_log]
+        nread, nwritten = spread(self.bytes_read, g), spread(self.bytes_written, g)
+        out = []
+        for j, b in enumerate(self.members):
+            recs = list(self.records)
+            for i, per in patched:
+                recs[i] = per[j]
+            res = BlockResult(b, self.core_kind, recs)
+            res.bytes_read, res.bytes_written = nread[j], nwritten[j]
+            res.gm_writes = [w[j] for w in writes]
+            res.trace_lines = list(self.trace_lines) if self.trace_lines is not None else None
+            res.gm_log = [e[j] for e in logs]
+            out.append(res)
+        return out
+
+
+class BlockResult:
+    """What a block left after it ran as a member of a group (the attributes of a
+    finished :class:`CoreContext` that the launch reads)."""
+
+    def __init__(self, block_idx, core_kind, records):
+        self.block_idx = block_idx
+        self.core_kind = core_kind
+        self.records = records
+        self.warnings: list = []
+        self.bytes_read = 0
+        self.bytes_written = 0
+        self.gm_writes: list = []
+        self.trace_lines = None
+        self.gm_log: list = []
+        self.mix = None
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(f"core {self.block_idx}: {message}")
+
+    @property
+    def name(self) -> str:
+        return f"{self.core_kind} {self.block_idx}"
+
+
+# -- GM access of a group and of the blocks of a lockstep launch ----------------------------
+
+def log_gm_view(ctx, gt, view: np.ndarray, nbytes: int, instruction: str, pipe) -> None:
+    """A plain block of a lockstep launch reached GM: log it, and keep the bytes a store
+    is about to overwrite."""
+    write = pipe in _WRITE_PIPES or instruction == "SetValue"
+    ctx.gm_log.append((gt.address, nbytes, write))
+    if write:
+        ctx.undo.save(view)
+
+
+def gm_rows(ctx: GroupContext, gt, rows: int, row: int, pitch: int, write: bool):
+    """The GM rows of every member of ``ctx`` for a transfer of ``rows`` rows of ``row``
+    bytes, ``pitch`` apart, from ``gt`` (a GlobalTensor whose address may differ per
+    member): a ``[G, rows, row]`` view when the members' addresses are evenly spaced in one
+    allocation, else a list of per-member ``[rows, row]`` views. A range outside its
+    allocation diverges into single blocks, where the per-block checks raise the error.
+    Stores are logged with the bytes they overwrite (the undo log)."""
+    g = ctx.size
+    span = (rows - 1) * pitch + row
+    addrs = values(gt.address, g)
+    allocs = values(gt._alloc, g)
+    a0, alloc0 = addrs[0], allocs[0]
+    for a, al in zip(addrs, allocs):
+        if al is None or a < al.base or a + span > al.end:
+            raise Divergence(ctx.singletons)
+    ctx.gm_log.append((gt.address, span, write))
+    step = addrs[1] - a0 if g > 1 else 0
+    regular = step >= 0 and all(al is alloc0 for al in allocs) and all(
+        addrs[j] - addrs[j - 1] == step for j in range(2, g))
+    if regular:
+        base = alloc0.buf[a0 - alloc0.base:]
+        out = as_strided(base, shape=(g, rows, row), strides=(step, pitch, 1), writeable=True)
+        if write:
+            ctx.undo.save(out)
+        return out
+    views = []
+    for a, al in zip(addrs, allocs):
+        buf = al.buf[a - al.base:a - al.base + span]
+        v = as_strided(buf, shape=(rows, row), strides=(pitch, 1), writeable=True)
+        if write:
+            ctx.undo.save(v)
+        views.append(v)
+    return views
+
+
+def ub_rows(ub2: np.ndarray, rows: int, row: int, pitch: int) -> np.ndarray:
+    """``[G, rows, row]`` view of a group's ``[G, span]`` UB bytes, rows ``pitch`` apart."""
+    return as_strided(ub2, shape=(ub2.shape[0], rows, row), strides=(ub2.strides[0], pitch, 1),
+                      writeable=True)
+
+
+def transfer(src_is_gm: bool, gm, ub3: np.ndarray) -> None:
+    """Move the bytes of a GM <-> UB copy of a group (``gm`` from :func:`gm_rows`)."""
+    if isinstance(gm, list):
+        for j, v in enumerate(gm):
+            if src_is_gm:
+                ub3[j] = v
+            else:
+                v[...] = ub3[j]
+    elif src_is_gm:
+        ub3[...] = gm
+    else:
+        gm[...] = ub3
+
+
+class UndoLog:
+    """The bytes GM stores of a lockstep launch overwrote, to put them back.
+
+    Copies go to an arena reused from launch to launch (fresh memory per copy would cost a
+    page fault per 4 KiB, more than the copy: 0.59 s instead of about 0.05 s for the
+    128 MiB output of the Add study's case 4); an arena above ``KEEP`` bytes is dropped at
+    the end of the launch."""
+
+    KEEP = 1 << 30
+    _arena = np.empty(0, dtype=np.uint8)
+
+    def __init__(self):
+        self.entries: list = []            # (GM view, start in arena, end)
+        self.pos = 0
+        self.spill: list = []              # older arenas still holding entries
+
+    def save(self, view: np.ndarray) -> None:
+        n = view.size
+        arena = UndoLog._arena
+        if self.pos + n > arena.size:
+            if self.pos:
+                self.spill.append(arena)
+            arena = UndoLog._arena = np.empty(max(arena.size * 3 // 2, n, 1 << 20), dtype=np.uint8)
+            self.pos = 0
+        dst = arena[self.pos:self.pos + n].reshape(view.shape)
+        np.copyto(dst, view)
+        self.entries.append((view, dst))
+        self.pos += n
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def restore(self, start: int = 0) -> None:
+        """Put back what the stores since entry ``start`` overwrote, newest first."""
+        entries = self.entries
+        for view, old in reversed(entries[start:]):
+            view[...] = old
+        del entries[start:]
+
+    def close(self) -> None:
+        self.entries = []
+        self.spill = []
+        if UndoLog._arena.size > self.KEEP:
+            UndoLog._arena = np.empty(0, dtype=np.uint8)
+
+
+def _restore(undo: UndoLog, start: int = 0) -> None:
+    undo.restore(start)
+
+
+# -- which blocks touch GM another block writes ---------------------------------------------
+
+def _merged(lo, hi, owner, width: int):
+    """Per owner, the union of its intervals [lo, hi) (addresses relative to the lowest,
+    all below ``width``): (lo, hi, owner) arrays."""
+    if not len(lo):
+        return lo, hi, owner
+    order = np.lexsort((lo, owner))
+    lo, hi, owner = lo[order], hi[order], owner[order]
+    shift = owner * width                      # owners never share a merged interval
+    slo, shi = lo + shift, hi + shift
+    reach = np.maximum.accumulate(shi)
+    start = np.concatenate(([True], slo[1:] > reach[:-1]))
+    idx = np.flatnonzero(start)
+    ends = np.maximum.reduceat(shi, idx) - shift[idx]
+    return lo[idx], ends, owner[idx]
+
+
+def cross_block_conflict(logs: dict) -> bool:
+    """Whether some block reads or writes GM bytes that another block writes.
+
+    ``logs``: block -> list of (address, nbytes, is_write)."""
+    rows = [(a, a + n, b, w) for b, log in logs.items() for a, n, w in log if n > 0]
+    if not rows:
+        return False
+    arr = np.array(rows, dtype=np.int64)
+    write = arr[:, 3].astype(bool)
+    if not write.any():
+        return False
+    base = int(arr[:, 0].min())
+    lo, hi, owner = arr[:, 0] - base, arr[:, 1] - base, arr[:, 2]
+    width = int(hi.max()) + 1
+    if width * (int(owner.max()) + 2) >= 1 << 62:
+        return True                                  # beyond the merge's range: be safe
+    wl, wh, wo = _merged(lo[write], hi[write], owner[write], width)
+    al, ah, ao = _merged(lo, hi, owner, width)
+    chunk = max(1, 4_000_000 // max(len(al), 1))
+    for s in range(0, len(wl), chunk):
+        l, h, o = wl[s:s + chunk, None], wh[s:s + chunk, None], wo[s:s + chunk, None]
+        if ((l < ah) & (al < h) & (o != ao)).any():
+            return True
+    return False
+
+
+# -- the launch loop --------------------------------------------------------------------------
+
+def lockstep_enabled(flag: bool | None) -> bool:
+    """``flag`` if given, else the environment: ``NPUSIM_LOCKSTEP=0`` forces per-block."""
+    if flag is not None:
+        return bool(flag)
+    return os.environ.get("NPUSIM_LOCKSTEP", "1").strip().lower() not in ("0", "false", "no",
+                                                                       "off")
+
+
+#: (kernel, blockDim, kind, tracking, argument key) -> (partition, per-block only)
+_CACHE: OrderedDict = OrderedDict()
+_CACHE_SIZE = 256
+
+
+def _cache_key(kernel, block_dim, kind, config, args):
+    parts = []
+    for a in args:
+        if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+            parts.append("int")          # a GM address (or a count: a miss costs a re-run)
+        else:
+            try:
+                parts.append(repr(a))
+            except Exception:            # noqa: BLE001 - an unprintable argument: no caching
+                return None
+    return (kernel, block_dim, kind, config.enabled, config.all_blocks, tuple(parts))
+
+
+def _initial_partition(block_dim: int, tracked) -> list:
+    """Tracked blocks alone (their checker state is per block), the others together."""
+    alone = [b for b in range(block_dim) if tracked(b)]
+    rest = tuple(b for b in range(block_dim) if not tracked(b))
+    parts = [(b,) for b in alone] + ([rest] if rest else [])
+    return sorted(parts, key=lambda p: p[0])
+
+
+def _order(parts: list) -> list:
+    """Groups first (a group that splits into single blocks then costs no single block
+    run twice), then single blocks, each kind in block order. The order blocks run in
+    changes no result: blocks that touch GM another block writes re-run the launch block
+    after block (:func:`cross_block_conflict`)."""
+    return sorted(parts, key=lambda p: (len(p) == 1, p[0]))
+
+
+def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, capacity,
+               keep_spans: bool, kind, config):
+    """Run the blocks of a launch in lockstep groups.
+
+    ``new_context(b, ub)`` makes block ``b``'s plain context (checker attached when it is
+    tracked); ``end_block(ctx)`` runs the end-of-kernel checks and releases the block's
+    state. Returns the per-block results (contexts, or :class:`BlockResult` for members of
+    groups), in block order — or None when the launch must run block after block instead
+    (it then left GM as it found it): a KernelError, or blocks touching GM another block
+    writes.
+    """
+    key = _cache_key(kernel, block_dim, kind, config, args)
+    cached = _CACHE.get(key) if key is not None else None
+    if cached is not None:
+        _CACHE.move_to_end(key)
+        parts, per_block = cached
+        if per_block or all(len(p) == 1 for p in parts):
+            return None
+        pending = _order(list(parts))
+    else:
+        tracked = (lambda b: config.enabled and (config.all_blocks or b in (0, block_dim - 1)))
+        pending = _order(_initial_partition(block_dim, tracked))
+        if all(len(p) == 1 for p in pending):
+            return None
+    undo = UndoLog()
+    results: dict = {}
+    final: list = []
+    ub1 = np.empty(soc.ub_size, dtype=np.uint8)
+    try:
+        while pending:
+            part = pending.pop(0)
+            start = len(undo)
+            if len(part) == 1:
+                b = part[0]
+                ub1.fill(_core.UB_POISON)
+                ctx = new_context(b, ub1)
+                ctx.gm_log, ctx.undo = [], undo
+                _core.set_current_core(ctx)
+                kernel(*args)
+                end_block(ctx)
+                results[b] = ctx
+                final.append(part)
+                continue
+            ub2 = np.full((len(part), soc.ub_size), _core.UB_POISON, dtype=np.uint8)
+            ctx = GroupContext(soc, gm, ub2, part, block_dim, capacity, kind)
+            ctx.trace_lines = [] if keep_spans else None
+            ctx.checker_config = config
+            ctx.undo = undo
+            _core.set_current_core(ctx)
+            try:
+                kernel(*args)
+                end_block(ctx)
+            except Divergence as div:
+                _core.set_current_core(None)
+                _restore(undo, start)
+                pending = _order(list(div.parts) + pending)
+                if all(len(p) == 1 for p in final + pending):
+                    # nothing left to run together: block after block is the same work
+                    # without the undo log (a cube kernel's first instruction gets here)
+                    _restore(undo)
+                    undo.close()
+                    if key is not None:
+                        _CACHE[key] = ([(b,) for b in range(block_dim)], True)
+                    return None
+                continue
+            for b, res in zip(part, ctx.members_results()):
+                results[b] = res
+            final.append(part)
+    except Exception:      # noqa: BLE001 - a KernelError (or any error): per block decides
+        _restore(undo)
+        undo.close()
+        return None
+    finally:
+        _core.set_current_core(None)
+    logs = {b: r.gm_log for b, r in results.items()}
+    conflict = cross_block_conflict(logs)
+    if key is not None:
+        _CACHE[key] = (sorted(final, key=lambda p: p[0]), conflict)
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    if conflict:
+        _restore(undo)
+    undo.close()
+    if conflict:
+        return None
+    for r in results.values():
+        r.gm_log = None
+        if hasattr(r, "undo"):
+            r.undo = None
+    return [results[b] for b in range(block_dim)]

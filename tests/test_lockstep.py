@@ -1,0 +1,471 @@
+"""Lockstep execution (npusim.lockstep) changes nothing but the host time: BlockVector
+semantics, and every operator's and example's kernels run both ways — per block and in
+lockstep — with byte-identical GM, identical per-block records, profiles, warnings and
+checker errors."""
+import contextlib
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import npusim.launch as NL
+from npusim import GlobalMemory, KernelError, get_soc, lockstep, run_kernel
+from npusim.ascendc import (Add, DataCopy, DataCopyExtParams, DataCopyPad,
+                            DataCopyPadExtParams, GetBlockIdx, GetBlockNum, GlobalTensor,
+                            HardEvent, Muls, SetFlag, TBuf, TPipe, TPosition, TQue, WaitFlag,
+                            float32, half)
+from npusim.ascendc.checker import CheckerConfig
+from npusim.lockstep import BlockVector, Divergence
+
+ROOT = Path(__file__).resolve().parents[1]
+SOC = get_soc("Ascend910B1")
+
+
+# -- BlockVector ------------------------------------------------------------------------------
+
+def bv(*vals, members=None):
+    return BlockVector(members or tuple(range(len(vals))), list(vals))
+
+
+def test_arithmetic_is_member_by_member_and_collapses():
+    x = bv(0, 1, 2, 3)
+    y = x * 4 + 100
+    assert isinstance(y, BlockVector) and y.vals == [100, 104, 108, 112]
+    assert (x // 4) == 0 and type(x // 4) is int          # all agree: a plain int
+    assert (x - x) == 0
+    assert (x << 2).vals == [0, 4, 8, 12] and (x >> 1).vals == [0, 0, 1, 1]
+    assert (x & 1).vals == [0, 1, 0, 1] and (x | 4).vals == [4, 5, 6, 7]
+    assert (x % 2).vals == [0, 1, 0, 1] and (10 - x).vals == [10, 9, 8, 7]
+    assert (np.int64(5) * x).vals == [0, 5, 10, 15]       # numpy scalars defer to it
+    assert [type(v) for v in (np.int64(5) * x).vals] == [np.int64] * 4
+    # per-block types and rounding: a Python int times np.float32 is float32 per block
+    z = x * np.float32(0.1)
+    assert [type(v) for v in z.vals] == [np.float32] * 4
+    assert z.vals == [i * np.float32(0.1) for i in range(4)]
+    assert (-x).vals == [0, -1, -2, -3] and abs(bv(-1, 2)).vals == [1, 2]
+
+
+def test_comparisons_give_blockvectors_of_bools():
+    x = bv(0, 1, 2, 3)
+    lt = x < 2
+    assert isinstance(lt, BlockVector) and lt.vals == [True, True, False, False]
+    assert (x < 10) is True
+    assert (x == bv(0, 1, 2, 3)) is True
+
+
+@pytest.mark.parametrize("conv", [bool, int, float, hash, str, repr, range, lambda v: f"{v}",
+                                  lambda v: [0, 1, 2, 3][v], lambda v: v.item()])
+def test_conversions_diverge_with_the_partition(conv):
+    x = bv(5, 7, 5, 9, members=(2, 3, 4, 5))
+    with pytest.raises(Divergence) as info:
+        conv(x)
+    assert info.value.parts == [(2, 4), (3,), (5,)]
+
+
+def test_if_on_a_comparison_partitions_by_truth():
+    x = bv(0, 1, 2, 3, members=(10, 11, 12, 13))
+    with pytest.raises(Divergence) as info:
+        if x < 2:
+            pass
+    assert info.value.parts == [(10, 11), (12, 13)]
+
+
+def test_floats_differing_only_in_sign_of_zero_stay_apart_and_equal_nans_collapse():
+    x = bv(np.float32(0.0), np.float32(-0.0))
+    assert isinstance(x * 1, BlockVector)                  # 0.0 == -0.0, yet 1/x differs
+    same = lockstep._make((0, 1), [np.float32("nan")] * 2)
+    assert not isinstance(same, BlockVector) and np.isnan(same)
+
+
+def test_blockvectors_of_another_group_diverge_into_single_blocks():
+    with pytest.raises(Divergence) as info:
+        bv(1, 2) + bv(1, 2, members=(5, 6))
+    assert info.value.parts == [(0,), (1,)]
+
+
+def test_switch_reads_the_environment(monkeypatch):
+    monkeypatch.setenv("NPUSIM_LOCKSTEP", "0")
+    assert not lockstep.lockstep_enabled(None)
+    assert lockstep.lockstep_enabled(True)
+    monkeypatch.setenv("NPUSIM_LOCKSTEP", "1")
+    assert lockstep.lockstep_enabled(None) and not lockstep.lockstep_enabled(False)
+
+
+def test_cross_block_conflicts():
+    c = lockstep.cross_block_conflict
+    assert not c({0: [(0, 64, False)], 1: [(0, 64, False)]})           # shared reads
+    assert not c({0: [(0, 64, True), (0, 64, False)], 1: [(64, 64, True)]})
+    assert c({0: [(0, 64, True)], 1: [(32, 8, False)]})                # read what 0 writes
+    assert c({0: [(0, 64, False)], 1: [(60, 8, True)]})
+    assert c({0: [(0, 64, True)], 1: [(63, 1, True)]})
+    assert not c({0: [(1 << 45, 64, True)], 1: [((1 << 45) + 64, 64, True)]})
+
+
+# -- the differential harness --------------------------------------------------------------------
+
+class Stats:
+    launches = 0
+    grouped = 0
+
+
+def _normalised(records):
+    """A block's records with queue identities (``id()`` of the TQue, which differs from run
+    to run) numbered in order of first use."""
+    ids: dict = {}
+    out = []
+    for rec in records:
+        key = rec[4]
+        if type(key) is tuple and key and key[0] == "que":
+            key = ("que", ids.setdefault(key[1], len(ids)), *key[2:])
+            rec = (*rec[:4], key, *rec[5:])
+        out.append(rec)
+    return out
+
+
+@contextlib.contextmanager
+def differential():
+    """Run every launch in the block twice, per block then in lockstep from the same GM,
+    and assert that they agree in everything observable."""
+    orig_launch, orig_sim, orig_group = NL._launch, NL.simulate, lockstep.GroupContext.__init__
+    captured = []
+    stats = Stats()
+
+    def sim(blocks, *a, **k):
+        captured.append([_normalised(b) for b in blocks])
+        return orig_sim(blocks, *a, **k)
+
+    def group_init(self, *a, **k):
+        stats.grouped += 1
+        orig_group(self, *a, **k)
+
+    def run(args, mode):
+        captured.clear()
+        gm = args[4]
+        try:
+            prof, err = orig_launch(*args, mode), None
+        except KernelError as e:
+            prof, err = None, e
+        mem = {al.base: al.buf.copy() for al in gm.allocations()}
+        return prof, err, mem, list(captured)
+
+    def launch(*args):
+        args = args[:12]
+        stats.launches += 1
+        gm = args[4]
+        before = {al.base: al.buf.copy() for al in gm.allocations()}
+        p0, e0, m0, r0 = run(args, False)
+        for al in gm.allocations():
+            al.buf[...] = before[al.base]
+        p1, e1, m1, r1 = run(args, True)
+        where = getattr(args[0], "__qualname__", args[0])
+        assert (e0 is None) == (e1 is None), (where, e0, e1)
+        if e0 is not None:
+            assert (type(e0), str(e0), e0.core, e0.line) == (type(e1), str(e1), e1.core,
+                                                             e1.line), where
+        assert m0.keys() == m1.keys()
+        for base in m0:
+            assert np.array_equal(m0[base], m1[base]), (where, hex(base))
+        assert r0 == r1, where
+        if e1 is not None:
+            raise e1
+        assert p0.warnings == p1.warnings, where
+        assert (p0.bytes_read, p0.bytes_written, p0.hbm_bytes, p0.duration_us, p0.bound,
+                p0.bound_percent) == (p1.bytes_read, p1.bytes_written, p1.hbm_bytes,
+                                      p1.duration_us, p1.bound, p1.bound_percent), where
+        assert p0.timing.cycles == p1.timing.cycles
+        assert np.array_equal(p0.timing.block_end, p1.timing.block_end)
+        for pipe in p0.timing.pipe_busy:
+            assert np.array_equal(p0.timing.pipe_busy[pipe], p1.timing.pipe_busy[pipe])
+        assert p0.core_ids == p1.core_ids and p0.core_kinds == p1.core_kinds
+        if p0.lines is not None:
+            assert p0.lines == p1.lines
+        return p1
+
+    NL._launch, NL.simulate = launch, sim
+    lockstep.GroupContext.__init__ = group_init
+    try:
+        yield stats
+    finally:
+        NL._launch, NL.simulate = orig_launch, orig_sim
+        lockstep.GroupContext.__init__ = orig_group
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    lockstep._CACHE.clear()
+    yield
+    lockstep._CACHE.clear()
+
+
+def _example(name):
+    path = ROOT / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_lockstep_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(path.parent))
+    return mod
+
+
+# -- operators and examples both ways -----------------------------------------------------------
+
+EXAMPLES = [
+    ("add_study", ["--case", "all", "--rows", "100"]),
+    ("add_sample", []), ("apply_fused_ema_adam_sample", []), ("apply_add_sign_sample", []),
+    ("softmax_sample", []), ("rms_norm_sample", []), ("fused_sparse_adam_sample", []),
+    ("embedding_dense_backward_sample", []), ("adam_offload_sample", ["--steps", "2"]),
+    ("matmul_sample", []), ("tensor_views", []),
+]
+
+
+@pytest.mark.parametrize("name,argv", EXAMPLES, ids=[e[0] for e in EXAMPLES])
+def test_examples_agree_both_ways(name, argv, capsys):
+    mod = _example(name)
+    with differential() as stats:
+        mod.main(argv)
+    assert stats.launches > 0
+
+
+def test_example_kernels_without_a_main_parser_agree_both_ways(capsys):
+    with differential() as stats:
+        _example("row_softmax_kernel").main(blocks=6, rows_per_block=16)
+        _example("matmul_custom").main()
+    assert stats.launches >= 2
+
+
+def test_the_ema_adam_kernel_agrees_and_runs_grouped():
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_kernel_apply_fused_ema_adam import make_inputs, run_on_device
+    with differential() as stats:
+        for n, dtype, mode in ((20000, np.float32, 1), (6129, np.float16, 0), (47, np.float32, 0),
+                               (100003, np.float32, 0)):
+            for bias in (True, False):
+                run_on_device(make_inputs(n, dtype, n), 7, mode, bias)
+    assert stats.grouped > 0
+
+
+@pytest.mark.parametrize("module,func,params", [
+    ("test_softmax", "test_row_longer_than_ub", {"dtype": np.float32}),
+    ("test_rms_norm", "test_row_longer_than_ub", {"xd": np.float16, "gd": np.float16}),
+    ("test_rms_norm", "test_non_contiguous_x", {}),
+    ("test_fused_sparse_adam", "test_against_golden", {"case": "duplicates"}),
+    ("test_fused_sparse_adam", "test_bit_exact_with_mindspore_order",
+     {"nesterov": True, "shape": (300, 24), "n": 5000}),
+])
+def test_operator_tests_agree_both_ways(module, func, params, tmp_path):
+    sys.path.insert(0, str(ROOT / "tests"))
+    from aclnn import runtime
+    from aclnn_helpers import open_stream
+    mod = __import__(module)
+    fn = getattr(mod, func)
+    kwargs = dict(params)
+    if "stream" in fn.__code__.co_varnames[:fn.__code__.co_argcount]:
+        kwargs["stream"] = open_stream(tmp_path)
+    try:
+        with differential() as stats:
+            fn(**kwargs)
+    finally:
+        runtime.reset()
+    assert stats.launches > 0
+
+
+@pytest.mark.parametrize("dtype,alpha,out", [(np.float32, 1.0, np.float32),
+                                              (np.float16, -0.5, np.float16),
+                                              (np.int8, 1.0, np.int8), (np.float16, 1.0, np.float32)])
+def test_the_add_kernel_agrees_both_ways(dtype, alpha, out):
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_kernel_add as tka
+    with differential() as stats:
+        for n in (1000, 48 * 1024 + 17, 333333):
+            tka.run_add(tka.make(n, dtype, n), tka.make(n, dtype, n + 1), alpha, out)
+    assert stats.grouped > 0
+
+
+# -- kernels written to diverge, and broken kernels ---------------------------------------------
+
+def _gm_with(*arrays):
+    gm = GlobalMemory(SOC.memory_size)
+    addrs = []
+    for a in arrays:
+        p = gm.malloc(max(a.nbytes, 32))
+        gm.write(p, a)
+        addrs.append(p)
+    return gm, addrs
+
+
+def tail_kernel(x, z, n, tile):
+    """z = 2x + x over n elements split unevenly; the last block has a tail tile, and a
+    data-dependent branch on the first element of each block's data."""
+    b, nb = GetBlockIdx(), GetBlockNum()
+    per = -(-n // nb)
+    start = b * per
+    count = min(per, n - start)
+    pipe = TPipe()
+    q = TQue(TPosition.VECIN, 1)
+    o = TQue(TPosition.VECOUT, 1)
+    pipe.InitBuffer(q, 1, tile * 4)
+    pipe.InitBuffer(o, 1, tile * 4)
+    xg, zg = GlobalTensor(float32), GlobalTensor(float32)
+    xg.SetGlobalBuffer(x + start * 4, count)
+    zg.SetGlobalBuffer(z + start * 4, count)
+    for i in range(0, count, tile):
+        cur = min(tile, count - i)
+        a = q.AllocTensor(float32)
+        DataCopyPad(a, xg[i], DataCopyExtParams(1, cur * 4, 0, 0, 0),
+                    DataCopyPadExtParams(False, 0, 0, 0))
+        q.EnQue(a)
+        a = q.DeQue(float32)
+        c = o.AllocTensor(float32)
+        SetFlag(HardEvent.V_S, 0)
+        WaitFlag(HardEvent.V_S, 0)
+        if a.GetValue(0) > 0:              # data-dependent
+            Muls(c, a, 2.0, cur)
+        else:
+            Muls(c, a, 3.0, cur)
+        Add(c, c, a, cur)
+        o.EnQue(c)
+        q.FreeTensor(a)
+        c = o.DeQue(float32)
+        DataCopyPad(zg[i], c, DataCopyExtParams(1, cur * 4, 0, 0, 0))
+        o.FreeTensor(c)
+
+
+@pytest.mark.parametrize("n,blocks", [(1000, 7), (4096, 8), (100, 48)])
+def test_tails_and_data_dependent_branches_diverge_and_agree(n, blocks):
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    gm, (xa, za) = _gm_with(x, np.zeros(n, np.float32))
+    with differential() as stats:
+        run_kernel(tail_kernel, blocks, (xa, za, n, 64), soc=SOC, gm=gm)
+    assert stats.grouped > 0
+    z = np.frombuffer(gm.read(za, n * 4), np.float32)
+    per = -(-n // blocks)
+    expect = np.empty_like(x)
+    for s in range(0, n, per):
+        for i in range(s, min(s + per, n), 64):
+            t = x[i:min(i + 64, s + per, n)]
+            k = np.float32(2.0) if t[0] > 0 else np.float32(3.0)
+            expect[i:i + len(t)] = t * k + t
+    np.testing.assert_array_equal(z, expect)
+
+
+def broken_kernel(x, z, kind):
+    b, nb = GetBlockIdx(), GetBlockNum()
+    pipe = TPipe()
+    q = TQue(TPosition.VECIN, 1)
+    size = 1024 * 4 if not (kind == "overflow" and b == nb - 1) else 400 * 1024
+    pipe.InitBuffer(q, 1, size)
+    xg, zg = GlobalTensor(float32), GlobalTensor(float32)
+    xg.SetGlobalBuffer(x + b * 4096, 1024)
+    zg.SetGlobalBuffer(z + b * 4096, 1024)
+    a = q.AllocTensor(float32)
+    DataCopy(a, xg, 1023 if kind == "misaligned" else 1024)
+    q.EnQue(a)
+    a = q.DeQue(float32)
+    Muls(a, a, 2.0, 1024)
+    if kind != "race":
+        SetFlag(HardEvent.V_MTE3, 0)
+        WaitFlag(HardEvent.V_MTE3, 0)
+    DataCopy(zg, a, 1024)
+    if kind != "leak":
+        q.FreeTensor(a)
+
+
+@pytest.mark.parametrize("kind", ["overflow", "misaligned", "race", "leak"])
+@pytest.mark.parametrize("warn", [False, True])
+def test_checker_errors_and_warnings_are_the_per_block_ones(kind, warn):
+    blocks = 6
+    x = np.arange(blocks * 1024, dtype=np.float32)
+    gm, (xa, za) = _gm_with(x, np.zeros_like(x))
+    checks = CheckerConfig(warn=frozenset({"Alignment", "Sync", "Leak"})) if warn else None
+    with differential():
+        try:
+            run_kernel(broken_kernel, blocks, (xa, za, kind), soc=SOC, gm=gm, checks=checks)
+        except KernelError as e:
+            err = e
+        else:
+            err = None
+    if kind == "overflow" or not warn:
+        assert err is not None
+        if kind == "overflow":
+            assert err.core == blocks - 1
+
+
+def test_all_blocks_tracking_and_atomics_run_per_block_with_the_same_results():
+    from npusim.ascendc import SetAtomicAdd, SetAtomicNone
+
+    def atomic_kernel(x, z):
+        pipe = TPipe()
+        buf = TBuf(TPosition.VECCALC)
+        pipe.InitBuffer(buf, 256)
+        t = buf.Get(float32, 64)
+        xg, zg = GlobalTensor(float32), GlobalTensor(float32)
+        xg.SetGlobalBuffer(x + GetBlockIdx() * 256, 64)
+        zg.SetGlobalBuffer(z, 64)
+        DataCopy(t, xg, 64)
+        SetFlag(HardEvent.MTE2_MTE3, 0)
+        WaitFlag(HardEvent.MTE2_MTE3, 0)
+        SetAtomicAdd(float32)
+        DataCopy(zg, t, 64)
+        SetAtomicNone()
+
+    x = np.random.default_rng(3).standard_normal(64 * 8).astype(np.float32) * 1e3
+    gm, (xa, za) = _gm_with(x, np.zeros(64, np.float32))
+    with differential():
+        run_kernel(atomic_kernel, 8, (xa, za), soc=SOC, gm=gm)
+        run_kernel(atomic_kernel, 8, (xa, za), soc=SOC, gm=gm,
+                   checks=CheckerConfig(all_blocks=True))
+
+
+def test_half_add_in_lockstep_matches_numpy():
+    def k(x, y, z, n):
+        b = GetBlockIdx()
+        pipe = TPipe()
+        qx, qy, qz = TQue(TPosition.VECIN), TQue(TPosition.VECIN), TQue(TPosition.VECOUT)
+        for q in (qx, qy, qz):
+            pipe.InitBuffer(q, 1, n * 2)
+        g = [GlobalTensor(half) for _ in range(3)]
+        for t, a in zip(g, (x, y, z)):
+            t.SetGlobalBuffer(a + b * n * 2, n)
+        a, c = qx.AllocTensor(half), qy.AllocTensor(half)
+        DataCopy(a, g[0], n)
+        DataCopy(c, g[1], n)
+        qx.EnQue(a)
+        qy.EnQue(c)
+        a, c = qx.DeQue(half), qy.DeQue(half)
+        d = qz.AllocTensor(half)
+        Add(d, a, c, n)
+        qz.EnQue(d)
+        qx.FreeTensor(a)
+        qy.FreeTensor(c)
+        d = qz.DeQue(half)
+        DataCopy(g[2], d, n)
+        qz.FreeTensor(d)
+
+    rng = np.random.default_rng(0)
+    x, y = (rng.standard_normal(16 * 512).astype(np.float16) for _ in range(2))
+    gm, (xa, ya, za) = _gm_with(x, y, np.zeros_like(x))
+    with differential() as stats:
+        run_kernel(k, 16, (xa, ya, za, 512), soc=SOC, gm=gm)
+    assert stats.grouped == 1
+    np.testing.assert_array_equal(np.frombuffer(gm.read(za, x.nbytes), np.float16), x + y)
+
+
+def test_lockstep_false_runs_no_group(monkeypatch):
+    made = []
+    orig = lockstep.GroupContext.__init__
+    monkeypatch.setattr(lockstep.GroupContext, "__init__",
+                        lambda self, *a, **k: (made.append(1), orig(self, *a, **k))[1])
+    x = np.zeros(16 * 512, np.float16)
+    gm, (xa, ya, za) = _gm_with(x, x, x)
+    run_kernel(tail_kernel, 4, (xa, za, 1000, 64), soc=SOC, gm=gm, lockstep=False)
+    assert not made
+    monkeypatch.setenv("NPUSIM_LOCKSTEP", "0")
+    run_kernel(tail_kernel, 4, (xa, za, 1000, 64), soc=SOC, gm=gm)
+    assert not made
+    monkeypatch.setenv("NPUSIM_LOCKSTEP", "1")
+    run_kernel(tail_kernel, 4, (xa, za, 1000, 64), soc=SOC, gm=gm)
+    assert made
