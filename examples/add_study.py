@@ -15,13 +15,16 @@ z = x + y on half tensors of 8192 x 8192, as in the Ascend C example
   repeat fall in different UB bank groups (dataCopyLen 16256: y starts 256 B after
   where it would, reference/hardware.md §2 "UB banks").
 
-It prints what msprof op reports: Task Duration, aiv_mte2_time, aiv_mte3_time,
+Each case's figures are those of a launch that follows a launch of the same kernel (the L2
+as the previous run left it), as msprof measures a kernel run repeatedly (``--cold``: a
+first launch; docs/calibration.md "The model"). It prints what msprof op reports: Task Duration, aiv_mte2_time, aiv_mte3_time,
 aiv_vec_time, aiv_scalar_time (µs), and the example's bandwidths (read = bytes read /
 aiv_mte2_time; read-write = all bytes / aiv_mte2_time), next to the measured figures of
 the official example.
 
-Run: ``python examples/add_study.py --case 3`` (or ``--case all``; ``--rows 1024`` for a
-smaller shape; ``--json FILE`` writes the figures as JSON).
+Run: ``python examples/add_study.py --case 3`` (or ``--case all``, which ends with a table
+of every figure next to msprof's and the signed error; ``--rows 1024`` for a smaller
+shape; ``--json FILE`` writes the figures as JSON).
 """
 from __future__ import annotations
 
@@ -33,6 +36,8 @@ import time
 import numpy as np
 
 from npusim import GlobalMemory, get_soc, run_kernel
+from npusim.ascendc.types import Pipe
+from npusim.timing import L2Cache, simulate
 from npusim.ascendc import (Add, CacheMode, DataCopy, GetBlockIdx, GetBlockNum, GlobalTensor,
                             HardEvent, LocalTensor, SetFlag, TPosition, WaitFlag, half)
 
@@ -154,17 +159,51 @@ class KernelAdd:
             WaitFlag(HardEvent.MTE3_V, ev)
 
 
-def add_kernel(x, y, z, rows, case):
-    cores, data_copy_len, double, bypass, bank_aware = CASES[case]
-    op = KernelAdd(x, y, z, rows, data_copy_len, bypass)
+def add_kernel(x, y, z, rows, case, data_copy_len=None):
+    cores, length, double, bypass, bank_aware = CASES[case]
+    op = KernelAdd(x, y, z, rows, length if data_copy_len is None else data_copy_len, bypass)
     if double:
         op.ProcessDoubleBuffer(bank_aware)
     else:
         op.ProcessSingle(wait_copy_out=cores > 1)
 
 
-def run_case(case: int, rows: int = 8192, soc_name="Ascend910B1", check: bool = True):
-    """Simulate one case; return (figures dict, KernelProfile)."""
+def replay_warm(blocks, soc, previous: int = 1):
+    """Replay a launch's records after ``previous`` launches of the same records, on one L2.
+
+    msprof op reports a launch that follows others of the same kernel (the Add example's
+    figures are of repeated runs): its L2 holds what the previous launch left, dirty lines
+    included, so every byte a launch writes is written back to HBM by that launch or the
+    next. A single simulated launch starts from a cold L2; this is the steady state.
+    Returns the measured launch's KernelTiming (cycles).
+    """
+    l2 = L2Cache(soc)
+    for _ in range(previous):
+        simulate(blocks, soc, l2=l2)
+    return simulate(blocks, soc, l2=l2)
+
+
+def figures(timing, soc) -> dict:
+    """msprof's figures of a vector launch from its timing: Task Duration and the per-pipe
+    busy times averaged over the cores (µs)."""
+    us = 1e6 / soc.freq_hz
+    busy = timing.pipe_busy
+    return {"task_duration_us": soc.launch_overhead_us + timing.cycles * us,
+            "aiv_mte2_time_us": float(busy[Pipe.PIPE_MTE2].mean() * us),
+            "aiv_mte3_time_us": float(busy[Pipe.PIPE_MTE3].mean() * us),
+            "aiv_vec_time_us": float(busy[Pipe.PIPE_V].mean() * us),
+            "aiv_scalar_time_us": float(busy[Pipe.PIPE_S].mean() * us)}
+
+
+def run_case(case: int, rows: int = 8192, soc_name="Ascend910B1", check: bool = True,
+             warm: bool = True, data_copy_len: int | None = None):
+    """Simulate one case; return (figures dict, KernelProfile).
+
+    ``warm``: the figures are those of a launch that follows one launch of the same kernel
+    (:func:`replay_warm`, as msprof measures); otherwise those of the profile, a first
+    launch on a cold L2. The profile is always the first launch's (its ``records`` are the
+    instructions replayed). ``data_copy_len`` replaces the case's dataCopyLen (halves).
+    """
     soc = get_soc(soc_name)
     gm = GlobalMemory(soc.memory_size)
     n = rows * COLS
@@ -175,25 +214,27 @@ def run_case(case: int, rows: int = 8192, soc_name="Ascend910B1", check: bool = 
     gm.write(x, xs)
     gm.write(y, ys)
     cores = min(CASES[case][0], soc.vector_block_num)
+    length = CASES[case][1] if data_copy_len is None else int(data_copy_len)
     t0 = time.perf_counter()
     # static tensors use the whole physical UB, as the official example does
-    prof = run_kernel(add_kernel, cores, (x, y, z, rows, case), soc=soc, gm=gm,
-                      name=f"add_case{case}", reserve_ub=False)
+    prof = run_kernel(add_kernel, cores, (x, y, z, rows, case, length), soc=soc, gm=gm,
+                      name=f"add_case{case}", reserve_ub=False, keep_spans=True)
     host_s = time.perf_counter() - t0
     if check:
         out = np.frombuffer(gm.view(z, n * 2), np.float16)
         if not np.array_equal(out, xs + ys):
             raise AssertionError(f"case {case}: z != x + y")
-    t = prof.pipe_time_us
+    if warm:
+        t = figures(replay_warm(prof.records, soc), soc)
+    else:
+        t = figures(prof.timing, soc)
     read, written = prof.bytes_read, prof.bytes_written
     fig = {
         "case": case, "rows": rows, "cols": COLS, "blockDim": cores,
-        "dataCopyLen": CASES[case][1], "task_duration_us": prof.duration_us,
-        "aiv_mte2_time_us": t["aiv_mte2_time"], "aiv_mte3_time_us": t["aiv_mte3_time"],
-        "aiv_vec_time_us": t["aiv_vec_time"], "aiv_scalar_time_us": t["aiv_scalar_time"],
+        "dataCopyLen": length, "warm": warm, **t,
         "bytes_read": read, "bytes_written": written,
-        "read_bandwidth_TBps": read / (t["aiv_mte2_time"] * 1e-6) / 1e12,
-        "read_write_bandwidth_TBps": (read + written) / (t["aiv_mte2_time"] * 1e-6) / 1e12,
+        "read_bandwidth_TBps": read / (t["aiv_mte2_time_us"] * 1e-6) / 1e12,
+        "read_write_bandwidth_TBps": (read + written) / (t["aiv_mte2_time_us"] * 1e-6) / 1e12,
         "host_seconds": host_s,
     }
     return fig, prof
@@ -215,12 +256,38 @@ def _print(fig):
           f"{fig['read_write_bandwidth_TBps']:.4f} TB/s (bytes / aiv_mte2_time)")
 
 
+def table(figs) -> str:
+    """The figures of several cases next to msprof's, with the signed error of each
+    (cases 1-3 are the calibration data of docs/calibration.md, 4-6 predictions)."""
+    head = (f"{'case':<16}" + "".join(f"{label:>30}" for label, _, _ in _TABLE))
+    lines = [head, f"{'':<16}" + "".join(f"{'sim / msprof (error)':>30}" for _ in _TABLE)]
+    for fig in figs:
+        m = MEASURED.get(fig["case"]) if fig["rows"] == 8192 else None
+        role = "calibration" if fig["case"] in (1, 2, 3) else "prediction"
+        cells = []
+        for _, key, mkey in _TABLE:
+            if m:
+                cells.append(f"{fig[key]:.1f} / {m[mkey]:.1f} ({(fig[key] / m[mkey] - 1) * 100:+.1f}%)")
+            else:
+                cells.append(f"{fig[key]:.1f}")
+        lines.append(f"{fig['case']} {role:<14}" + "".join(f"{c:>30}" for c in cells))
+    return "\n".join(lines)
+
+
+_TABLE = (("Task Duration (us)", "task_duration_us", "task"),
+          ("aiv_mte2_time (us)", "aiv_mte2_time_us", "mte2"),
+          ("aiv_mte3_time (us)", "aiv_mte3_time_us", "mte3"),
+          ("aiv_vec_time (us)", "aiv_vec_time_us", "vec"))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", default="all", help="1-6 or 'all'")
     parser.add_argument("--rows", type=int, default=8192, help="rows of the 8192-column inputs")
     parser.add_argument("--soc", default="Ascend910B1")
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--cold", action="store_true",
+                        help="figures of a first launch (cold L2) instead of a repeated one")
     args = parser.parse_args(argv)
     if args.case == "all":
         cases = sorted(CASES)
@@ -232,9 +299,12 @@ def main(argv=None):
         parser.error("--rows must be positive")
     figs = []
     for c in cases:
-        fig, _ = run_case(c, args.rows, args.soc)
+        fig, _ = run_case(c, args.rows, args.soc, warm=not args.cold)
         _print(fig)
         figs.append(fig)
+    if len(figs) > 1:
+        print()
+        print(table(figs))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figs, f, indent=2)

@@ -96,7 +96,10 @@ class SocSpec:
         vec_head_cycles (fixed cost per vector instruction, cycles),
         scalar_cycles (cost of one PIPE_S instruction, cycles),
         host_link_bandwidth (B/s), host_link_latency_us (µs),
-        launch_overhead_us (µs).
+        launch_overhead_us (µs); the memory system's noc_bandwidth (B/s),
+        hbm_mixed_efficiency (fraction), hbm_write_queue_bytes (bytes) and
+        hbm_transfer_overhead_cycles (cycles), fitted by benchmarks/calibrate_add.py
+        (docs/calibration.md).
     """
 
     # [version]
@@ -155,14 +158,25 @@ class SocSpec:
     # each value's basis; the defaults are those of the A2/A3 parts).
     #: MTE3 (UB -> GM) fixed cost per transfer, cycles: fitted to §4.1 case 1.
     dma_write_latency_cycles: int = 39
-    #: Extra HBM occupancy per transfer that reaches HBM, cycles: fitted to §4.1 cases 2-3.
-    hbm_transfer_overhead_cycles: float = 2.0
+    #: Extra HBM occupancy per transfer that reaches HBM, cycles: fitted to §4.1 cases 2-3
+    #: (benchmarks/calibrate_add.py, docs/calibration.md).
+    hbm_transfer_overhead_cycles: float = 2.5
+    #: HBM capacity while reads and writes are both in flight, as a fraction of
+    #: ``hbm_bandwidth``: fitted to §4.1 cases 2-3 (docs/calibration.md).
+    hbm_mixed_efficiency: float = 1.0
+    #: HBM controller write queue for the dirty L2 lines evicted, bytes: fitted to §4.1
+    #: cases 2-3 (docs/calibration.md).
+    hbm_write_queue_bytes: int = 4194304
+    #: Device-wide bandwidth between the vector cores and L2/HBM, read and write bytes
+    #: together, B/s: fitted to §4.1 cases 2-3 (docs/calibration.md).
+    noc_bandwidth: float = 2.4e12
     #: Device-wide L2 bandwidth, B/s: "L2 Cache读写混合带宽约为7TB/s" (§2).
     l2_bandwidth: float = 7e12
     #: L2 line, bytes: kC220L2CacheLineBytes = 512 in a Huawei DVM source (§1.6 [S]).
     l2_line_bytes: int = 512
-    #: Writes that find L2 full go on to HBM at once (fitted to §4.1 cases 3-5).
-    l2_write_through_when_full: bool = True
+    #: Writes that find L2 full go on to HBM at once. Off: the L2 is write-back, and the
+    #: dirty lines it evicts reach HBM through the write queue (docs/calibration.md).
+    l2_write_through_when_full: bool = False
     #: Per-core GM rate factor for transfers whose GM address is not 512 B aligned:
     #: "32B对齐场景只能达到512B对齐场景的70%" (§2, A2 only).
     gm_unaligned_rate_factor: float = 0.7
@@ -341,11 +355,11 @@ _ASCEND910B1 = SocSpec(
     # Official prose: "GM的带宽约为1.6TB/s" (§2).
     hbm_bandwidth=1.6e12,
     # §4.1 case 1: one AIV moving 8 KB per DataCopy reads 256 MiB in
-    # 6208.8 µs of MTE2 time, ~43 GB/s = ~23 B/cycle at 1.85 GHz, i.e.
-    # 8192 / 23 = ~356 cycles per transfer. At ddr_rate (32 B/cycle) the
-    # same transfer needs 8192 / 32 = 256 cycles, leaving ~100 cycles of
-    # fixed per-transfer cost.
-    dma_latency_cycles=100,
+    # 6208.8 µs of MTE2 time over 32768 DataCopies of 8 KB = 350.5 cycles
+    # each at 1.85 GHz. At ddr_read_rate (32 B/cycle) the bytes take 256
+    # cycles, leaving 94.5 cycles of fixed per-transfer cost (rounded by
+    # benchmarks/calibrate_add.py, whose output this must equal).
+    dma_latency_cycles=95,
     # §4.1 vector times: case 1 runs 16384 Adds of 4096 halves (32 repeats)
     # on one core in 761.65 µs = ~86 cycles each; case 3 runs ~85.3 Adds of
     # 16384 halves (128 repeats) per core in 12.845 µs = ~278 cycles each.
@@ -465,7 +479,7 @@ _ASCEND910A = SocSpec(
     # int8 only (Mmad page, "Atlas 训练系列产品 / 推理系列产品" type table)
     bt_size=0, fb0_size=0, fb1_size=0, fb2_size=0, fb3_size=0, support_fixpipe=False,
     cube_k_per_cycle=(("float16", 16), ("int8", 32)),
-    dma_latency_cycles=100,  # as 910B1 (derivation there)
+    dma_latency_cycles=95,  # as 910B1 (derivation there)
     vec_head_cycles=22,  # as 910B1 (derivation there)
     scalar_cycles=1,  # [R]
     host_link_bandwidth=25e9,  # [R]
@@ -540,7 +554,7 @@ _ASCEND310P3 = SocSpec(
     # int8 only (Mmad page, "Atlas 训练系列产品 / 推理系列产品" type table)
     bt_size=0, fb0_size=0, fb1_size=0, fb2_size=0, fb3_size=0, support_fixpipe=False,
     cube_k_per_cycle=(("float16", 16), ("int8", 32)),
-    dma_latency_cycles=100,  # as 910B1 (derivation there)
+    dma_latency_cycles=95,  # as 910B1 (derivation there)
     vec_head_cycles=22,  # as 910B1 (derivation there)
     scalar_cycles=1,  # [R]
     host_link_bandwidth=25e9,  # [R]

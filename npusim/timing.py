@@ -20,21 +20,22 @@ Model (the parameters live in the SoC preset, :mod:`npusim.soc`):
   on PIPE_MTE1 (bytes / the L1 -> L0 rate + a head), Mmad on PIPE_M (one cycle per 16 x 16
   output fractal and k step + a head), Fixpipe L0C -> L1 on PIPE_FIX. GM -> L1 copies are
   DMA on PIPE_MTE2 and Fixpipe L0C -> GM a DMA write on PIPE_FIX, costed like UB copies.
-* A DMA costs its core ``latency + bytes / rate``: the MTE2 (GM -> UB) latency is
+* A DMA costs its core at least ``latency + bytes / rate``: the MTE2 (GM -> UB) latency is
   ``dma_latency_cycles``, MTE3's ``dma_write_latency_cycles``; the rate is the per-core
   ini rate of the path (``ddr_read_rate`` for HBM reads, ``l2_read_rate`` for L2 hits,
-  ``ub_to_l2_rate`` / ``ub_to_ddr_rate`` for writes; reference/hardware.md §1.6), derated
-  by ``gm_unaligned_rate_factor`` when the GM address is not 512 B aligned (§2).
+  ``ddr_write_rate`` for writes; reference/hardware.md §1.6), derated by
+  ``gm_unaligned_rate_factor`` when the GM address is not 512 B aligned (§2).
 * Between the cores and HBM sits an L2 cache of ``l2_size`` bytes (LRU over
   ``l2_line_bytes`` lines, cold at the start of each launch). Reads that hit are served
   at L2 rates; reads that miss come from HBM and are allocated; writes are allocated in L2
-  (write-back) and reach HBM only when a dirty block is evicted. A GlobalTensor with
-  ``SetL2CacheHint(CACHE_MODE_DISABLE)`` bypasses L2 both ways.
-* All cores share the device's L2 bandwidth (``l2_bandwidth``) and HBM bandwidth
-  (``hbm_bandwidth``), each served first come, first served; every transfer that reaches
-  HBM also occupies it for ``hbm_transfer_overhead_cycles``. A transfer ends when its core
-  side and every shared resource it used are done: one core is latency- and rate-bound,
-  many cores together are HBM-bound.
+  (write-back) and reach HBM only when a dirty line is evicted, through the HBM write
+  queue. A GlobalTensor with ``SetL2CacheHint(CACHE_MODE_DISABLE)`` bypasses L2 both ways.
+* The transfers in flight share the device's paths (:class:`_Memory`): the interconnect
+  between the cores and L2/HBM (``noc_bandwidth``), the L2 (``l2_bandwidth``) and HBM
+  (``hbm_bandwidth``, less while reads and writes mix), reads first, then writes in what
+  the reads leave. One core is latency- and rate-bound; many cores together are bound by
+  HBM for reads that miss, by the interconnect when their reads and writes together fill
+  it.
 
 Consecutive vector or scalar instructions without a sync between them are costed as one
 simpy timeout, so the replay costs a few events per tile, not per instruction.
@@ -42,6 +43,7 @@ simpy timeout, so the replay costs a few events per tile, not per instruction.
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -142,21 +144,6 @@ class _Barrier:
         if self.arrived == self.parties:
             self.event.succeed()
         return self.event
-
-
-class _Server:
-    """A device-wide bandwidth (bytes per cycle) shared first come, first served."""
-
-    def __init__(self, bytes_per_second: float, freq_hz: float, overhead_cycles: float = 0.0):
-        self.bytes_per_cycle = bytes_per_second / freq_hz
-        self.overhead = overhead_cycles
-        self.free_at = 0.0
-
-    def reserve(self, now: float, nbytes: float) -> float:
-        """Serve ``nbytes`` requested at ``now``; return when the last byte is served."""
-        start = now if now > self.free_at else self.free_at
-        self.free_at = start + nbytes / self.bytes_per_cycle + self.overhead
-        return self.free_at
 
 
 class L2Cache:
@@ -311,51 +298,264 @@ class L2Cache:
         self._cut(addr // self.line, (addr + max(span, 1) - 1) // self.line + 1)
 
 
-class _Memory:
-    """The shared memory system of a launch: L2 cache, L2 and HBM bandwidths."""
+#: The rate limit of a flow no core's path bounds (a write drain from L2 to HBM), B/cycle.
+_UNLIMITED = 1e12
 
-    def __init__(self, soc):
-        self.soc = soc
-        self.l2 = L2Cache(soc)
-        self.l2_bw = _Server(soc.l2_bandwidth, soc.freq_hz)
-        self.hbm = _Server(soc.hbm_bandwidth, soc.freq_hz, soc.hbm_transfer_overhead_cycles)
+
+class _Memory:
+    """The shared memory system of a launch: L2 residency, and the bandwidth every transfer
+    in flight shares with the others.
+
+    A DMA's bytes flow from the moment it is issued; every flow in flight takes a rate,
+    recomputed whenever a flow starts or ends (a fluid model of the requests in flight).
+    The rates share, max-min fairly (progressive filling: equal rates until a flow reaches
+    its own limit or a resource it uses is full), first among the reads, then among the
+    writes in what the reads leave (reads first: a write waits behind the reads on every
+    path they share):
+
+    * its core's path: ``ddr_read_rate`` for the bytes read from HBM, ``l2_read_rate`` for
+      L2 hits, ``ddr_write_rate`` for writes (B/cycle per core, reference/hardware.md §1.6),
+      x ``gm_unaligned_rate_factor`` when the GM address is not 512 B aligned (§2);
+    * the interconnect between the vector cores (AIV) and L2/HBM, ``noc_bandwidth``, which
+      carries every byte an AIV reads or writes (the cube cores' reads of L2 reach 4 TB/s
+      and more in the matmul measurements of reference/hardware.md §4.2, so they do not
+      share it);
+    * the L2 data array, ``l2_bandwidth``, for hits, allocations and absorbed writes;
+    * HBM, ``hbm_bandwidth``, for reads that miss or bypass L2, plus
+      ``hbm_transfer_overhead_cycles`` of bus time per transfer. Writes to HBM (dirty lines
+      evicted by an allocation, writes that bypass L2) go to the HBM write queue
+      (``hbm_write_queue_bytes``), which drains in the HBM capacity the flows leave; bytes
+      that find the queue full are drained at once, ahead of later reads, and the access
+      that brought them waits for them. While reads and writes are both at HBM its capacity is
+      ``hbm_mixed_efficiency`` x ``hbm_bandwidth`` (the bus turns around between them).
+
+    A DMA ends when its bytes are through, and not before its fixed cost
+    (``dma_latency_cycles`` for MTE2, ``dma_write_latency_cycles`` for MTE3) plus its bytes
+    at its own limit: one core alone gets ``latency + bytes / rate``; under load the latency
+    hides in the queueing. Every parameter's basis is in docs/calibration.md.
+    """
+
+    NOC, HBM, L2 = 0, 1, 2
+
+    def __init__(self, soc, env, l2: L2Cache | None = None):
+        self.soc, self.env = soc, env
+        self.l2 = L2Cache(soc) if l2 is None else l2
+        f = soc.freq_hz
+        self.capacity = np.array([soc.noc_bandwidth / f, soc.hbm_bandwidth / f,
+                                  soc.l2_bandwidth / f])
+        self.hbm_overhead_bytes = soc.hbm_transfer_overhead_cycles * soc.hbm_bandwidth / f
+        self.hbm_mixed = soc.hbm_mixed_efficiency
         self.hbm_bytes = 0.0
         self.l2_hit_bytes = 0.0
+        # flows in flight: bytes left, limit (B/cycle), bytes per byte on each resource,
+        # whether they write to HBM / read from HBM, completion event
+        self.left: list[float] = []
+        self.limit: list[float] = []
+        self.weight: list[tuple] = []
+        self.is_read: list[bool] = []
+        self.hbm_dir: list[int] = []         # bit 1: reads HBM, bit 2: writes HBM
+        self.done: list = []
+        self.rate = np.zeros(0)
+        self.since = 0.0
+        self.generation = 0
+        self.pending = False
+        # dirty lines evicted and not yet written: the HBM write queue, drained with the
+        # HBM capacity the flows leave
+        self.queue_bytes = float(soc.hbm_write_queue_bytes)
+        self.backlog = 0.0
+        self.drain = 0.0
 
-    def transfer(self, now: float, kind: int, nbytes: int, key) -> float:
-        """Cycles from ``now`` until a DMA of ``nbytes`` described by ``key`` completes."""
+    # -- one transfer ---------------------------------------------------------------------
+    def transfer(self, now: float, kind: int, nbytes: int, key, cube: bool = False):
+        """Start a DMA of ``nbytes`` described by ``key`` (from an AIC when ``cube``); return
+        the simpy event of its end."""
         soc = self.soc
         addr, span, bypass = key
         factor = 1.0 if not addr & 511 else soc.gm_unaligned_rate_factor
         if kind == DMA_IN:
-            if bypass:
-                hit, wb = 0.0, 0
-            else:
-                hit, wb, _ = self.l2.access(addr, span, False)
+            hit, wb = (0.0, 0) if bypass else self.l2.access(addr, span, False)[:2]
             hit_bytes = nbytes * hit
-            miss_bytes = nbytes - hit_bytes
-            end = now + soc.dma_latency_cycles + (hit_bytes / soc.l2_read_rate
-                                                  + miss_bytes / soc.ddr_read_rate) / factor
-            if not bypass:
-                end = max(end, self.l2_bw.reserve(now, nbytes))
+            miss = nbytes - hit_bytes
             self.l2_hit_bytes += hit_bytes
-            if miss_bytes + wb > 0:
-                self.hbm_bytes += miss_bytes + wb
-                end = max(end, self.hbm.reserve(now, miss_bytes + wb))
+            limit = nbytes / (hit_bytes / soc.l2_read_rate + miss / soc.ddr_read_rate) * factor
+            on_l2 = 0.0 if bypass else nbytes
+            self.hbm_bytes += miss + wb
+            wait = self._queue(wb)
+            on_hbm = miss
+            direction = 1 if miss else 0
+            latency = soc.dma_latency_cycles
         else:
-            if bypass:
+            if bypass:          # posted to the HBM write queue, like an evicted line
                 self.l2.invalidate(addr, span)
-                end = now + soc.dma_write_latency_cycles + nbytes / soc.ddr_write_rate / factor
-                end = max(end, self.hbm.reserve(now, nbytes))
                 self.hbm_bytes += nbytes
+                wait = self._queue(nbytes)
+                on_l2, on_hbm, direction = 0.0, 0.0, 0
             else:
                 _, wb, through = self.l2.access(addr, span, True)
-                end = now + soc.dma_write_latency_cycles + nbytes / soc.ddr_write_rate / factor
-                end = max(end, self.l2_bw.reserve(now, nbytes))
-                if through or wb:            # drains to HBM behind the copy
-                    self.hbm.reserve(now, through + wb)
-                    self.hbm_bytes += through + wb
-        return end - now
+                self.hbm_bytes += wb + through
+                wait = self._queue(wb + through)
+                on_l2, on_hbm, direction = nbytes, 0.0, 0
+            limit = soc.ddr_write_rate * factor
+            latency = soc.dma_write_latency_cycles
+        if on_hbm:
+            on_hbm += self.hbm_overhead_bytes
+        done = self.env.event()
+        if nbytes <= 0:
+            self.env.process(self._finish(now + latency, done))
+            return done
+        # the flow starts at once (its requests queue while the latency runs); the DMA ends
+        # when its bytes are through, and not before latency + bytes / its own limit
+        self._flow(nbytes, limit, (0.0 if cube else 1.0, on_hbm / nbytes, on_l2 / nbytes),
+                   kind == DMA_IN, direction, now + latency + nbytes / limit, done)
+        if not wait:
+            return done
+        # victims that found the write queue full: the controller drains them ahead of the
+        # reads (a write drain), and the access waits for them
+        drained = self.env.event()
+        self._flow(wait, _UNLIMITED, (0.0, 1.0 + self.hbm_overhead_bytes / wait, 0.0), True, 2,
+                   now, drained)
+        return simpy.AllOf(self.env, (done, drained))
+
+    def _flow(self, nbytes, limit, weight, first, direction, not_before, done) -> None:
+        """Put a flow in flight (``first``: served in the first class, the reads')."""
+        self._advance()
+        self.left.append(float(nbytes))
+        self.limit.append(limit)
+        self.weight.append(weight)
+        self.is_read.append(first)
+        self.hbm_dir.append(direction)
+        self.done.append((not_before, done))
+        self._changed()
+
+    def _queue(self, nbytes: float) -> float:
+        """Put ``nbytes`` of evicted dirty lines in the HBM write queue; return the bytes that
+        find it full, which the evicting access must write itself (it waits for them)."""
+        if not nbytes:
+            return 0.0
+        self._advance()
+        room = self.queue_bytes - self.backlog
+        if nbytes <= room:
+            self.backlog += nbytes
+            self._changed()
+            return 0.0
+        self.backlog = max(self.backlog, self.queue_bytes)
+        self._changed()
+        return nbytes - max(room, 0.0)
+
+    def _finish(self, at, done):
+        if at > self.env.now:
+            yield self.env.timeout(at - self.env.now)
+        done.succeed()
+
+    # -- the fluid model ------------------------------------------------------------------
+    def _advance(self) -> None:
+        """Move every flow on by its rate since the last change."""
+        now = self.env.now
+        dt = now - self.since
+        if dt > 0:
+            if self.left:
+                rate = self.rate
+                self.left = [x - r * dt for x, r in zip(self.left, rate)]
+            if self.backlog:
+                self.backlog = max(0.0, self.backlog - self.drain * dt)
+        self.since = now
+
+    def _changed(self) -> None:
+        """Recompute the rates once for all changes at this instant."""
+        if not self.pending:
+            self.pending = True
+            self.env.process(self._recompute())
+
+    def _recompute(self):
+        """At the end of this instant: retire the finished flows, share the capacities
+        anew, and wake again when the next flow (or the write queue) runs out."""
+        yield self.env.timeout(0)
+        self.pending = False
+        self._advance()
+        # finished flows leave
+        eps = 1e-6
+        keep = [i for i, x in enumerate(self.left) if x > eps]
+        if len(keep) < len(self.left):
+            now = self.env.now
+            for i, x in enumerate(self.left):
+                if x <= eps:
+                    at, done = self.done[i]
+                    if at > now + eps:
+                        self.env.process(self._finish(at, done))
+                    else:
+                        done.succeed()
+            self.left = [self.left[i] for i in keep]
+            self.limit = [self.limit[i] for i in keep]
+            self.weight = [self.weight[i] for i in keep]
+            self.is_read = [self.is_read[i] for i in keep]
+            self.hbm_dir = [self.hbm_dir[i] for i in keep]
+            self.done = [self.done[i] for i in keep]
+        self.generation += 1
+        self.rate, self.drain = self._share()
+        wake = [self.backlog / self.drain] if self.backlog > 1e-6 and self.drain > 0 else []
+        if self.backlog <= 1e-6:
+            self.backlog = 0.0
+        moving = self.rate > 0      # a write may wait with no rate while reads fill a path
+        if moving.any():
+            left = np.maximum(np.asarray(self.left)[moving], 0.0)
+            wake.append(float((left / self.rate[moving]).min()))
+        if wake:
+            self.env.process(self._wake(min(wake), self.generation))
+
+    def _wake(self, t, generation):
+        yield self.env.timeout(t)
+        if generation == self.generation:
+            self._changed()
+
+    def _share(self) -> tuple[np.ndarray, float]:
+        """Max-min fair rates of the flows in flight (progressive filling), and the rate at
+        which the HBM write queue drains in the HBM capacity they leave."""
+        reads = writes = False
+        for d in self.hbm_dir:
+            reads |= bool(d & 1)
+            writes |= bool(d & 2)
+        capacity = self.capacity.copy()
+        if reads and writes:
+            capacity[self.HBM] *= self.hbm_mixed
+        rate, left = self._fill(capacity)
+        if self.backlog > 0 and left[self.HBM] > 1e-9 * self.capacity[self.HBM]:
+            if reads and not writes:      # the drain turns the bus to writes as well
+                capacity[self.HBM] *= self.hbm_mixed
+                rate, left = self._fill(capacity)
+            return rate, max(0.0, left[self.HBM])
+        return rate, 0.0
+
+    def _fill(self, capacity):
+        """Rates of the flows for the resource ``capacity`` left: the reads share it max-min
+        fairly (progressive filling), then the writes share what the reads leave."""
+        n = len(self.limit)
+        capacity = capacity.copy()
+        rate = np.zeros(n)
+        if not n:
+            return rate, capacity
+        limit = np.asarray(self.limit)
+        weight = np.asarray(self.weight)
+        reads = np.asarray(self.is_read)
+        for cls in (reads, ~reads):
+            active = cls.copy()
+            while active.any():
+                use = weight[active].sum(axis=0)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    room = np.where(use > 0, capacity / use, np.inf)
+                step = min(room.min(), (limit - rate)[active].min())
+                rate[active] += step
+                capacity -= step * use
+                full = (use > 0) & (capacity <= 1e-9 * self.capacity)
+                stop = active & (rate >= limit * (1 - 1e-12))
+                if full.any():
+                    stop |= active & (weight[:, full] > 0).any(axis=1)
+                active &= ~stop
+        return rate, capacity
+
+
+#: Leave out the issue flags that cannot delay their pipe (:class:`_IssuePruner`); the
+#: replay's times are the same either way (tests compare the two).
+PRUNE_ISSUE_WAITS = True
 
 
 def _split(records, pipes, merge: bool = True):
@@ -365,20 +565,31 @@ def _split(records, pipes, merge: bool = True):
     The scalar unit issues every instruction in program order and stalls while it computes
     or waits on a flag, so after scalar work (or a WaitFlag on PIPE_S) the next instruction
     of another pipe also waits for it: an ``issue`` flag from PIPE_S to the other pipes.
+
+    With ``merge``, an issue flag is also left out where it cannot delay its pipe
+    (:class:`_IssuePruner`), which leaves the replay's times unchanged.
     """
     S = Pipe.PIPE_S
     lists = {p: [] for p in pipes}
     others = [p for p in pipes if p != S]
     scalar_pending = False
+    prune = _IssuePruner(lists, S) if merge and PRUNE_ISSUE_WAITS else None
     for i, (kind, pipe, cycles, nbytes, key, name) in enumerate(records):
         if scalar_pending and pipe != S and kind not in (SET, BARRIER):
-            for p in others:
-                token = ("issue", i, p)
-                lists[S].append((SET, 0, token, "issue", 1, i))
-                lists[p].append((WAIT, 0, token, "issue", 1, i))
+            if prune is not None:
+                prune.issue(i, others)
+            else:
+                for p in others:
+                    token = ("issue", i, p)
+                    lists[S].append((SET, 0, token, "issue", 1, i))
+                    lists[p].append((WAIT, 0, token, "issue", 1, i))
             scalar_pending = False
+        if prune is not None and kind != OP and pipe != Pipe.PIPE_ALL:
+            prune.before(kind, pipe, key)
         if kind == OP:
             lst = lists[pipe]
+            if prune is not None and pipe != S and pipe in prune.pending:
+                prune.flush(pipe)
             if merge and lst and lst[-1][0] == OP:
                 _, c, _, label, n, first = lst[-1]
                 lst[-1] = (OP, c + cycles, None, label, n + 1, first)
@@ -390,6 +601,8 @@ def _split(records, pipes, merge: bool = True):
             lists[pipe].append((kind, nbytes, key, name, 1, i))
         elif kind == BARRIER:
             if pipe == Pipe.PIPE_ALL:   # SyncAll passes its shared key; PipeBarrier a fresh one
+                if prune is not None:
+                    prune.barrier()
                 token = key if key is not None else object()
                 for lst in lists.values():
                     lst.append((BARRIER, 0, token, name, 1, i))
@@ -397,11 +610,103 @@ def _split(records, pipes, merge: bool = True):
             lists[pipe].append((kind, 0, key, name, 1, i))
             if kind == WAIT and pipe == S:
                 scalar_pending = True
+    if prune is not None:
+        prune.finish()
     return lists
 
 
+class _IssuePruner:
+    """Leaves out the issue flags (PIPE_S -> another pipe, see :func:`_split`) that cannot
+    delay the pipe that waits for them, so that runs of scalar records cost the replay a
+    few events instead of one per other pipe and scalar instruction.
+
+    An issue wait of pipe ``p`` is held back until ``p``'s next instruction that is not a
+    wait, so it joins the run of waits before that instruction (a pipe passes a run of
+    waits when the last of its flags is set, whatever their order). It is dropped when a
+    later issue wait of the same run replaces it (the scalar unit sets its issue flags in
+    program order, so the later flag implies the earlier), or when ``p`` already knows,
+    through the flags it has waited for, that the scalar unit went past that point: each
+    pipe carries the last issue point it knows the scalar unit passed, a SET passes its
+    pipe's knowledge to the WAIT that consumes it (the n-th wait of a key consumes its
+    n-th set), and PipeBarrier(PIPE_ALL) / SyncAll pass the scalar unit's to every pipe.
+    Such a wait would find its flag already set, so the replay's times are the same.
+    """
+
+    def __init__(self, lists, S):
+        self.lists, self.S = lists, S
+        self.pending: dict = {}          # pipe -> issue point whose wait is held back
+        self.known: dict = {}            # pipe -> last issue point it knows S passed
+        self.s_point = -1                # the last issue point (S passes them in order)
+        self.sets: dict = {}             # flag key -> knowledge of its unconsumed sets
+        self.debt: dict = {}             # flag key -> waits recorded before their set
+        self.used: set = set()           # (point, pipe) of the issue flags kept
+
+    def issue(self, i: int, others) -> None:
+        lst = self.lists[self.S]
+        for p in others:
+            lst.append((SET, 0, ("issue", i, p), "issue", 1, i))
+            self.pending[p] = i          # replaces (drops) an earlier held-back wait
+        self.s_point = i
+
+    def flush(self, p) -> None:
+        """``p`` issues an instruction that is not a wait: keep its held-back issue wait
+        unless ``p`` already knows the scalar unit passed that point."""
+        point = self.pending.pop(p)
+        if point > self.known.get(p, -1):
+            self.lists[p].append((WAIT, 0, ("issue", point, p), "issue", 1, point))
+            self.used.add((point, p))
+            self.known[p] = point
+
+    def before(self, kind: int, pipe, key) -> None:
+        """Book-keeping before a DMA, SET or WAIT record of ``pipe`` is listed."""
+        S = self.S
+        if kind == WAIT:
+            queue = self.sets.get(key)
+            if queue:
+                value = queue.popleft()
+                if pipe != S and value > self.known.get(pipe, -1):
+                    self.known[pipe] = value
+            else:
+                self.debt[key] = self.debt.get(key, 0) + 1
+            return
+        if pipe != S and pipe in self.pending:
+            self.flush(pipe)
+        if kind == SET:
+            if self.debt.get(key):
+                self.debt[key] -= 1
+                return
+            queue = self.sets.get(key)
+            if queue is None:
+                queue = self.sets[key] = deque()
+            queue.append(self.s_point if pipe == S else self.known.get(pipe, -1))
+
+    def barrier(self) -> None:
+        for p in list(self.pending):
+            self.flush(p)
+        for p in self.lists:
+            self.known[p] = self.s_point
+
+    def finish(self) -> None:
+        for p in list(self.pending):
+            self.flush(p)
+        S, used = self.S, self.used
+        if S not in self.lists:
+            return
+        kept: list = []
+        for it in self.lists[S]:
+            if it[0] == SET and it[3] == "issue" and (it[2][1], it[2][2]) not in used:
+                continue
+            if it[0] == OP and kept and kept[-1][0] == OP:
+                # scalar work no longer split by an issue flag: one timeout, as a run
+                _, c, _, label, n, first = kept[-1]
+                kept[-1] = (OP, c + it[1], None, label, n + it[4], first)
+            else:
+                kept.append(it)
+        self.lists[S] = kept
+
+
 def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: int | None = None,
-             profile_pipes: tuple = PROFILE_PIPES) -> KernelTiming:
+             profile_pipes: tuple = PROFILE_PIPES, l2: L2Cache | None = None) -> KernelTiming:
     """Replay the records of every block; return the kernel's timing.
 
     Args:
@@ -413,12 +718,14 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
             ``soc.vector_block_num``; an AIC_ONLY launch passes ``soc.cube_block_num``, a
             mixed one its number of cores, which all run at once).
         profile_pipes: the pipes whose busy cycles ``pipe_busy`` reports.
+        l2: the L2 residency to start from (and leave the launch's in), for launches that
+            follow one another on a device; a cold L2 by default.
 
     Raises:
         SyncError: a pipe waits for a flag that is never set (the kernel would hang).
     """
     env = simpy.Environment()
-    memory = _Memory(soc)
+    memory = _Memory(soc, env, l2)
     n_blocks = len(blocks)
     n_cores = max(1, soc.vector_block_num if cores is None else cores)
     block_start = np.zeros(n_blocks)
@@ -440,7 +747,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
                     out.append((pipe, t0, env.now, label, idx))
             elif kind == DMA_IN or kind == DMA_OUT:
                 t0 = env.now
-                yield timeout(transfer(t0, kind, value, key))
+                yield transfer(t0, kind, value, key, cube[b])
                 total += env.now - t0
                 if out is not None:
                     out.append((pipe, t0, env.now, label, idx))
@@ -473,6 +780,10 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
     ALL = Pipe.PIPE_ALL
     block_pipes = [{r[1] for r in records if r[1] != ALL} for records in blocks]
     all_parties = sum(len(p) for p in block_pipes)
+    # the blocks that run on an AIC (its pipes, or an AIC-only launch): their transfers do
+    # not use the vector cores' interconnect (``noc_bandwidth``)
+    cube_pipes = {Pipe.PIPE_MTE1, Pipe.PIPE_M, Pipe.PIPE_FIX}
+    cube = [profile_pipes is AIC_PROFILE_PIPES or bool(p & cube_pipes) for p in block_pipes]
     shared_barriers: dict = {}
     cross = _CrossCoreEvents()
 

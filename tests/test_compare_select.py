@@ -259,8 +259,10 @@ def test_checker_sees_the_mask_bytes_select_reads():
     (lambda t: SetCmpMask(t["m"]), F32, "SetCmpMask", 1),
 ])
 def test_cost_per_repeat(body, dt, name, cycles):
-    # 256 B pads keep the operands' UB rows in other bank groups (no conflict cost)
-    bufs = dict(a=np.ones(512, dt), pad=np.zeros(256, np.uint8), m=np.zeros(256, np.uint8),
+    # the mask starts at 0x10000 (bank id 1), so its writes never share a bank with the
+    # reads of a (bank id 0) and no conflict cost is added (ubbank.py)
+    a = np.ones(512, dt)
+    bufs = dict(a=a, pad=np.zeros(0x10000 - a.nbytes, np.uint8), m=np.zeros(256, np.uint8),
                 pad2=np.zeros(256, np.uint8), d=np.zeros(256, dt))
     _, prof = ub_run(body, bufs)
     recs = [r for r in prof.records[0] if r[5] == name]

@@ -74,8 +74,12 @@ def test_doubling_the_data_about_doubles_the_time():
 
 
 def test_add_study_cases_on_a_small_shape():
-    figs = {c: add_study.run_case(c, rows=192)[0] for c in range(1, 7)}    # checks z = x + y
-    assert figs[2]["task_duration_us"] < figs[1]["task_duration_us"] / 20
+    # first launches (cold L2: at this size a warm L2 would serve every read)
+    figs = {c: add_study.run_case(c, rows=192, warm=False)[0] for c in range(1, 7)}
+    # 48 cores more than 20 times faster than one (22.5 measured at full size, §4.1); the
+    # launch's fixed overhead, a third of case 2 at this size, is left out
+    kernel = {c: f["task_duration_us"] - SOC.launch_overhead_us for c, f in figs.items()}
+    assert kernel[2] < kernel[1] / 20
     assert figs[4]["task_duration_us"] <= figs[3]["task_duration_us"]      # double buffering
     assert figs[6]["aiv_vec_time_us"] < 0.6 * figs[5]["aiv_vec_time_us"]   # no bank conflicts
 

@@ -182,12 +182,11 @@ def _compare_to_tensor(name: str, dst, src0, src1, mode, rest: tuple) -> None:
     out[...] = np.packbits(bits.reshape(-1), bitorder="little")
     if ctx.tracker is not None and nbytes:
         ctx.tracker.write(ctx, int(PIPE_V), dst.offset, nbytes, name)
-    # the count form keeps its former cost: issue_vector counts its bank-conflict repeats
-    # on the 1-byte mask (count / 256); the level-0 form per source repeat [R: how a
-    # compare's one-row-per-repeat write meets the UB banks is not published]
+    # the bank model sees the mask as written lanes/8 bytes a repeat (ubbank.py) [R: how a
+    # compare's part-row write meets the UB banks is not published]
     per_repeat = dict(repeats=repeat, lanes=lanes) if len(rest) > 1 else {}
     issue_vector(ctx, name, repeat * lanes, RATE_SIMPLE[dt.itemsize], dst, srcs, tracked=True,
-                 **per_repeat)
+                 dst_nbytes=nbytes, **per_repeat)
 
 
 def _report_overlap_with_bits(ctx, name, dst, nbytes, srcs, call, strides) -> None:

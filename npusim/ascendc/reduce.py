@@ -198,8 +198,9 @@ def _reduce_instruction(name: str, op: str, dst, src, mask, repeat_time, dst_rep
         out_call = _repeat.Level0(sub.repeat, per_repeat, np.repeat(written, width, axis=1))
         if out_call.active.any():
             _repeat.write(raw_dst, d_idx[rows], out_call, out, name)
+    # the source's strides decide which UB bank groups a repeat reads (ubbank.py)
     issue_vector(ctx, name, call.count, rate_table[isz], None, (src,), repeats=call.repeat,
-                 lanes=lanes, tracked=True)
+                 lanes=lanes, tracked=True, strides=((1, 8), (src_blk_stride, src_rep_stride)))
 
 
 def _repeat_batches(call, dst, d_idx, src, s_idx):

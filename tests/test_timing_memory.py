@@ -1,0 +1,139 @@
+"""The memory system of the replay (npusim.timing._Memory): bandwidth shared by the
+transfers in flight, reads first, the HBM write queue and its drains, the mixed-traffic
+HBM capacity and an L2 carried from one launch to the next. Every expected time is worked
+out by hand from the parameters set in each test (docs/calibration.md "The model")."""
+from dataclasses import replace
+
+import pytest
+
+from npusim import get_soc
+from npusim.ascendc.core import DMA_IN, DMA_OUT, OP, SET, WAIT
+from npusim.ascendc.types import Pipe
+from npusim.timing import L2Cache, simulate
+
+BASE = get_soc("Ascend910B1")
+F = BASE.freq_hz
+
+
+def soc(**kw):
+    """Ascend910B1 with round per-cycle capacities: HBM 16 B/cycle, no per-transfer HBM
+    overhead, interconnect and L2 out of the way unless a test sets them."""
+    fields = dict(hbm_bandwidth=16 * F, hbm_transfer_overhead_cycles=0.0,
+                  noc_bandwidth=1e6 * F, l2_bandwidth=1e6 * F, hbm_mixed_efficiency=1.0)
+    fields.update(kw)
+    return replace(BASE, **fields)
+
+
+def read(addr, n, bypass=False):
+    return (DMA_IN, Pipe.PIPE_MTE2, 0.0, n, (addr, n, bypass), "DataCopy")
+
+
+def write(addr, n, bypass=False):
+    return (DMA_OUT, Pipe.PIPE_MTE3, 0.0, n, (addr, n, bypass), "DataCopy")
+
+
+def busy(t, pipe, block=0):
+    return t.pipe_busy[pipe][block]
+
+
+def test_one_core_alone_costs_latency_plus_bytes_at_its_rate():
+    s = BASE
+    t = simulate([[read(0, 8192, bypass=True)]], s)
+    assert t.cycles == pytest.approx(s.dma_latency_cycles + 8192 / 32)
+    t = simulate([[write(1 << 20, 8192)]], s)
+    assert t.cycles == pytest.approx(s.dma_write_latency_cycles + 8192 / 32)
+
+
+def test_cores_share_hbm_equally():
+    # two cores each read 16 KiB from HBM (16 B/cycle): 8 B/cycle each, 2048 cycles; the
+    # 95-cycle latency hides in the sharing (2048 > 95 + 16384 / 32)
+    t = simulate([[read(0, 16384, True)], [read(1 << 20, 16384, True)]], soc())
+    assert t.cycles == pytest.approx(2048)
+    assert busy(t, Pipe.PIPE_MTE2, 1) == pytest.approx(2048)
+
+
+def test_a_capped_flow_leaves_its_share_to_the_others():
+    # three aligned reads on HBM at 48 B/cycle: 16 B/cycle each (below their 32): 1024
+    t = simulate([[read(0, 16384, True)], [read(1 << 20, 16384, True)],
+                  [read(2 << 20, 16384, True)]], soc(hbm_bandwidth=48 * F))
+    assert t.cycles == pytest.approx(1024)
+    # HBM at 80 B/cycle, core 0's GM address off 512 B: its path gives 0.7 x 32 = 22.4, so
+    # it runs at its own limit (95 + 65536 / 22.4 cycles) and the two others share the
+    # remaining 80 - 22.4 = 57.6: 28.8 B/cycle each
+    t = simulate([[read(32, 65536, True)], [read(1 << 20, 65536, True)],
+                  [read(2 << 20, 65536, True)]], soc(hbm_bandwidth=80 * F))
+    assert busy(t, Pipe.PIPE_MTE2, 0) == pytest.approx(BASE.dma_latency_cycles + 65536 / 22.4)
+    assert busy(t, Pipe.PIPE_MTE2, 1) == pytest.approx(65536 / 28.8)
+    assert busy(t, Pipe.PIPE_MTE2, 2) == pytest.approx(65536 / 28.8)
+
+
+def test_writes_take_what_the_reads_leave_on_the_interconnect():
+    # interconnect 40 B/cycle: the read (capped at 32 B/cycle) goes first, the write to L2
+    # gets 8 B/cycle until the read ends at 512, then its own 32: 4096 B by 512, the other
+    # 12288 B in 384 cycles -> 896. The read ends at max(512, 95 + 512) = 607.
+    t = simulate([[read(0, 16384, True)], [write(1 << 20, 16384)]],
+                 soc(hbm_bandwidth=64 * F, noc_bandwidth=40 * F))
+    assert busy(t, Pipe.PIPE_MTE2, 0) == pytest.approx(607)
+    assert busy(t, Pipe.PIPE_MTE3, 1) == pytest.approx(896)
+    assert t.cycles == pytest.approx(896)
+
+
+def test_cube_transfers_do_not_use_the_vector_interconnect():
+    # the same read and write from AIC blocks (they have PIPE_FIX): no interconnect limit
+    mark = (0, Pipe.PIPE_FIX, 1.0, 0, None, "Fixpipe")
+    t = simulate([[mark, read(0, 16384, True)], [mark, write(1 << 20, 16384)]],
+                 soc(hbm_bandwidth=64 * F, noc_bandwidth=40 * F))
+    assert t.cycles == pytest.approx(BASE.dma_latency_cycles + 512)
+
+
+def _dirty_l2(s, nbytes=2048):
+    """An L2 of ``s`` holding ``nbytes`` of dirty lines, written by a first launch."""
+    l2 = L2Cache(s)
+    simulate([[write(0, nbytes)]], s, l2=l2)
+    return l2
+
+
+def test_a_full_write_queue_makes_the_evicting_read_wait_for_the_drain():
+    # L2 of 4 lines, all dirty; no room in the write queue: the read that evicts them waits
+    # for their drain, which goes ahead of later reads and shares HBM (16 B/cycle) with the
+    # read's own 2 KiB miss: 8 + 8 B/cycle, 256 cycles for both
+    s = soc(l2_size=2048, hbm_write_queue_bytes=0, dma_latency_cycles=0)
+    t = simulate([[read(1 << 20, 2048)]], s, l2=_dirty_l2(s))
+    assert t.cycles == pytest.approx(256)
+    assert t.hbm_bytes == 4096
+    # reads and writes at HBM together: capacity x hbm_mixed_efficiency (0.5 -> 4 + 4)
+    s = replace(s, hbm_mixed_efficiency=0.5)
+    t = simulate([[read(1 << 20, 2048)]], s, l2=_dirty_l2(s))
+    assert t.cycles == pytest.approx(512)
+
+
+def test_a_write_queue_with_room_takes_the_victims_without_a_wait():
+    # the queue takes the 2 KiB of victims; the read's miss alone: 2048 / 16 = 128 cycles
+    s = soc(l2_size=2048, hbm_write_queue_bytes=4096, dma_latency_cycles=0)
+    t = simulate([[read(1 << 20, 2048)]], s, l2=_dirty_l2(s))
+    assert t.cycles == pytest.approx(128)
+    assert t.hbm_bytes == 4096          # the victims are HBM traffic all the same
+
+
+def test_the_queue_drains_in_the_hbm_time_the_reads_leave():
+    # L2 of 8 lines, all dirty; a queue of 2 KiB. The first read (2 KiB miss, 0-128)
+    # queues its 2 KiB of victims; they drain once HBM is free (128-256). The second read
+    # waits for a 1000-cycle vector op, finds the queue empty and queues its own victims:
+    # 1000 + 128. Had the queue not drained, its victims would be drained first: 1256.
+    s = soc(l2_size=4096, hbm_write_queue_bytes=2048, dma_latency_cycles=0)
+    key = ("V_MTE2", 0)
+    records = [read(1 << 20, 2048), (OP, Pipe.PIPE_V, 1000.0, 0, None, "Add"),
+               (SET, Pipe.PIPE_V, 0.0, 0, key, "SetFlag"),
+               (WAIT, Pipe.PIPE_MTE2, 0.0, 0, key, "WaitFlag"), read(2 << 20, 2048)]
+    t = simulate([records], s, l2=_dirty_l2(s, 4096))
+    assert t.cycles == pytest.approx(1128)
+
+
+def test_the_l2_carried_from_the_previous_launch_serves_hits():
+    s = soc()
+    l2 = L2Cache(s)
+    first = simulate([[read(0, 8192)]], s, l2=l2)
+    again = simulate([[read(0, 8192)]], s, l2=l2)
+    assert first.cycles == pytest.approx(8192 / 16)                   # HBM-bound miss
+    assert again.cycles == pytest.approx(s.dma_latency_cycles + 8192 / s.l2_read_rate)
+    assert again.l2_hit_bytes == 8192 and again.hbm_bytes == 0
