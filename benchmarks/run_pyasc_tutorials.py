@@ -4,12 +4,12 @@ Usage::
 
     python benchmarks/run_pyasc_tutorials.py PATH/TO/pyasc [--soc Ascend910B1] [--json OUT]
 
-PATH is a checkout of the hicann/pyasc repository (its ``python/tutorials`` directory is
-used; the tutorials' code is not part of npusim). Each tutorial runs as ``__main__``, as
+PATH is a checkout of the hicann/pyasc repository, or its ``python/tutorials`` directory
+(the tutorials' code is not part of npusim). Each tutorial runs as ``__main__``, as
 ``npusim pyasc`` runs it, and passes when its own asserts pass. For each launch the report
 gives the simulated profile (msprof-style) and the host-time split between pyasc's front end
 (code generation and passes) and npusim (copies, the kernel's run, the timing replay);
-budgets (issue 15), on the launches' host time (front end + npusim, not the script's imports
+budgets, on the launches' host time (front end + npusim, not the script's imports
 of torch and pyasc): the Add tutorials under 2 s, the matmul tutorials under 30 s.
 """
 from __future__ import annotations
@@ -56,13 +56,16 @@ def run_one(script: Path, soc: str) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("pyasc", help="a checkout of hicann/pyasc")
+    parser.add_argument("pyasc", help="a checkout of hicann/pyasc, or its python/tutorials")
     parser.add_argument("--soc", default="Ascend910B1")
     parser.add_argument("--json", help="also write the results as JSON")
     args = parser.parse_args(argv)
-    root = Path(args.pyasc) / "python" / "tutorials"
+    root = Path(args.pyasc)
+    if not (root / TUTORIALS[0][0]).is_dir():      # a checkout rather than its tutorials
+        root = root / "python" / "tutorials"
     if not root.is_dir():
-        parser.error(f"{root} is not a directory: give the root of a pyasc checkout")
+        parser.error(f"{root} is not a directory: give the root of a pyasc checkout or its "
+                     "python/tutorials folder")
     results = {}
     for folder, script, budget in TUTORIALS:
         path = root / folder / script

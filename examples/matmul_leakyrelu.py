@@ -5,7 +5,8 @@ out (M x N, float) = LeakyRelu(A (M x K, half) @ B (K x N, half) + bias (N, floa
 Each block is one AIC and two AIVs, and they share nothing but GM:
 
 * the AIC computes the block's ``singleCoreM`` rows of A @ B + bias with the high-level
-  Matmul API (``REGIST_MATMUL_OBJ``, ``SetTensorA/B``, ``SetBias``, ``IterateAll``) into
+  Matmul API, which it drives itself (``REGIST_MATMUL_OBJ`` with ``ASCENDC_CUBE_ONLY``,
+  ``SetTensorA/B``, ``SetBias``, ``IterateAll``) into
   the user workspace, laid out like ``out``, then ``CrossCoreSetFlag`` in mode 2 on
   PIPE_FIX: the flag fires when the Fixpipe writes are done, and releases both AIVs of the
   block;
@@ -98,7 +99,9 @@ class MatmulLeakyKernel:
         """The AIC: A @ B + bias for the block's tile, into the workspace; then the flag."""
         mm = Matmul(MatmulType(TPosition.GM, ND, half), MatmulType(TPosition.GM, ND, half),
                     MatmulType(TPosition.GM, ND, float32), MatmulType(TPosition.GM, ND, float32))
-        REGIST_MATMUL_OBJ(self.pipe, GetSysWorkSpacePtr(), mm, self.t)
+        # ASCENDC_CUBE_ONLY: this AIC drives the API itself (without it, REGIST_MATMUL_OBJ
+        # would make the AIC a server of its AIVs' calls: examples/matmul_leakyrelu_mix.py)
+        REGIST_MATMUL_OBJ(self.pipe, GetSysWorkSpacePtr(), mm, self.t, ASCENDC_CUBE_ONLY=True)
         mm.SetTensorA(self.aGm[self.offsetA])
         mm.SetTensorB(self.bGm)
         mm.SetBias(self.biasGm)

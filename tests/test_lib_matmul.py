@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from npusim import (AlignmentError, DtypeError, GlobalMemory, KernelError, get_soc,
                     run_kernel)
+from npusim.errors import GmAccessError, SyncError
 from npusim.ascendc import *  # noqa: F403
 from npusim.ascendc import matmul_tiling as mt
 from npusim.ascendc.checker import LeakError
@@ -272,7 +273,7 @@ def test_operand_errors():
         mm.SetTensorB(b)
         mm.Iterate()
         mm.GetTensorC(LocalTensor.at(float32, TPosition.A1, 0, 64))
-    with pytest.raises(KernelError, match="VECIN"):
+    with pytest.raises(KernelError, match="LocalTensor on the cube core: the AIC has no UB"):
         one_core(to_local)
 
     def atomic_max(mm, a, b, c):
@@ -296,7 +297,9 @@ def test_types_and_places_not_modelled():
             ((h, MatmulType(GM, ND, float32), f), DtypeError, "A float16 x B float32"),
             ((h, h, MatmulType(GM, ND, np.int8)), DtypeError, "C int8"),
             ((MatmulType(GM, CubeFormat.NZ, half), h, f), KernelError, "GM, ND only"),
-            ((h, h, MatmulType(TPosition.CO1, CubeFormat.NZ, float32)), KernelError, "C in CO1")):
+            ((h, h, MatmulType(TPosition.CO1, CubeFormat.NZ, float32)), KernelError, "C in CO1"),
+            ((h, h, MatmulType(TPosition.VECCALC, ND, float32)), KernelError,
+             "C in VECCALC: the cube core has no UB.*MIX form")):
         with pytest.raises(err, match=msg):
             aic_run(build(*args), {}, {})
 
@@ -360,9 +363,11 @@ def test_where_the_api_cannot_run():
 
 
 def test_the_aic_of_a_mixed_kernel_runs_it_and_hands_c_to_the_aivs():
-    """MIX_AIC_1_2: the AIC (ASCEND_IS_AIC) computes C into a GM workspace with the API and
-    releases its two AIVs (CrossCoreSetFlag mode 2 after PIPE_FIX); each AIV doubles its
-    half of C's rows. Calling the API on an AIV is the library's MIX form: not modelled."""
+    """MIX_AIC_1_2 built with ASCENDC_CUBE_ONLY: the AIC (ASCEND_IS_AIC) computes C into a GM
+    workspace with the API and releases its two AIVs (CrossCoreSetFlag mode 2 after
+    PIPE_FIX); each AIV doubles its half of C's rows. Without ASCENDC_CUBE_ONLY the AIC
+    would become its AIVs' server at REGIST_MATMUL_OBJ: with a null workspace that is an
+    error, and an AIV calling Init without REGIST_MATMUL_OBJ is told to register."""
     m, n, k = 32, 32, 64
     tiling = host_tiling(m, n, k, np.float16, F32, dim=1)
     rng = np.random.default_rng(7)
@@ -373,13 +378,16 @@ def test_the_aic_of_a_mixed_kernel_runs_it_and_hands_c_to_the_aivs():
     gm.write(addr["a"], a.reshape(-1).view(np.uint8))
     gm.write(addr["b"], b.reshape(-1).view(np.uint8))
 
-    def kernel(aic_calls=False):
+    def kernel(aic_calls=False, cube_only=True):
         pipe = TPipe()
         ws = gm_tensor(float32, addr["ws"], m * n)
         if ASCEND_IS_AIC() or aic_calls:
             mm = Matmul(MatmulType(GM, ND, half), MatmulType(GM, ND, half),
                         MatmulType(GM, ND, float32))
-            REGIST_MATMUL_OBJ(pipe, 0, mm, tiling)
+            if aic_calls:
+                mm.Init(tiling)
+            else:
+                REGIST_MATMUL_OBJ(pipe, 0, mm, tiling, ASCENDC_CUBE_ONLY=cube_only)
             mm.SetTensorA(gm_tensor(half, addr["a"], m * k))
             mm.SetTensorB(gm_tensor(half, addr["b"], k * n))
             mm.IterateAll(ws)
@@ -403,5 +411,243 @@ def test_the_aic_of_a_mixed_kernel_runs_it_and_hands_c_to_the_aivs():
     run_kernel(kernel, 1, (), soc=get_soc("Ascend910B1"), gm=gm, kernel_type=mix)
     got = np.frombuffer(gm.read(addr["out"], m * n * 4), np.float32).reshape(m, n)
     np.testing.assert_array_equal(got, 2 * reference(a, b, None, F32))
-    with pytest.raises(KernelError, match="MIX form.*not modelled"):
+    with pytest.raises(KernelError, match="client of its block's AIC.*REGIST_MATMUL_OBJ"):
         run_kernel(kernel, 1, (True,), soc=get_soc("Ascend910B1"), gm=gm, kernel_type=mix)
+    with pytest.raises(KernelError, match="system workspace is null.*SetSysWorkspace"):
+        run_kernel(kernel, 1, (False, False), soc=get_soc("Ascend910B1"), gm=gm,
+                   kernel_type=mix)
+
+
+# -- the MIX form: the AIVs call, their AIC computes ---------------------------------------------
+
+MIX = KernelMetaType.KERNEL_TYPE_MIX_AIC_1_2
+VECCALC = TPosition.VECCALC
+
+
+def mix_tiling(m, n, k, blocks, c_pos=GM, base=(32, 32)):
+    """Each of the 2 * blocks AIVs owns m / (2 * blocks) whole rows of C."""
+    t = MultiCoreMatmulTiling("Ascend910B1")
+    t.SetDim(2 * blocks)
+    t.SetAType(GM, ND, half)
+    t.SetBType(GM, ND, half)
+    t.SetCType(c_pos, ND, float32)
+    t.SetBiasType(GM, ND, float32)
+    t.SetOrgShape(m, n, k)
+    t.SetShape(m, n, k)
+    t.SetSingleShape(m // (2 * blocks), n, k)
+    t.SetBias(True)
+    t.SetFixSplit(*base)
+    cube = TCubeTiling()
+    assert t.GetTiling(cube) == 0, t.error
+    assert cube.usedCoreNum == 2 * blocks and cube.iterateOrder == 0
+    return cube
+
+
+def mix_leaky_kernel(tiling, mode, alpha, set_workspace=True):
+    """C = LeakyRelu(A B + bias): every core runs this; REGIST_MATMUL_OBJ returns on the AIC
+    (its server), so the rest runs on the AIVs, each driving its own rows of C. ``mode``
+    "ub": Iterate + GetTensorC into a VECCALC tile, LeakyRelu there, the tile out to C;
+    "gm": IterateAll into C, then LeakyRelu over the AIV's rows (read back from GM);
+    "async": the same with IterateAll<false> + WaitIterateAll."""
+    t = tiling
+    M, N, K = t.M, t.N, t.Ka
+    c_pos = VECCALC if mode == "ub" else GM
+
+    def kernel(a, b, bias, c, ws):
+        if set_workspace:
+            SetSysWorkspace(ws)
+        pipe = TPipe()
+        mm = Matmul(MatmulType(GM, ND, half), MatmulType(GM, ND, half),
+                    MatmulType(c_pos, ND, float32), MatmulType(GM, ND, float32))
+        REGIST_MATMUL_OBJ(pipe, GetSysWorkSpacePtr(), mm, t)
+        assert ASCEND_IS_AIV()           # the AIC returned at REGIST_MATMUL_OBJ
+        row0 = GetBlockIdx() * t.singleCoreM
+        cg = gm_tensor(float32, c, M * N)
+        mm.SetTensorA(gm_tensor(half, a, M * K)[row0 * K])
+        mm.SetTensorB(gm_tensor(half, b, K * N))
+        mm.SetBias(gm_tensor(float32, bias, N))
+        if mode == "ub":
+            que = TQue(TPosition.VECOUT, 1)
+            pipe.InitBuffer(que, 1, t.baseM * t.baseN * 4)
+            m_iter, count = -(-t.singleCoreM // t.baseM), 0
+            while mm.Iterate():
+                y = que.AllocTensor(float32)
+                mm.GetTensorC(y, 0, True)
+                LeakyRelu(y, y, alpha, t.baseM * t.baseN)
+                que.EnQue(y)
+                y = que.DeQue(float32)
+                mi, ni = count % m_iter, count // m_iter          # M moves first
+                DataCopy(cg[(row0 + mi * t.baseM) * N + ni * t.baseN], y,
+                         DataCopyParams(t.baseM, t.baseN * 4 // 32, 0, (N - t.baseN) * 4 // 32))
+                que.FreeTensor(y)
+                count += 1
+            mm.End()
+            return
+        if mode == "async":
+            mm.IterateAll(cg[row0 * N], sync=False, waitIterateAll=True)
+            mm.WaitIterateAll()
+        else:
+            mm.IterateAll(cg[row0 * N])
+        mm.End()
+        n = t.singleCoreM * N
+        qin, qout = TQue(TPosition.VECIN, 1), TQue(TPosition.VECOUT, 1)
+        pipe.InitBuffer(qin, 1, n * 4)
+        pipe.InitBuffer(qout, 1, n * 4)
+        x = qin.AllocTensor(float32)
+        DataCopy(x, cg[row0 * N], n)
+        qin.EnQue(x)
+        x, y = qin.DeQue(float32), qout.AllocTensor(float32)
+        LeakyRelu(y, x, alpha, n)
+        qout.EnQue(y)
+        qin.FreeTensor(x)
+        y = qout.DeQue(float32)
+        DataCopy(cg[row0 * N], y, n)
+        qout.FreeTensor(y)
+    return kernel
+
+
+def mix_run(mode, m=128, n=64, k=64, blocks=1, alpha=0.25, seed=3, kernel=None,
+            workspace=None, keep_spans=False):
+    soc = get_soc("Ascend910B1")
+    tiling = mix_tiling(m, n, k, blocks, VECCALC if mode == "ub" else GM)
+    rng = np.random.default_rng(seed)
+    a, b = rand(rng, (m, k), np.float16), rand(rng, (k, n), np.float16)
+    bias = rng.standard_normal(n).astype(F32)
+    gm = GlobalMemory(1 << 30)
+    addr = [gm.malloc(x.nbytes) for x in (a, b, bias)]
+    for p, x in zip(addr, (a, b, bias)):
+        gm.write(p, x.reshape(-1).view(np.uint8))
+    c = gm.malloc(m * n * 4)
+    ws = gm.malloc(workspace or soc.lib_api_workspace_size)
+    prof = run_kernel(kernel or mix_leaky_kernel(tiling, mode, alpha), blocks,
+                      (*addr, c, ws), soc=soc, gm=gm, kernel_type=MIX, keep_spans=keep_spans)
+    got = np.frombuffer(gm.read(c, m * n * 4), np.float32).reshape(m, n)
+    want = reference(a, b, bias, F32)
+    return got, np.where(want < 0, want * F32.type(alpha), want), tiling, prof
+
+
+@pytest.mark.parametrize("mode,blocks", [("ub", 1), ("gm", 2), ("async", 1)])
+def test_mix_form_each_aiv_drives_its_rows_and_applies_leaky_relu(mode, blocks):
+    """The AIVs' calls run on their AIC (fp32 accumulation in the cube's k order, exact
+    against the numpy rendering); the cube's pipes are busy on the AICs only, the AIVs copy
+    and compute their rows; the checker finds the KFC hand-offs order every GM access."""
+    got, want, tiling, prof = mix_run(mode, blocks=blocks, keep_spans=True)
+    np.testing.assert_array_equal(got, want)
+    kinds = prof.core_kinds
+    assert kinds == ["AIC"] * blocks + ["AIV"] * (2 * blocks)
+    for recs, kind in zip(prof.records, kinds):
+        names = {r[5] for r in recs}
+        assert ("Mmad" in names) == (kind == "AIC")
+        assert ("LeakyRelu" in names) == (kind == "AIV")
+        if kind == "AIV":
+            assert "KfcCommClient::PostMessage" in names
+    busy = prof.core_pipe_time_us
+    assert (busy["PIPE_M"][:blocks] > 0).all() and (busy["PIPE_M"][blocks:] == 0).all()
+    assert (busy["PIPE_MTE2"][blocks:] > 0).all()          # C (or its tile) into the UB
+
+
+def test_mix_form_serves_one_aiv_iterate_sequence_at_a_time():
+    """From an AIV's first Iterate to its End the AIC serves that AIV only: on the AIC, every
+    message of AIV 0 comes before the first of AIV 1; each Iterate's block moves to the
+    AIV's UB through its GM copy in the workspace (one GetTensorC per block)."""
+    _, _, tiling, prof = mix_run("ub", keep_spans=True)
+    served = [r[5] for r in prof.records[0] if r[5].startswith("KfcServer::Run")]
+    blocks = (tiling.singleCoreM // tiling.baseM) * (tiling.N // tiling.baseN)
+    per_aiv = ["KfcServer::Run (Matmul::Iterate)", "KfcServer::Run (Matmul::GetTensorC)"] * \
+        blocks + ["KfcServer::Run (Matmul::End)"]
+    assert served == per_aiv * 2
+    waits = [r for r in prof.records[1] if r[5] == "WaitEvent (Matmul::GetTensorC)"]
+    assert len(waits) == blocks
+
+
+def test_mix_form_errors():
+    # no SetSysWorkspace: the AIC's server has no workspace for the message queues
+    with pytest.raises(KernelError, match="system workspace is null.*SetSysWorkspace"):
+        mix_run("gm", kernel=mix_leaky_kernel(mix_tiling(128, 64, 64, 1), "gm", 0.25,
+                                              set_workspace=False))
+    # a workspace too small for the AIVs' queues and UB copies
+    with pytest.raises(GmAccessError, match="leaves the allocation"):
+        mix_run("gm", workspace=4096)
+
+    tiling = mix_tiling(64, 64, 64, 1, VECCALC)
+
+    def calls(c_pos, body):
+        def kernel(a, b, bias, c, ws):
+            SetSysWorkspace(ws)
+            pipe = TPipe()
+            mm = Matmul(MatmulType(GM, ND, half), MatmulType(GM, ND, half),
+                        MatmulType(c_pos, ND, float32), MatmulType(GM, ND, float32))
+            REGIST_MATMUL_OBJ(pipe, GetSysWorkSpacePtr(), mm, tiling)
+            mm.SetTensorA(gm_tensor(half, a, 64 * 64))
+            mm.SetTensorB(gm_tensor(half, b, 64 * 64))
+            body(mm, pipe, gm_tensor(float32, c, 64 * 64))
+        return kernel
+
+    def to_ub(elements, en_atomic=0):
+        def body(mm, pipe, c):
+            buf = TBuf()
+            pipe.InitBuffer(buf, elements * 4)
+            mm.Iterate()
+            mm.GetTensorC(buf.Get(float32), en_atomic)
+        return body
+
+    for c_pos, body, err, msg in (
+            (GM, to_ub(32 * 32), KernelError, "C's MatmulType is GM.*VECIN/VECCALC/VECOUT"),
+            (VECCALC, to_ub(32 * 16), KernelError, "fewer than baseM \\* baseN = 1024"),
+            (VECCALC, to_ub(32 * 32, 1), KernelError, "only a GM output accumulates"),
+            (GM, lambda mm, pipe, c: (mm.IterateAll(c), mm.IterateAll(c)), KernelError,
+             "no SetTensorA/SetTensorB since the last Iterate or IterateAll"),
+            (GM, lambda mm, pipe, c: (mm.IterateAll(c, sync=False), mm.WaitIterateAll()),
+             SyncError, "without waitIterateAll = true"),
+            (GM, lambda mm, pipe, c: mm.Iterate(sync=False), KernelError,
+             "Iterate<false>.*not modelled")):
+        with pytest.raises(err, match=msg):
+            mix_run("gm", m=64, kernel=calls(c_pos, body))
+
+    # AIV 0 never ends its Iterate sequence: AIV 1's call waits for the server for ever
+    def hold(mm, pipe, c):
+        if GetSubBlockIdx() == 0:
+            mm.Iterate()
+            mm.GetTensorC(c)
+        else:
+            mm.IterateAll(c)
+    with pytest.raises(SyncError, match="kernel hangs.*Matmul::IterateAll of AIV 1.*serves "
+                                        "AIV 0 .*Iterate/GetTensorC sequence until that AIV "
+                                        "calls End"):
+        mix_run("gm", m=64, kernel=calls(GM, hold))
+
+
+def test_an_aic_that_drives_the_api_itself_registers_cube_only():
+    """Without ASCENDC_CUBE_ONLY the AIC becomes its AIVs' server and returns: AIVs waiting
+    for a flag from it hang, and the error says why."""
+    tiling = mix_tiling(64, 64, 64, 1)
+
+    def kernel(a, b, bias, c, ws):
+        SetSysWorkspace(ws)
+        if ASCEND_IS_AIC():
+            mm = Matmul(MatmulType(GM, ND, half), MatmulType(GM, ND, half),
+                        MatmulType(GM, ND, float32), MatmulType(GM, ND, float32))
+            REGIST_MATMUL_OBJ(TPipe(), GetSysWorkSpacePtr(), mm, tiling)
+            CrossCoreSetFlag(1, modeId=2, pipe=PIPE_FIX)
+            return
+        CrossCoreWaitFlag(1)
+    with pytest.raises(SyncError, match="returned from the kernel at REGIST_MATMUL_OBJ.*"
+                                        "ASCENDC_CUBE_ONLY=True"):
+        mix_run("gm", m=64, kernel=kernel)
+
+
+def test_the_mix_example_matches_the_cube_order(capsys):
+    """examples/matmul_leakyrelu_mix.py (docs/tutorial.md §14): the AIVs' tiles of
+    LeakyRelu(A B + bias), column and row splits, against the numpy rendering."""
+    from aclnn_helpers import load_example
+    m, n, k, alpha = 256, 256, 64, 0.125
+    out, err, prof = load_example("matmul_leakyrelu_mix").main(M=m, N=n, K=k, blocks=2,
+                                                                alpha=alpha)
+    rng = np.random.default_rng(0)                      # the example's draws, in its order
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    bias = rng.standard_normal(n).astype(F32)
+    want = reference(a, b, bias, F32)
+    np.testing.assert_array_equal(out, np.where(want < 0, want * F32.type(alpha), want))
+    assert err < 1e-4 and "4 AIVs on 2 blocks" in capsys.readouterr().out
+    assert prof.pipe_time_us["aic_mac_time"] > 0 and prof.pipe_time_us["aiv_vec_time"] > 0

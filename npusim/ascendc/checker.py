@@ -330,38 +330,75 @@ class UbTracker(MemoryShadow):
                 vc[:, _S] = count[_S]
 
 
-def gm_write_conflicts(blocks_writes: list) -> str | None:
+class GmWriteClash(str):
+    """The message of an overlap between two blocks' GM writes (a ``str``), with the core
+    and kernel line of the later write (``core``, ``line``) for the error's header."""
+
+    core: int = -1
+    line: str = "?"
+
+
+def gm_write_conflicts(blocks_writes: list) -> GmWriteClash | None:
     """Find GM bytes written (without atomic add) by two different blocks in the same
     SyncAll phase (writes separated by a SyncAll are ordered).
 
-    ``blocks_writes[b]`` lists ``(addr, row_bytes, pitch, rows, phase)`` of block ``b``'s
-    plain GM stores. Returns a description of the first conflict, or None.
+    ``blocks_writes[b]`` lists ``(addr, row_bytes, pitch, rows, phase[, line])`` of block
+    ``b``'s plain GM stores (``line``: the kernel line of the store, when recorded).
+    Returns the description of the first conflict, naming both blocks and both kernel
+    lines, and saying so when the blocks' offsets look like element counts used as byte
+    offsets (:func:`_elements_as_bytes`); or None.
     """
     by_phase: dict[int, list] = {}
     for b, writes in enumerate(blocks_writes):
-        for addr, row, pitch, rows, phase in writes:
+        for w in writes:
+            addr, row, pitch, rows, phase = w[:5]
             lists = by_phase.get(phase)
             if lists is None:
                 lists = by_phase[phase] = [[] for _ in blocks_writes]
-            lists[b].append((addr, row, pitch, rows))
+            lists[b].append((addr, row, pitch, rows, w[5] if len(w) > 5 else "?"))
     for phase in sorted(by_phase):
         clash = _conflicts(by_phase[phase])
         if clash:
-            return clash + (f" (after SyncAll number {phase})" if phase else "")
+            out = GmWriteClash(clash[0] + (f" (after SyncAll number {phase})" if phase else ""))
+            out.core, out.line = clash[1], clash[2]
+            return out
     return None
 
 
-def _conflicts(blocks_writes: list) -> str | None:
+def _elements_as_bytes(blocks_writes: list, b0: int, b1: int) -> str:
+    """A hint when blocks ``b0`` < ``b1`` start ``stride`` bytes apart per block but each
+    writes 2, 4 or 8 times ``stride`` bytes: the offsets look like element counts of a
+    2-, 4- or 8-byte type used as bytes (a GM address moves in bytes); else ""."""
+    def extent(b):
+        starts = [a for a, _, _, _, _ in blocks_writes[b]]
+        ends = [a + (rows - 1) * pitch + row for a, row, pitch, rows, _ in blocks_writes[b]]
+        return min(starts), max(ends)
+    (s0, e0), (s1, _) = extent(b0), extent(b1)
+    if b1 == b0 or (s1 - s0) % (b1 - b0):
+        return ""
+    stride = (s1 - s0) // (b1 - b0)
+    size = e0 - s0
+    if stride <= 0 or size % stride or size // stride not in (2, 4, 8):
+        return ""
+    k = size // stride
+    return (f"; the blocks start {stride} B apart but each writes {size} B, {k} times more: "
+            f"the GM offsets look like element counts used as bytes (a GM address moves in "
+            f"bytes: offset = element index * sizeof(T), here * {k})")
+
+
+def _conflicts(blocks_writes: list):
+    """(message, core, line) of the first overlap between two blocks' stores, or None."""
     # one-row stores (nearly all) go to numpy in one array; strided ones row by row.
     # Ties in the start address keep the order of the stores (block, store, row).
-    single, multi = [], []
+    single, multi, where = [], [], []
     seq = 0
     for b, writes in enumerate(blocks_writes):
-        for addr, row, pitch, rows in writes:
+        for addr, row, pitch, rows, line in writes:
             if rows == 1:
                 single.append((addr, row, b, seq))
             else:
                 multi.append((addr, row, pitch, rows, b, seq))
+            where.append(line)
             seq += 1
     if not seq:
         return None
@@ -376,8 +413,9 @@ def _conflicts(blocks_writes: list) -> str | None:
         seqs.append(np.full(rows, q, dtype=np.int64))
         row_idx.append(r)
     s, e, o = np.concatenate(starts), np.concatenate(ends), np.concatenate(owners)
-    order = np.lexsort((np.concatenate(row_idx), np.concatenate(seqs), s))
-    s, e, o = s[order], e[order], o[order]
+    q = np.concatenate(seqs)
+    order = np.lexsort((np.concatenate(row_idx), q, s))
+    s, e, o, q = s[order], e[order], o[order], q[order]
     if len(s) < 2:
         return None
     run_max = np.maximum.accumulate(e)
@@ -389,8 +427,13 @@ def _conflicts(blocks_writes: list) -> str | None:
     i = int(np.flatnonzero(clash)[0]) + 1
     j = int(holder[i - 1])
     lo, hi = int(s[i]), int(min(e[i], run_max[i - 1]))
-    return (f"blocks {int(o[j])} and {int(o[i])} both write GM [0x{lo:x}, 0x{hi:x}) without "
-            "atomic add (SetAtomicAdd): the result depends on which core writes last")
+    bj, bi = int(o[j]), int(o[i])
+    line_j, line_i = where[int(q[j])], where[int(q[i])]
+    hint = _elements_as_bytes(blocks_writes, min(bj, bi), max(bj, bi))
+    msg = (f"blocks {bj} and {bi} both write GM [0x{lo:x}, 0x{hi:x}) without atomic add "
+           f"(SetAtomicAdd): core {bj} at {line_j} and core {bi} at {line_i}; the result "
+           f"depends on which core writes last{hint}")
+    return msg, bi, line_i
 
 
 # -- GM accesses across the cores of a mixed launch ---------------------------------------------
@@ -407,17 +450,19 @@ class _Accesses:
         self.buf = np.zeros((16, 5), dtype=np.int64)     # rows: pipe, index, lo, hi, how
         self.n = 0
         self.where: list = []
+        self.rows: list = []         # per access: its GM rows (a store's), or None (extent)
 
     @property
     def cols(self) -> np.ndarray:
         return self.buf[:self.n]
 
-    def add(self, row: tuple, where: tuple) -> None:
+    def add(self, row: tuple, where: tuple, rows=None) -> None:
         if self.n == len(self.buf):
             self.buf = np.concatenate((self.buf, np.zeros_like(self.buf)))
         self.buf[self.n] = row
         self.n += 1
         self.where.append(where)
+        self.rows.append(rows)
 
     def forget_known(self, known: np.ndarray) -> None:
         """Drop what the observer knows finished: index < its knowledge of that pipe."""
@@ -428,10 +473,12 @@ class _Accesses:
             self.buf[:len(kept)] = kept
             self.n = len(kept)
             self.where = [w for w, k in zip(self.where, keep) if k]
+            self.rows = [r for r, k in zip(self.rows, keep) if k]
 
-    def clash(self, lo: int, hi: int, how: int) -> int | None:
+    def clash(self, lo: int, hi: int, how: int, rows=None) -> int | None:
         """The first access overlapping [lo, hi) that races with an access of kind ``how``:
-        not two reads, not two atomic adds."""
+        not two reads, not two atomic adds. Two stores whose rows are known overlap only
+        where their rows do (the column blocks of a matrix interleave without touching)."""
         if not self.n:
             return None
         c = self.cols
@@ -439,7 +486,28 @@ class _Accesses:
         racing = (other != _ATOMIC) if how == _ATOMIC else (
             (other != _READ) if how == _READ else np.ones(len(c), dtype=bool))
         hit = racing & (c[:, 2] < hi) & (c[:, 3] > lo)
-        return int(hit.argmax()) if hit.any() else None
+        for i in np.flatnonzero(hit):
+            if rows is None or self.rows[i] is None or _rows_overlap(rows, self.rows[i]):
+                return int(i)
+        return None
+
+
+def _row_intervals(rows) -> tuple:
+    starts = np.concatenate([addr + np.arange(n, dtype=np.int64) * pitch
+                             for addr, _, pitch, n in rows])
+    ends = starts + np.concatenate([np.full(n, row, dtype=np.int64) for _, row, _, n in rows])
+    return starts, ends
+
+
+def _rows_overlap(rows_a, rows_b) -> bool:
+    """Whether two lists of strided rows ``(addr, row bytes, pitch, rows)`` share a byte."""
+    sa, ea = _row_intervals(rows_a)
+    sb, eb = _row_intervals(rows_b)
+    order = np.argsort(sb, kind="stable")
+    sb, reach = sb[order], np.maximum.accumulate(eb[order])
+    j = np.searchsorted(sb, ea, side="left") - 1      # the last B row starting before A's end
+    ok = j >= 0
+    return bool(np.any(reach[j[ok]] > sa[ok]))
 
 
 class GmOrder:
@@ -457,8 +525,10 @@ class GmOrder:
     Every GM DMA of a tracked core (DataCopy, Fixpipe, ...) is compared with the accesses of
     the other tracked cores it does not know to be done: overlapping bytes with one write
     (two atomic adds excepted) is a race, reported in category Sync. Accesses are compared
-    by their extent (first to last byte), so two strided transfers whose rows interleave
-    without touching count as overlapping [R: conservative]. Scalar GM accesses
+    by their extent (first to last byte), and two plain stores, whose rows the checker
+    knows (``ctx.gm_writes``), by their rows: the column blocks of a matrix that two cores
+    store interleave without touching. A strided read whose rows interleave with another
+    core's store without touching still counts as overlapping [R: conservative]. Scalar GM accesses
     (GlobalTensor.GetValue/SetValue) are not tracked.
 
     Args:
@@ -473,6 +543,7 @@ class GmOrder:
         self.col = {c: j for j, c in enumerate(self.tracked)}
         self.know = np.zeros((len(ctxs), len(self.tracked), _N_PIPES), dtype=np.int64)
         self.pending = {(d, c): _Accesses() for d in self.tracked for c in self.tracked if d != c}
+        self.marks: dict = {}     # core index -> its GM stores (ctx.gm_writes) seen so far
 
     def snapshot(self, ctx, pipe: int) -> np.ndarray:
         """What a set on ``pipe`` of ``ctx`` tells its receivers."""
@@ -498,15 +569,21 @@ class GmOrder:
         how = _READ if kind == DMA_IN else (_WRITE if ctx.atomic_dtype is None else _ATOMIC)
         idx = int(ctx.tracker.clock.count[int(pipe)])
         line = kernel_source_line()
+        # a plain store lists its rows in ctx.gm_writes as it is recorded: the entries since
+        # the core's last GM DMA are its rows (a scalar SetValue's among them, if any)
+        mark, end = self.marks.get(me, 0), len(ctx.gm_writes)
+        self.marks[me] = end
+        rows = ([w[:4] for w in ctx.gm_writes[mark:end]]
+                if how == _WRITE and end > mark else None)
         for other in self.tracked:
             if other == me:
                 continue
             seen = self.pending[(me, other)]
             seen.forget_known(self.know[me, self.col[other]])
-            i = seen.clash(lo, hi, how)
+            i = seen.clash(lo, hi, how, rows)
             if i is not None:
                 self._report(ctx, pipe, lo, hi, how, name, line, other, seen, i)
-            self.pending[(other, me)].add((int(pipe), idx, lo, hi, how), (name, line))
+            self.pending[(other, me)].add((int(pipe), idx, lo, hi, how), (name, line), rows)
 
     def _report(self, ctx, pipe, lo, hi, how, name, line, other, seen, i) -> None:
         verbs = ("reads", "writes", "adds into")

@@ -43,7 +43,7 @@ from npusim.errors import KernelError, LimitError, SyncError, kernel_source_line
 __all__ = ["ASCEND_IS_AIC", "ASCEND_IS_AIV", "ASCEND_IS_NOT_AIC", "ASCEND_IS_NOT_AIV",
            "GetSubBlockIdx", "GetSubBlockNum", "GetTaskRation", "GetTaskRatio",
            "CrossCoreSetFlag", "CrossCoreWaitFlag", "SetSysWorkspace", "GetSysWorkSpacePtr",
-           "GetUserWorkspace"]
+           "GetUserWorkspace", "KernelReturn"]
 
 #: Largest user flagId on A2/A3 (CrossCoreSetFlag.md; 11-14 belong to SyncAll).
 MAX_FLAG_ID = 10
@@ -53,6 +53,15 @@ COUNTER_MAX = 15
 CORE_PIPES = {_core.AIV: frozenset({Pipe.PIPE_MTE2, Pipe.PIPE_MTE3, Pipe.PIPE_V, Pipe.PIPE_S}),
               _core.AIC: frozenset({Pipe.PIPE_MTE1, Pipe.PIPE_MTE2, Pipe.PIPE_MTE3, Pipe.PIPE_M,
                                     Pipe.PIPE_FIX, Pipe.PIPE_S})}
+
+
+class KernelReturn(BaseException):
+    """A ``return`` out of the kernel function from inside a library macro: the core's kernel
+    ends there, normally. ``REGIST_MATMUL_OBJ`` on the AIC of a MIX kernel serves its AIVs'
+    Matmul calls and then returns from the kernel (kernel_kfc.h ``REGIST_CUBE_OBJ``:
+    ``server.Quit(); return;``), so the code after it never runs on the AIC. A
+    BaseException, so that a kernel's ``except Exception`` does not catch it; the mixed
+    launch (:mod:`npusim.launch`) ends the core's coroutine on it."""
 
 
 # -- which core am I ----------------------------------------------------------------------
@@ -259,6 +268,11 @@ class CrossCoreState:
         self.rendezvous: dict = {}
         self.barriers: dict = {}
         self.sync_counts: dict = {}     # (core index, "aiv"/"all") -> SyncAlls so far
+        # library services a core provides to the others of its block (the Matmul API's KFC
+        # server on the AIC of a MIX kernel, npusim.ascendc.lib.matmul): (name, block) -> it
+        self.services: dict = {}
+        self.handoffs: dict = {}        # event -> knowledge its set carried (hand_off)
+        self._handoff_seq = 0
 
     @staticmethod
     def group(ctx) -> int:
@@ -344,8 +358,36 @@ class CrossCoreState:
                 f"{c.name} (mode 1)" for c in self._of_group(self.aivs, g) if c is not ctx]
         else:
             who = [c.name for c in self._of_group(self.aivs, g)] + ["the other AICs (mode 0)"]
+        served = [f"{c.name} returned from the kernel at REGIST_MATMUL_OBJ to serve its AIVs' "
+                  "Matmul calls (the MIX form; an AIC that calls the Matmul API itself registers "
+                  "with ASCENDC_CUBE_ONLY=True)" for c in self._of_group(self.aics, g)
+                  if ("kfc", g) in self.services and ctx.core_kind == _core.AIV]
         return (f"CrossCoreWaitFlag({flag}) at {line}, which only a CrossCoreSetFlag({flag}) of "
-                f"{', '.join(who) or 'another core'} can release")
+                f"{', '.join(who) or 'another core'} can release"
+                + (f" ({'; '.join(served)})" if served else ""))
+
+    # -- one-to-one hand-offs of the library's messages ----------------------------------
+    def hand_off(self, src, pipe: Pipe, targets, name: str) -> list:
+        """``src`` tells each core of ``targets`` that every earlier instruction of its
+        ``pipe`` is done (a library message or its answer: the KFC queue between an AIV and
+        its AIC, ``NotifyEvent``). Records the set on ``src`` and returns one event per
+        target, for :meth:`receive`. Functionally the caller orders the cores itself; the
+        replay sees an event between the cores, the checker the GM accesses it orders."""
+        events = []
+        know = self._snapshot(src, pipe)
+        for t in targets:
+            self._handoff_seq += 1
+            event = ("xcore", "handoff", self._handoff_seq, t.core_index)
+            self.handoffs[event] = know
+            events.append(event)
+        src.record(_core.SET, pipe, 0.0, 0, ("xset", tuple((e, 1) for e in events)), name)
+        return events
+
+    def receive(self, dst, event, name: str) -> None:
+        """``dst`` waits for a :meth:`hand_off` event (a PIPE_S wait: nothing after it issues
+        earlier) and learns what its set carried."""
+        dst.record(_core.WAIT, PIPE_S, 0.0, 0, event, name)
+        self._learn(dst, self.handoffs.pop(event, None))
 
     # -- SyncAll across both kinds -----------------------------------------------------
     def sync_all(self, ctx, aiv_only: bool) -> None:

@@ -280,8 +280,10 @@ def ascend_is_aiv() -> bool:
 
 
 def set_sys_workspace(workspace) -> None:
-    """``SetSysWorkspace``: remember the system workspace (the Matmul API's GM scratch)."""
-    _core.current_core().sys_workspace = workspace
+    """``SetSysWorkspace``: remember the system workspace (the Matmul API's GM scratch; a
+    second call keeps the first, :func:`npusim.ascendc.crosscore.SetSysWorkspace`)."""
+    from npusim.ascendc.crosscore import SetSysWorkspace
+    SetSysWorkspace(convert(workspace))
 
 
 def get_sys_workspace():
@@ -289,7 +291,8 @@ def get_sys_workspace():
     ws = getattr(_core.current_core(), "sys_workspace", None)
     if ws is None:
         raise KernelError("GetSysWorkspacePtr", "set_sys_workspace was not called in this kernel")
-    return ws
+    from asc.language.core.dtype import KnownTypes
+    return V.GlobalAddress(ws, KnownTypes.uint8)
 
 
 def prop(p) -> V.Int:
@@ -423,6 +426,13 @@ def coverage() -> dict[str, list[str]]:
             if not callable(obj) or isinstance(obj, Namespace) or isinstance(obj, type):
                 continue
             (missing if getattr(obj, "npusim_missing", False) else mapped).append(prefix + name)
+    # asc.adv.Matmul's methods: those npusim's Matmul defines, and pyasc's others
+    import asc.language.adv as pyasc_adv
+    from npusim.pyasc._matmul import Matmul
+    mapped.append("adv.Matmul")
+    for name in vars(pyasc_adv.Matmul):
+        if not name.startswith("_") and name not in ("from_ir", "to_ir"):
+            (mapped if name in vars(Matmul) else missing).append(f"adv.Matmul.{name}")
     return {"mapped": sorted(mapped), "missing": sorted(missing)}
 
 

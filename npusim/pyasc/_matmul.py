@@ -5,9 +5,14 @@ pyasc's methods are Ascend C's in snake_case (``set_tensor_a`` -> ``SetTensorA``
 ``iterate_all`` -> ``IterateAll``, ``get_tensor_c`` -> ``GetTensorC``); ``with
 matmul.iterate() as count:`` is Ascend C's ``while (mm.Iterate()) {...}`` loop with its
 iteration count (pyasc ``adv/matmul.py``: ``MatmulIterator``), and
-``asc.adv.register_matmul`` is ``REGIST_MATMUL_OBJ``. What npusim's Matmul does not model
-(the MIX form where AIVs call an AIC, C in VECIN/VECCALC, MatmulConfig templates) raises
-its KernelError at the call.
+``asc.adv.register_matmul`` is ``REGIST_MATMUL_OBJ``. In a MIX kernel (pyasc's default for
+cube code, ``KERNEL_TYPE_MIX_AIC_1_2``) that makes the AIC a server of its two AIVs' calls,
+as on the device: the AIVs' ``set_tensor_a``, ``iterate_all``, ``iterate`` +
+``get_tensor_c`` (to GM, or to a LocalTensor when C's MatmulType is VECIN/VECCALC) are
+messages their AIC executes; with ``matmul_cube_only=True`` (``KERNEL_TYPE_AIC_ONLY``) the AIC
+calls the API itself. What npusim's Matmul does not model (MatmulConfig templates, the
+asynchronous iterate/get_tensor_c, get_tensor_c returning a GlobalTensor) raises its error
+at the call.
 
 Sources: pyasc docs/python-api ``asc.language.adv.Matmul``; hiascend "Matmul使用说明",
 "REGIST_MATMUL_OBJ", "Iterate", "GetTensorC".
@@ -35,12 +40,7 @@ class Matmul:
     """``asc.adv.Matmul(a, b, c, bias=None, matmul_config=None, matmul_policy=0)``."""
 
     def __init__(self, a, b, c, bias=None, matmul_config=None, matmul_policy=0):
-        from npusim.ascendc import core
         from npusim.ascendc.lib.matmul import Matmul as NpMatmul
-        if core.current_core().core_kind == core.AIV:
-            raise not_supported("asc.adv.Matmul on a vector core", "the MIX form, where the "
-                                "AIVs call and their AIC computes, is not modelled by npusim's "
-                                "Matmul; a cube-only kernel (matmul_cube_only=True) runs")
         if matmul_config is not None:
             raise not_supported("asc.adv.Matmul", "matmul_config (the MDL/NORM templates)")
         if matmul_policy:
@@ -68,23 +68,32 @@ class Matmul:
 
     def set_org_shape(self, org_m, org_n, org_ka, org_kb=None, org_kc=None) -> None:
         self.mm.SetOrgShape(int(org_m), int(org_n), int(org_ka),
-                            None if org_kb is None else int(org_kb))
+                            None if org_kb is None else int(org_kb),
+                            0 if org_kc is None else int(org_kc))
 
     def set_single_shape(self, single_m, single_n, single_k) -> None:
         self.mm.SetSingleShape(int(single_m), int(single_n), int(single_k))
 
     def iterate_all(self, tensor, en_atomic=0, sync=True, en_sequential_write=None,
                     wait_iterate_all=None, fake_msg=None) -> None:
-        self.mm.IterateAll(convert(tensor), int(en_atomic), bool(en_sequential_write))
+        self.mm.IterateAll(convert(tensor), int(en_atomic), bool(en_sequential_write),
+                           bool(wait_iterate_all), bool(fake_msg), sync=bool(sync))
+
+    def wait_iterate_all(self) -> None:
+        self.mm.WaitIterateAll()
 
     def iterate(self, en_partial_sum=False, sync=True, local_c_matrix=None) -> "_Iterate":
         if local_c_matrix is not None:
             raise not_supported("asc.adv.Matmul.iterate", "local_c_matrix")
-        return _Iterate(self.mm, bool(en_partial_sum))
+        return _Iterate(self.mm, bool(en_partial_sum), bool(sync))
 
-    def get_tensor_c(self, tensor, en_atomic=0, en_sequential_write=False, sync=True,
-                     *args, **kwargs) -> None:
-        self.mm.GetTensorC(convert(tensor), int(en_atomic), bool(en_sequential_write))
+    def get_tensor_c(self, tensor=None, en_atomic=0, en_sequential_write=False, sync=True,
+                     optional_tensor=None) -> None:
+        if tensor is None or optional_tensor is not None:
+            raise not_supported("asc.adv.Matmul.get_tensor_c", "the forms returning C's "
+                                "GlobalTensor or writing GM and a LocalTensor together")
+        self.mm.GetTensorC(convert(tensor), int(en_atomic), bool(en_sequential_write),
+                           sync=bool(sync))
 
     def end(self) -> None:
         self.mm.End()
@@ -96,26 +105,29 @@ class Matmul:
 class _Iterate:
     """``with matmul.iterate() as count:``: the body runs once per base block."""
 
-    def __init__(self, mm, partial_sum: bool):
-        self.mm, self.partial_sum = mm, partial_sum
+    def __init__(self, mm, partial_sum: bool, sync: bool):
+        self.mm, self.partial_sum, self.sync = mm, partial_sum, sync
 
     def __npusim_loop__(self):
         count = 0
-        while self.mm.Iterate(self.partial_sum):
+        while self.mm.Iterate(self.partial_sum, sync=self.sync):
             yield V.Int(count)
             count += 1
 
 
 def register_matmul(pipe, *args) -> None:
     """``asc.adv.register_matmul(pipe, workspace, matmul, tiling=None)`` (pyasc 1.1.1) or
-    ``(pipe, matmul, tiling)`` (the later form): ``REGIST_MATMUL_OBJ``."""
+    ``(pipe, matmul, tiling)`` (the later form, whose workspace is the system workspace
+    ``set_sys_workspace`` gave: ``GetSysWorkSpacePtr()``): ``REGIST_MATMUL_OBJ``."""
+    from npusim.ascendc.crosscore import GetSysWorkSpacePtr
     from npusim.ascendc.lib.matmul import REGIST_MATMUL_OBJ
-    workspace = None
     if args and not isinstance(args[0], Matmul):
-        workspace, args = args[0], args[1:]
+        workspace, args = convert(args[0]), args[1:]
+    else:
+        workspace = GetSysWorkSpacePtr()
     matmul, tiling = args[0], (args[1] if len(args) > 1 else None)
     objects = (matmul.mm,) if tiling is None else (matmul.mm, _tiling(tiling))
-    REGIST_MATMUL_OBJ(pipe.p, convert(workspace), *objects)
+    REGIST_MATMUL_OBJ(pipe.p, workspace, *objects)
 
 
 #: asc.adv names bound here rather than by name lookup.

@@ -62,8 +62,11 @@ class Int(int):
     __slots__ = ()
 
     def ceildiv(self, other) -> "Int":
-        """``PlainValue.ceildiv``: ceil(self / other) (``arith.ceildivsi``)."""
-        return Int(-_c_div(-int(self), int(other)))
+        """``PlainValue.ceildiv``: ceil(self / other), rounded toward +infinity whatever the
+        signs (``arith.ceildivsi``)."""
+        a, b = int(self), int(other)
+        q = _c_div(a, b)
+        return Int(q + 1 if q * b != a and (a < 0) == (b < 0) else q)
 
     def cast(self, dtype):
         """``PlainValue.cast``: the value converted to pyasc DataType ``dtype``."""

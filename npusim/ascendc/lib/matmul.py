@@ -2,7 +2,8 @@
 with ``MatmulType``, built from the cube instructions the way the library builds it, so its
 cost comes out of the timing model.
 
-Usage, as in an Ascend C cube kernel (``KERNEL_TYPE_AIC_ONLY``)::
+Usage, as in an Ascend C cube kernel (``KERNEL_TYPE_AIC_ONLY``; the MIX form below reads
+the same, on the AIVs)::
 
     mm = Matmul(MatmulType(TPosition.GM, CubeFormat.ND, half),
                 MatmulType(TPosition.GM, CubeFormat.ND, half),
@@ -47,19 +48,40 @@ the other 15 rows of its fractal are filled by repeating the row (``ndNum`` with
 
 Types (Matmul使用说明 table 2, A2/A3): A/B half, bfloat16, float -> C float, half or
 bfloat16 (bias float); int8 -> C int32 (bias int32). Not modelled (KernelError at the call):
-A/B/bias not in GM or NZ input, C not ND in GM (CO1 / VECIN outputs, GetTensorC to a
-LocalTensor), a half bias (its L1 -> bias-table conversion), quantised outputs, enAtomic
-2/3, enPartialSum, the MDL/SpecialMDL templates (MatmulConfig) and the SoCs without Fixpipe
-(910A, 310P).
+A/B/bias not in GM or NZ input, C NZ or in CO1/L1, a half bias (its L1 -> bias-table
+conversion), quantised outputs, enAtomic 2/3, enPartialSum, the asynchronous Iterate /
+GetTensorC (SetWorkspace), the batch interfaces, the MDL/SpecialMDL/IBShare templates
+(MatmulConfig) and the SoCs without Fixpipe (910A, 310P).
 
-Where it runs: on the AIC of a ``KERNEL_TYPE_AIC_ONLY`` launch (blockDim counts AICs), or
-on the AIC of a mixed launch under ``ASCEND_IS_AIC()`` (handing C to the AIVs through GM
-and cross-core flags, as the kernel writes them). The MIX form of the library, where the
-AIVs call the API and their AIC serves the calls through the KFC message queue in the
-system workspace, is not modelled: on an AIV, Init raises KernelError saying so.
+Where it runs (REGIST_MATMUL_OBJ; kernel_kfc.h ``REGIST_CUBE_OBJ``):
+
+* On the AIC of a ``KERNEL_TYPE_AIC_ONLY`` launch (blockDim counts AICs), or in a mixed
+  launch registered with ``ASCENDC_CUBE_ONLY=True`` (Ascend C's ``#define
+  ASCENDC_CUBE_ONLY``): the kernel calls the API on the AIC itself (handing C to the AIVs
+  through GM and cross-core flags, as the kernel writes them).
+* The MIX form, in a ``KERNEL_TYPE_MIX_AIC_1_2`` (or ``_1_1``) launch without
+  ``ASCENDC_CUBE_ONLY``: the kernel is compiled for both kinds of core and
+  ``REGIST_MATMUL_OBJ`` splits them. On the AIC it makes the objects the block's server and
+  returns from the kernel; on each AIV it makes them clients, whose calls (SetTensorA/B,
+  SetBias, SetTail travel with the next message; SetOrgShape, Init, Iterate, GetTensorC,
+  IterateAll, End are messages) the AIC executes on its cube (:class:`_KfcServer`: the KFC
+  message queues in the system workspace, ``NotifyEvent`` / ``WaitEvent`` between the
+  cores). Each AIV drives its own part of C (the host tiling's ``SetDim`` counts AIVs, and
+  ``GetBlockIdx()`` on an AIV is ``block * 2 + GetSubBlockIdx()``); from an AIV's first
+  Iterate to its End the AIC serves that AIV alone. GetTensorC into a LocalTensor (C's
+  MatmulType VECIN/VECCALC/VECOUT) has the AIC's Fixpipe write the block, as a dense
+  ``baseM x baseN`` tile, into the AIV's GM copy of its UB in the system workspace, and the
+  AIV copy it in (MTE2). IterateAll with enAtomic 1 adds into GM on the AIC's Fixpipe. The
+  cube work is recorded on the AIC (MTE2, MTE1, M, FIX), the AIV records its messages, its
+  waits and the copy into its UB; the checker sees the messages order the GM accesses
+  (:class:`npusim.ascendc.checker.GmOrder`). The kernel must ``SetSysWorkspace``: without
+  the system workspace REGIST_MATMUL_OBJ raises (reference/hardware.md §3 "Workspace").
 
 Sources: hiascend / asc-devkit docs "Matmul使用说明", "Matmul模板参数", "MatmulType",
-"REGIST_MATMUL_OBJ" (atlasascendc_api_07_0628), "Init", "SetTensorA", "SetTensorB",
+"REGIST_MATMUL_OBJ" (atlasascendc_api_07_0628: at most 4 objects; in the split mode the AIC
+runs only what the AIVs' calls ask for), asc-devkit ``impl/adv_api/detail/kfc/kernel_kfc.h``
+and ``include/adv_api/matmul/matmul_client.h`` (the message protocol: which calls post,
+which wait, the server's per-AIV queues and its lock, CopyToUB after GetTensorC), "Init", "SetTensorA", "SetTensorB",
 "SetBias" (07_0635), "SetTail", "SetOrgShape" (07_0651), "SetSingleShape", "Iterate",
 "GetTensorC" (07_0639), "IterateAll", "End"; pyasc docs/python-api asc.language.adv.Matmul
 (the same signatures); the m = 1 -> 16 rule from the library's kernels' Mmad calls.
@@ -73,6 +95,7 @@ import numpy as np
 
 from npusim.ascendc import core as _core
 from npusim.ascendc.atomic import DisableDmaAtomic, SetAtomicAdd
+from npusim.ascendc.crosscore import KernelReturn
 from npusim.ascendc.cube.common import ceil_div, k0_of
 from npusim.ascendc.cube.datamove import LoadData, LoadDataWithTranspose
 from npusim.ascendc.cube.fixpipe import Fixpipe
@@ -80,12 +103,14 @@ from npusim.ascendc.cube.mmad import Mmad
 from npusim.ascendc.datacopy import DataCopy
 from npusim.ascendc.lib.matmul_tiling import CubeFormat, TCubeTiling
 from npusim.ascendc.pipe import GetTPipePtr, TQue
-from npusim.ascendc.tensor import GlobalTensor
-from npusim.ascendc.types import (DataCopyParams, FixpipeParamsV220, LoadData2DParams,
+from npusim.ascendc.tensor import GlobalTensor, LocalTensor
+from npusim.ascendc.types import (PIPE_FIX, PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V,
+                                  DataCopyParams,
+                                  FixpipeParamsV220, LoadData2DParams,
                                   LoadData2dTransposeParams, MmadParams, Nd2NzParams,
                                   QuantMode_t, TPosition, bfloat16_t, float32, half, int8_t,
                                   int32_t)
-from npusim.errors import AlignmentError, DtypeError, KernelError
+from npusim.errors import AlignmentError, DtypeError, KernelError, SyncError
 
 __all__ = ["Matmul", "MatmulType", "REGIST_MATMUL_OBJ"]
 
@@ -98,6 +123,10 @@ _QUANT = {float32: QuantMode_t.NoQuant, int32_t: QuantMode_t.NoQuant,
           half: QuantMode_t.F322F16, bfloat16_t: QuantMode_t.F322BF16}
 _MAX_REPEAT = 255            # LoadData / LoadDataWithTranspose repeatTimes
 _MAX_OBJECTS = 4             # REGIST_MATMUL_OBJ: at most 4 Matmul objects in a program
+_UB_POSITIONS = frozenset({TPosition.VECIN, TPosition.VECCALC, TPosition.VECOUT})
+#: System workspace bytes of one AIV's KFC message queue, before its UB's GM copy (MIX form;
+#: layout ours [R], see _KfcServer).
+KFC_QUEUE_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -117,12 +146,68 @@ class MatmulType:
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
 
 
-def REGIST_MATMUL_OBJ(tpipe, workspace, *objects) -> None:
-    """``REGIST_MATMUL_OBJ(tpipe, workspace, mm[, tiling], mm2, tiling2, ...)``: initialise
-    each Matmul with its TCubeTiling (``Init(tiling, tpipe)``); with one object the tiling
-    may be left out and given to ``Init`` later. ``workspace`` (the system workspace) is
-    used by the MIX form only. Raises KernelError for more than 4 objects or an object
-    without its tiling."""
+def REGIST_MATMUL_OBJ(tpipe, workspace, *objects, ASCENDC_CUBE_ONLY: bool = False) -> None:
+    """``REGIST_MATMUL_OBJ(tpipe, workspace, mm[, tiling], mm2, tiling2, ...)``: set up each
+    Matmul object with its TCubeTiling; with one object the tiling may be left out and
+    given to ``Init`` later. At most 4 objects.
+
+    Where it runs decides what it does (kernel_kfc.h ``REGIST_CUBE_OBJ``; module docstring):
+
+    * on the AIC of a ``KERNEL_TYPE_AIC_ONLY`` launch, of a mixed block without AIVs, or
+      with ``ASCENDC_CUBE_ONLY=True`` (Ascend C's ``#define ASCENDC_CUBE_ONLY``: the kernel
+      drives the API on the AIC itself): ``Init(tiling, tpipe)`` of each object, then the
+      kernel goes on;
+    * on the AIC of a mixed block with AIVs (the MIX form): the objects become the block's
+      KFC server, which executes its AIVs' Matmul calls, and the AIC returns from the kernel
+      (:class:`npusim.ascendc.crosscore.KernelReturn`: no code after it runs there);
+    * on an AIV of such a block: the objects become clients of that server (each call a
+      message the AIC executes), after waiting for the AIC to set up the workspace
+      (``WaitEvent(WORKSPACE_SYNC_ID)``); with ``ASCENDC_CUBE_ONLY=True`` the AIV returns
+      from the kernel, as the vector side of a cube-only build does.
+
+    ``workspace`` is the system workspace (``GetSysWorkSpacePtr()``), which the MIX form
+    needs: it holds each AIV's message queue and the GM copy of the UB the server writes
+    C into (module docstring).
+
+    Raises:
+        KernelError: an argument that is not a Matmul object; more than 4 objects or an
+            object without its tiling among several (REGIST_MATMUL_OBJ 约束说明); in the
+            MIX form a null workspace (SetSysWorkspace was not called: kernel_kfc.h
+            KfcServer::Init asserts "workspaceGM cannot be nullptr"; reference/hardware.md
+            §3 "Workspace": A2 must set the system workspace), a block without an AIC, or
+            AIV objects that differ from the AIC's. GmAccessError: a workspace too small
+            for the block's message queues and UB copies.
+    """
+    pairs = _registered_pairs(objects)
+    ctx = _core.current_core()
+    state = ctx.mix
+    kfc = state is not None and not ASCENDC_CUBE_ONLY
+    if kfc and ctx.core_kind == _core.AIC and not [
+            c for c in state.aivs if state.group(c) == state.group(ctx)]:
+        kfc = False                  # MIX_AIC_1_0: no AIV to serve
+    if state is not None and ASCENDC_CUBE_ONLY and ctx.core_kind == _core.AIV:
+        raise KernelReturn()         # the vector side of a cube-only build returns here
+    if not kfc:
+        for mm, tiling in pairs:
+            if tiling is None:
+                mm._pipe = tpipe
+            else:
+                mm.Init(tiling, tpipe)
+        return
+    if not workspace:
+        raise KernelError("REGIST_MATMUL_OBJ", "the system workspace is null: the MIX form's "
+                          "KFC server keeps the AIVs' message queues in it. Call "
+                          "SetSysWorkspace(workspace) before GetSysWorkSpacePtr() (A2/A3 must "
+                          "set the system workspace: reference/hardware.md §3 \"Workspace\"; "
+                          "kernel_kfc.h KfcServer::Init)", pipe="PIPE_S")
+    if ctx.core_kind == _core.AIC:
+        _KfcServer.start(ctx, tpipe, int(workspace), pairs)
+        raise KernelReturn()         # server.Quit(); return;
+    _KfcServer.connect(ctx, int(workspace), pairs)
+
+
+def _registered_pairs(objects) -> list:
+    """REGIST_MATMUL_OBJ's variadic part as (Matmul, tiling or None) pairs, checked."""
     pairs, i = [], 0
     while i < len(objects):
         mm = objects[i]
@@ -138,14 +223,10 @@ def REGIST_MATMUL_OBJ(tpipe, workspace, *objects) -> None:
     if len(pairs) > _MAX_OBJECTS:
         raise KernelError("REGIST_MATMUL_OBJ", f"{len(pairs)} Matmul objects: at most "
                           f"{_MAX_OBJECTS} in a program")
-    for mm, tiling in pairs:
-        if tiling is None:
-            if len(pairs) > 1:
-                raise KernelError("REGIST_MATMUL_OBJ", "with several Matmul objects each must "
-                                  "be followed by its tiling")
-            mm._pipe = tpipe
-        else:
-            mm.Init(tiling, tpipe)
+    if len(pairs) > 1 and any(t is None for _, t in pairs):
+        raise KernelError("REGIST_MATMUL_OBJ", "with several Matmul objects each must be "
+                          "followed by its tiling")
+    return pairs
 
 
 @dataclass
@@ -223,6 +304,8 @@ class Matmul:
         self._tiling: TCubeTiling | None = None
         self._pending = None            # (mi, ni, mb, nb, co1 tensor) after Iterate
         self._blocks = None             # the Iterate walk over base blocks
+        self._kfc = None                # MIX form, on an AIV: (server, object index, AIV)
+        self._serves = False            # MIX form, on the AIC: this object is the server's
 
     # -- setup ----------------------------------------------------------------------------------
     def Init(self, cubeTiling: TCubeTiling, tpipe=None) -> None:
@@ -230,17 +313,23 @@ class Matmul:
         ``tpipe`` (default: the kernel's TPipe): A1/B1 chunks, L0A/L0B steps, L0C blocks
         and, with a bias, one bias block in C1 and in the bias table."""
         name = "Matmul::Init"
+        if self._kfc is not None:
+            return self._client_init(cubeTiling, post=True)
         ctx = _core.current_core()
         if ctx.core_kind == _core.AIV:
+            if ctx.mix is not None:
+                raise KernelError(name, "on an AIV of a mixed kernel the Matmul object is a "
+                                  "client of its block's AIC (the MIX form): register it with "
+                                  "REGIST_MATMUL_OBJ(pipe, GetSysWorkSpacePtr(), mm, tiling) "
+                                  "first")
             raise KernelError(name, "the Matmul API runs on the cube core: launch with "
-                              "KERNEL_TYPE_AIC_ONLY, or in a mixed kernel call it under "
-                              "ASCEND_IS_AIC() (the MIX form, AIVs calling through the KFC "
-                              "message queue and the AIC serving, is not modelled); a vector "
+                              "KERNEL_TYPE_AIC_ONLY, or a mixed kernel whose AIVs call it "
+                              "through their AIC (REGIST_MATMUL_OBJ on every core); a vector "
                               "core has no L1")
         if not ctx.soc.support_fixpipe:
             raise KernelError(name, f"the Matmul API on {ctx.soc.soc_version} (no Fixpipe: "
                               "L0C leaves through the UB) is not modelled")
-        self._check_types(name)
+        self._check_types(name, mix=self._serves)
         t = cubeTiling
         self._check_tiling(name, t)
         pipe = tpipe if tpipe is not None else (self._pipe or GetTPipePtr())
@@ -265,15 +354,24 @@ class Matmul:
         self._bias = None
         self._c_gm = None
 
-    def _check_types(self, name: str) -> None:
+    def _check_types(self, name: str, mix: bool = False) -> None:
+        """The MatmulTypes against Matmul使用说明 table 2 and what is modelled; ``mix``: C may
+        be in an AIV's UB (VECIN/VECCALC/VECOUT), which only the MIX form reaches."""
         a, b, c = self.aType, self.bType, self.cType
         for role, mt in (("A", a), ("B", b)):
             if mt.position != TPosition.GM or mt.format != CubeFormat.ND:
                 raise KernelError(name, f"{role} in {mt.position.name}/{mt.format.name} is not "
                                   "modelled (GM, ND only)")
-        if c.position != TPosition.GM or c.format != CubeFormat.ND:
+        if c.position in _UB_POSITIONS and c.format == CubeFormat.ND and not mix:
+            raise KernelError(name, f"C in {c.position.name}: the cube core has no UB "
+                              "(reference/hardware.md §3); C in an AIV's UB is the MIX form, "
+                              "where the AIVs call the API (REGIST_MATMUL_OBJ on every core of "
+                              "a KERNEL_TYPE_MIX_AIC_1_2 kernel) and GetTensorC brings each "
+                              "block into the caller's LocalTensor")
+        if (c.position != TPosition.GM and c.position not in _UB_POSITIONS) or \
+                c.format != CubeFormat.ND:
             raise KernelError(name, f"C in {c.position.name}/{c.format.name} is not modelled "
-                              "(GM, ND only)")
+                              "(GM or an AIV's VECIN/VECCALC/VECOUT, ND only)")
         if a.dtype != b.dtype or a.dtype not in _TYPES:
             raise DtypeError(name, f"A {a.dtype.name} x B {b.dtype.name}: A and B must both be "
                              "half, bfloat16, float or int8 (Matmul使用说明 table 2)")
@@ -311,8 +409,12 @@ class Matmul:
         """The original shapes (elements): A is orgM x orgKa (orgKa x orgM transposed), B
         orgKb x orgN (orgN x orgKb), C orgM x (orgKc or orgN): the row pitches in GM."""
         self._require_init("SetOrgShape")
-        self._org = [int(orgM), int(orgN), int(orgKa), int(orgKa if orgKb is None else orgKb),
-                     int(orgKc)]
+        org = [int(orgM), int(orgN), int(orgKa), int(orgKa if orgKb is None else orgKb),
+               int(orgKc)]
+        if self._kfc is not None:        # a message of its own (MMFUN_SET_ORG_SHAPE)
+            self._kfc[0].serve(self, "Matmul::SetOrgShape", {"org": org}, None, ack=False)
+            return
+        self._org = org
         self._forget()
 
     def SetSingleShape(self, singleM: int, singleN: int, singleK: int) -> None:
@@ -329,6 +431,9 @@ class Matmul:
                                   "> 0, or -1 to keep the tiling's")
             if int(v) > 0:
                 self._single[i] = int(v)
+        if self._kfc is not None:        # travels with the next message (kfcMsg_ setTail)
+            self._msg["tail"] = tuple(int(v) for v in (tailM, tailN, tailK))
+            return
         self._forget()
 
     def _forget(self) -> None:
@@ -338,31 +443,44 @@ class Matmul:
 
     def SetTensorA(self, gm: GlobalTensor, isTransposeA: bool = False) -> None:
         """A's start in GM; isTransposeA: GM holds A as K x M (needs MatmulType isTrans)."""
+        if self._kfc is not None:
+            return self._client_operand("SetTensorA", True, gm, isTransposeA)
         self._set_operand("SetTensorA", self._a, self.aType, gm, isTransposeA)
 
     def SetTensorB(self, gm: GlobalTensor, isTransposeB: bool = False) -> None:
         """B's start in GM; isTransposeB: GM holds B as N x K (needs MatmulType isTrans)."""
+        if self._kfc is not None:
+            return self._client_operand("SetTensorB", False, gm, isTransposeB)
         self._set_operand("SetTensorB", self._b, self.bType, gm, isTransposeB)
 
     def _set_operand(self, name, op: _Operand, mtype: MatmulType, gm, trans) -> None:
         self._require_init(name)
+        self._check_operand(name, op.is_a, gm, trans)
+        op.release()                     # new data: nothing in L1 is valid any more
+        op.gm, op.trans = gm, bool(trans)
+
+    def _check_operand(self, name: str, is_a: bool, gm, trans) -> None:
+        """A or B as SetTensorA/B receive it: a GlobalTensor of the MatmulType's type, a
+        transpose the type allows, and a tiling whose bases suit the way it reaches L0."""
+        mtype, role = (self.aType, "A") if is_a else (self.bType, "B")
         if not isinstance(gm, GlobalTensor):
             raise KernelError(name, "only a GlobalTensor operand is modelled (A/B in GM)")
         if gm.dtype != mtype.dtype:
             raise DtypeError(name, f"the GlobalTensor holds {gm.dtype.name}, the MatmulType says "
                              f"{mtype.dtype.name}")
         if trans and not mtype.isTrans:
-            raise KernelError(name, f"transposing {op.name} needs MatmulType isTrans = true")
-        op.release()                     # new data: nothing in L1 is valid any more
-        op.gm, op.trans = gm, bool(trans)
-        if op.mode == "trans8" and op.base_x % 32:
-            raise AlignmentError(name, f"base{'M' if op.is_a else 'N'} {op.base_x}: int8 {op.name} "
+            raise KernelError(name, f"transposing {role} needs MatmulType isTrans = true")
+        t = self._tiling
+        direct = bool(trans) != is_a
+        base_x = t.baseM if is_a else t.baseN
+        if not direct and mtype.dtype.itemsize == 1 and base_x % 32:
+            raise AlignmentError(name, f"base{'M' if is_a else 'N'} {base_x}: int8 {role} "
                                  "is transposed on the way to L0 in 32 x 32 squares (a multiple "
                                  "of 32)")
-        k_align = k0_of(op.dtype) if op.direct else max(16, k0_of(op.dtype))
-        if self._tiling.baseK % k_align:
-            raise AlignmentError(name, f"baseK {self._tiling.baseK} is not a multiple of "
-                                 f"{k_align}, which {op.name}{' transposed' if trans else ''} "
+        k_align = k0_of(mtype.dtype) if direct else max(16, k0_of(mtype.dtype))
+        if t.baseK % k_align:
+            raise AlignmentError(name, f"baseK {t.baseK} is not a multiple of "
+                                 f"{k_align}, which {role}{' transposed' if trans else ''} "
                                  "needs (TCubeTiling table 2)")
 
     def SetBias(self, biasGlobal: GlobalTensor) -> None:
@@ -376,10 +494,16 @@ class Matmul:
         if not isinstance(biasGlobal, GlobalTensor) or biasGlobal.dtype != self.biasType.dtype:
             raise DtypeError("SetBias", f"the bias must be a GlobalTensor of "
                              f"{self.biasType.dtype.name}")
+        if self._kfc is not None:
+            self._msg["bias"] = biasGlobal
+            return
         self._bias = biasGlobal
 
     def DisableBias(self) -> None:
         """Compute without the bias again."""
+        if self._kfc is not None:
+            self._msg["bias"] = None
+            return
         self._bias = None
 
     ClearBias = DisableBias
@@ -391,18 +515,62 @@ class Matmul:
 
     # -- compute --------------------------------------------------------------------------------
     def IterateAll(self, gm: GlobalTensor, enAtomic: int = 0, enSequentialWrite: bool = False,
-                   waitIterateAll: bool = False, fakeMsg: bool = False) -> None:
-        """Compute this core's whole singleCoreM x singleCoreN C into ``gm`` (its first
-        element; rows orgKc or N apart): Iterate + GetTensorC over every base block.
-        enAtomic 1 adds into GM (SetAtomicAdd)."""
+                   waitIterateAll: bool = False, fakeMsg: bool = False, *,
+                   sync: bool = True) -> None:
+        """``IterateAll<sync>``: compute this core's whole singleCoreM x singleCoreN C into
+        ``gm`` (its first element; rows orgKc or N apart): Iterate + GetTensorC over every
+        base block. enAtomic 1 adds into GM (SetAtomicAdd).
+
+        On an AIV (MIX form) one message the AIC executes; ``sync`` (the template
+        parameter): wait for it; ``sync=False``: go on at once, and with
+        ``waitIterateAll=True`` wait later in :meth:`WaitIterateAll`. Each IterateAll needs
+        SetTensorA or SetTensorB before it (the message starts a new A x B). On the AIC
+        itself the calls run in program order, so ``sync`` changes nothing there.
+
+        Raises (MIX form): KernelError for a LocalTensor C (IterateAll into a LocalTensor
+        writes L1, TSCM: not modelled), an IterateAll without a new SetTensorA/B, fakeMsg
+        (the IBShare form, not modelled)."""
+        if self._kfc is not None:
+            return self._client_iterate_all(gm, enAtomic, enSequentialWrite, waitIterateAll,
+                                            fakeMsg, sync)
         while self.Iterate():
             self.GetTensorC(gm, enAtomic, enSequentialWrite)
 
-    def Iterate(self, enPartialSum: bool = False) -> bool:
-        """Compute the next baseM x baseN block of C into L0C; False (and a fresh start for
-        the next call) once every block is done."""
+    def WaitIterateAll(self) -> None:
+        """Wait for an ``IterateAll<false>(gm, ..., waitIterateAll=True)`` (MIX form). On the
+        AIC itself IterateAll has finished already: nothing to wait for.
+
+        Raises: KernelError after a synchronous IterateAll (the library asserts it follows an
+        asynchronous one); SyncError when that IterateAll did not ask for the wait
+        (``waitIterateAll=False``: its server sends no event, the AIV would wait forever)."""
+        if self._kfc is None:
+            return
+        name = "Matmul::WaitIterateAll"
+        if self._sync:
+            raise KernelError(name, "WaitIterateAll follows an asynchronous IterateAll "
+                              "(IterateAll(..., sync=False, waitIterateAll=True))")
+        if self._async_done is None:
+            raise SyncError(name, "the asynchronous IterateAll before it was posted without "
+                            "waitIterateAll = true: the server sends no event for it and the "
+                            "AIV would wait forever", pipe="PIPE_S")
+        ctx = self._kfc[2]
+        ctx.mix.receive(ctx, self._async_done, "WaitEvent (Matmul::WaitIterateAll)")
+        self._async_done = None
+
+    def Iterate(self, enPartialSum: bool = False, *, sync: bool = True) -> bool:
+        """``Iterate<sync>``: compute the next baseM x baseN block of C into L0C; False (and a
+        fresh start for the next call) once every block is done. On an AIV (MIX form) a
+        message: the client counts the blocks itself and returns True at once; from its first
+        Iterate to its End the AIC serves that AIV only (the server keeps to its queue while
+        C waits in L0C). ``sync=False`` (C cached in a workspace set by SetWorkspace) is not
+        modelled: KernelError."""
         name = "Matmul::Iterate"
         self._require_init(name)
+        if not sync:
+            raise KernelError(name, "Iterate<false> (the asynchronous form, C cached in the "
+                              "workspace SetWorkspace gives) is not modelled")
+        if self._kfc is not None:
+            return self._client_iterate(bool(enPartialSum))
         if enPartialSum:
             raise KernelError(name, "enPartialSum is not modelled")
         if self._a.gm is None or self._b.gm is None:
@@ -454,16 +622,34 @@ class Matmul:
         self._qco1.EnQue(co1)
         return co1
 
-    def GetTensorC(self, gm: GlobalTensor, enAtomic: int = 0,
-                   enSequentialWrite: bool = False) -> None:
-        """Move the block the last Iterate computed from L0C to ``gm`` with Fixpipe (NZ ->
-        ND, float -> C's type): at its place in the singleCoreM x singleCoreN C whose first
-        element ``gm`` is (rows orgKc or N apart), or, with enSequentialWrite, as a dense
-        baseM x baseN tile at ``gm``. enAtomic 1: add into GM."""
+    def GetTensorC(self, gm, enAtomic: int = 0, enSequentialWrite: bool = False, *,
+                   sync: bool = True) -> None:
+        """``GetTensorC<sync>``: move the block the last Iterate computed from L0C to ``gm``
+        with Fixpipe (NZ -> ND, float -> C's type): at its place in the singleCoreM x
+        singleCoreN C whose first element ``gm`` is (rows orgKc or N apart), or, with
+        enSequentialWrite, as a dense baseM x baseN tile at ``gm``. enAtomic 1: add into GM.
+
+        On an AIV (MIX form) ``gm`` may also be a LocalTensor in the AIV's UB (C's MatmulType
+        in VECIN/VECCALC/VECOUT): the AIC writes the block as a dense baseM x baseN tile (rows
+        baseN apart, whatever enSequentialWrite says) into the AIV's GM copy of that UB range
+        in the system workspace, then the AIV copies it in (MTE2) and waits for the copy, so
+        that every later instruction sees the block. Synchronous only (``sync=False`` is not
+        modelled).
+
+        Raises: KernelError without a block to move, for a LocalTensor on the AIC (no UB) or
+        when C's MatmulType is GM, for enAtomic with a LocalTensor (only a GM output
+        accumulates: GetTensorC 参数说明), a LocalTensor of fewer than baseM * baseN elements
+        (约束说明), AtomicMax/Min (enAtomic 2/3: not modelled); DtypeError for a tensor of
+        another type than C's."""
         name = "Matmul::GetTensorC"
+        if not sync:
+            raise KernelError(name, "GetTensorC<false> (the asynchronous form) is not modelled")
+        if self._kfc is not None:
+            return self._client_get_tensor_c(gm, int(enAtomic), bool(enSequentialWrite))
         if not isinstance(gm, GlobalTensor):
-            raise KernelError(name, "GetTensorC to a LocalTensor (VECIN) is not modelled: the AIC "
-                              "has no UB (a MIX kernel's AIV would read it through GM)")
+            raise KernelError(name, "GetTensorC to a LocalTensor on the cube core: the AIC has no "
+                              "UB; in the MIX form an AIV's GetTensorC brings the block into "
+                              "its UB through the workspace")
         if self._pending is None:
             raise KernelError(name, "no block to move: call Iterate first")
         if gm.dtype != self.cType.dtype:
@@ -490,9 +676,12 @@ class Matmul:
 
     def End(self) -> None:
         """Release the L1 chunks the object keeps (the kernel's leak check wants every queue
-        tensor freed) and forget A, B and the bias."""
+        tensor freed) and forget A, B and the bias. On an AIV (MIX form) a message: the AIC
+        ends the object's work for that AIV and may serve the other AIV again."""
         if self._tiling is None:
             return
+        if self._kfc is not None:
+            return self._client_end()
         if self._pending is not None:
             raise KernelError("Matmul::End", "a block computed by Iterate was never fetched "
                               "with GetTensorC")
@@ -500,6 +689,134 @@ class Matmul:
             op.release()
             op.gm = None
         self._bias, self._blocks = None, None
+
+    # -- the MIX form: this object on an AIV, a client of its AIC --------------------------------
+    def _client_init(self, tiling: TCubeTiling, post: bool = False) -> None:
+        """The AIV's side of Init: its copy of the tiling (the client counts Iterate's blocks
+        itself), and with ``post`` the MMFUN_INIT message that gives the AIC the tiling."""
+        name = "Matmul::Init"
+        self._check_types(name, mix=True)
+        self._check_tiling(name, tiling)
+        self._tiling = tiling
+        self._single = [tiling.singleCoreM, tiling.singleCoreN, tiling.singleCoreK]
+        self._msg: dict = {}            # what the next message carries (kfcMsg_'s flags)
+        self._first = False             # SetTensorA/B since the last Iterate/IterateAll
+        self._count = 0                 # Iterate's blocks so far
+        self._sync = True               # the last IterateAll was synchronous
+        self._async_done = None         # the event WaitIterateAll waits for
+        if post:
+            self._kfc[0].serve(self, name, {}, lambda eng: _server_init(eng, tiling),
+                               ack=False, load=False)
+
+    def _client_operand(self, name: str, is_a: bool, gm, trans) -> None:
+        self._require_init(name)
+        self._check_operand(name, is_a, gm, trans)
+        self._msg["a" if is_a else "b"] = (gm, bool(trans))
+        self._first = True
+
+    def _blocks_per_call(self) -> int:
+        t = self._tiling
+        return ceil_div(self._single[0], t.baseM) * ceil_div(self._single[1], t.baseN)
+
+    def _client_iterate(self, partial_sum: bool) -> bool:
+        if self._first:
+            self._count = 0
+        else:
+            self._count += 1
+            if self._count >= self._blocks_per_call():
+                return False
+        first, self._first, self._sync = self._first, False, True
+        server, _, ctx = self._kfc
+
+        def work(eng):
+            server.lock = ctx.core_index           # kept until this AIV's End
+            if first:
+                eng._blocks = None
+            if not eng.Iterate(partial_sum):
+                raise KernelError("Matmul::Iterate", "the server found no block where the AIV "
+                                  "counted one: the shapes of the two sides differ")
+        server.serve(self, "Matmul::Iterate", self._take_msg(), work, ack=False)
+        return True
+
+    def _client_get_tensor_c(self, dst, en_atomic: int, sequential: bool) -> None:
+        name = "Matmul::GetTensorC"
+        server, _, ctx = self._kfc
+        if isinstance(dst, GlobalTensor):
+            _, done = server.serve(self, name, {}, lambda eng: eng.GetTensorC(
+                dst, en_atomic, sequential), ack=True)
+            ctx.mix.receive(ctx, done, f"WaitEvent ({name})")
+            return
+        if not isinstance(dst, LocalTensor) or dst.mem != _core.UB:
+            raise KernelError(name, f"C goes to a GlobalTensor or to a LocalTensor in the AIV's "
+                              f"UB, not to {dst!r}")
+        c, t = self.cType, self._tiling
+        if c.position not in _UB_POSITIONS:
+            raise KernelError(name, f"C's MatmulType is {c.position.name}: a LocalTensor target "
+                              "needs C in VECIN/VECCALC/VECOUT (MatmulType)")
+        if en_atomic:
+            raise KernelError(name, f"enAtomic {en_atomic} with a LocalTensor: only a GM output "
+                              "accumulates (GetTensorC 参数说明)")
+        if dst.dtype != c.dtype:
+            raise DtypeError(name, f"the LocalTensor holds {dst.dtype.name}, C is {c.dtype.name}")
+        if dst.length < t.baseM * t.baseN:
+            raise KernelError(name, f"the LocalTensor holds {dst.length} elements, fewer than "
+                              f"baseM * baseN = {t.baseM * t.baseN} (GetTensorC 约束说明)")
+        copy = GlobalTensor(c.dtype)     # the AIV's GM copy of that UB range
+        copy.SetGlobalBuffer(server.ub_copy(ctx) + dst.offset, dst.length)
+        _, done = server.serve(self, name, {}, lambda eng: eng.GetTensorC(copy, 0, True),
+                               ack=True)
+        ctx.mix.receive(ctx, done, f"WaitEvent ({name})")
+        # CopyToUB [R: ours, the library's flags are internal]: the copy waits for the
+        # vector and MTE3 pipes' earlier work (the tile's last users, e.g. the previous
+        # block's activation and copy-out), and every later instruction waits for the copy
+        for pipe in (PIPE_V, PIPE_MTE3):
+            key = ("kfc_copy_in", int(pipe), len(ctx.records))
+            ctx.record(_core.SET, pipe, 0.0, 0, key, "CopyToUB")
+            ctx.record(_core.WAIT, PIPE_MTE2, 0.0, 0, key, "CopyToUB")
+        DataCopy(dst, copy, dst.length)                         # on MTE2
+        key = ("kfc_copy_done", len(ctx.records))
+        ctx.record(_core.SET, PIPE_MTE2, 0.0, 0, key, "CopyToUB")
+        ctx.record(_core.WAIT, PIPE_S, 0.0, 0, key, "CopyToUB")
+
+    def _client_iterate_all(self, gm, en_atomic, sequential, wait_iterate_all, fake_msg,
+                            sync) -> None:
+        name = "Matmul::IterateAll"
+        self._require_init(name)
+        if not isinstance(gm, GlobalTensor):
+            raise KernelError(name, "IterateAll into a LocalTensor writes C to L1 (TSCM): not "
+                              "modelled; give a GlobalTensor, or Iterate + GetTensorC into UB")
+        if fake_msg:
+            raise KernelError(name, "fakeMsg (the IBShare form) is not modelled")
+        if not self._first:
+            raise KernelError(name, "no SetTensorA/SetTensorB since the last Iterate or "
+                              "IterateAll: each IterateAll message starts a new A x B "
+                              "(matmul_client.h asserts isFirstIter)")
+        self._first, self._sync = False, bool(sync)
+        server, _, ctx = self._kfc
+
+        def work(eng):
+            eng._blocks = None
+            eng.IterateAll(gm, en_atomic, sequential)
+        _, done = server.serve(self, name, self._take_msg(), work,
+                               ack=bool(sync) or bool(wait_iterate_all))
+        if sync:
+            ctx.mix.receive(ctx, done, f"WaitEvent ({name})")
+        else:
+            self._async_done = done
+
+    def _client_end(self) -> None:
+        server, _, ctx = self._kfc
+
+        def work(eng):
+            eng.End()
+            if server.lock == ctx.core_index:
+                server.lock = None
+        server.serve(self, "Matmul::End", self._take_msg(), work, ack=False)
+        self._first = False
+
+    def _take_msg(self) -> dict:
+        msg, self._msg = self._msg, {}
+        return msg
 
     # -- GM -> L1 -------------------------------------------------------------------------------
     def _chunk(self, op: _Operand, xi: int, g: int) -> _Chunk:
@@ -645,6 +962,188 @@ class Matmul:
         self._qc1.FreeTensor(c1)
         self._qc2.EnQue(c2)
         return self._qc2.DeQue(acc)
+
+
+def _server_init(eng: Matmul, tiling: TCubeTiling) -> None:
+    """MMFUN_INIT on the AIC: the object takes the tiling an AIV's Init sent."""
+    if eng._tiling is None:
+        eng.Init(tiling, eng._pipe)
+    elif eng._tiling != tiling:
+        raise KernelError("Matmul::Init", "the AIVs give one object two different tilings: the "
+                          "model keeps one set of L1/L0 buffers per object on the AIC")
+
+
+class _SubState:
+    """What the server keeps of one AIV's use of one object (the library keeps a Matmul
+    instance per AIV, kernel_kfc.h ``cubeObj[subBlockID]``): its operands and shapes."""
+
+    __slots__ = ("a", "b", "bias", "single", "org")
+
+    def __init__(self, t: TCubeTiling):
+        self.a = self.b = (None, False)
+        self.bias = None
+        self.single = [t.singleCoreM, t.singleCoreN, t.singleCoreK]
+        self.org = [t.M, t.N, t.Ka, t.Kb, 0]
+
+    def update(self, msg: dict) -> None:
+        """The fields a message carries (kfcMsg_'s setTensorA/B, setTensorBias, setTail,
+        and MMFUN_SET_ORG_SHAPE's shape)."""
+        for key in ("a", "b", "bias", "org"):
+            if key in msg:
+                setattr(self, key, msg[key])
+        for i, v in enumerate(msg.get("tail", ())):
+            if v > 0:
+                self.single[i] = v
+
+
+class _KfcServer:
+    """The MIX form's server: the AIC of one block executing its AIVs' Matmul calls.
+
+    Each call of an AIV's Matmul object is a message (kernel_kfc.h, matmul_client.h): the
+    AIV posts it (scalar stores of a cache line to its queue in the system workspace: a GM
+    write latency on its PIPE_S, then an event to the AIC), the AIC receives it (a PIPE_S
+    wait and a GM read latency), runs the call on the object's L1/L0 buffers and pipes,
+    and for a synchronous call answers with ``NotifyEvent`` on PIPE_FIX, once its Fixpipe
+    writes are done, which the AIV's ``WaitEvent`` (PIPE_S) waits for. The messages are
+    cross-core events in the replay and carry the checker's GM ordering both ways.
+
+    Functionally the AIC's work runs when the AIV calls (the AIC's own coroutine has
+    returned at REGIST_MATMUL_OBJ), in the AIC's context, so its instructions are recorded
+    on the AIC in the order the AIVs' calls reach it. One set of buffers per object serves
+    both AIVs [R: ours]: from an Iterate to its End (C waiting in L0C) the server keeps to
+    that AIV's queue, as the library's does (``LockMsgQueue``), and another AIV's call waits;
+    when the other AIV's turn comes its operands and shapes are loaded and the L1 chunks
+    reloaded.
+
+    Workspace layout [R: ours; the library's is internal]: AIV ``v`` (its GetBlockIdx) owns
+    ``KFC_AIV_BYTES`` from ``workspace + v * KFC_AIV_BYTES``: its message queue
+    (``KFC_QUEUE_BYTES``), then a GM copy of its UB, where GetTensorC to a LocalTensor at UB
+    offset ``o`` lands at ``o`` (the library maps UB tensors into the workspace the same way,
+    ``GetGlobalAddr``).
+    """
+
+    def __init__(self, aic, pipe, workspace: int, engines: list):
+        self.aic, self.pipe, self.workspace = aic, pipe, workspace
+        self.state = aic.mix
+        self.group = self.state.group(aic)
+        self.engines = engines
+        self.subs: dict = {}             # (object, AIV core index) -> _SubState
+        self.owner = [None] * len(engines)
+        self.lock = None                 # core index of the AIV whose Iterate..End is served
+        self.ready: dict = {}            # AIV core index -> the workspace-ready event
+
+    @classmethod
+    def start(cls, aic, tpipe, workspace: int, pairs) -> None:
+        """REGIST_MATMUL_OBJ on the AIC: initialise the objects, clear the workspace's queues
+        and tell the block's AIVs (``NotifyEvent<PIPE_MTE3>(WORKSPACE_SYNC_ID)``)."""
+        for mm, tiling in pairs:
+            mm._serves = True
+            if tiling is None:
+                mm._pipe = tpipe
+            else:
+                mm.Init(tiling, tpipe)
+        server = cls(aic, tpipe, workspace, [mm for mm, _ in pairs])
+        aivs = [c for c in server.state.aivs if server.state.group(c) == server.group]
+        events = server.state.hand_off(aic, PIPE_MTE3, aivs, "NotifyEvent (WORKSPACE_SYNC_ID)")
+        server.ready = {c.core_index: e for c, e in zip(aivs, events)}
+        server.state.services[("kfc", server.group)] = server
+
+    @staticmethod
+    def connect(aiv, workspace: int, pairs) -> None:
+        """REGIST_MATMUL_OBJ on an AIV: wait for the block's server, check the objects are
+        the AIC's, and make them its clients."""
+        name = "REGIST_MATMUL_OBJ"
+        state, g = aiv.mix, aiv.mix.group(aiv)
+        if not [c for c in state.aics if state.group(c) == g]:
+            raise KernelError(name, f"{aiv.name} has no AIC in its block to run the Matmul API "
+                              "(the MIX form needs KERNEL_TYPE_MIX_AIC_1_2 or MIX_AIC_1_1)")
+        key = ("kfc", g)
+        aiv.wait_until(lambda: key in state.services,
+                       f"REGIST_MATMUL_OBJ (WaitEvent(WORKSPACE_SYNC_ID)), which waits for the "
+                       f"AIC of block {g} to register the Matmul objects with REGIST_MATMUL_OBJ")
+        server = state.services[key]
+        if workspace != server.workspace:
+            raise KernelError(name, f"the AIV's workspace 0x{workspace:x} is not the AIC's "
+                              f"0x{server.workspace:x}: both sides pass GetSysWorkSpacePtr()")
+        if len(pairs) != len(server.engines) or any(
+                (mm.aType, mm.bType, mm.cType, mm.biasType) !=
+                (e.aType, e.bType, e.cType, e.biasType) for (mm, _), e in zip(pairs, server.engines)):
+            raise KernelError(name, "the AIV registers other Matmul objects than its AIC: the "
+                              "kernel's REGIST_MATMUL_OBJ must be the same on every core")
+        region = GlobalTensor(np.uint8)
+        region.SetGlobalBuffer(server.workspace + aiv.block_idx * server.aiv_bytes,
+                               server.aiv_bytes)
+        region.bytes_view(server.aiv_bytes, name, "PIPE_S")     # bounds: GmAccessError
+        event = server.ready.pop(aiv.core_index, None)
+        if event is not None:
+            state.receive(aiv, event, "WaitEvent (WORKSPACE_SYNC_ID)")
+        for inst, (mm, tiling) in enumerate(pairs):
+            mm._kfc = (server, inst, aiv)
+            mm._pipe = server.pipe
+            if tiling is not None:
+                mm._client_init(tiling)
+
+    @property
+    def aiv_bytes(self) -> int:
+        """System workspace bytes of one AIV: its queue and its UB's GM copy."""
+        return KFC_QUEUE_BYTES + self.aic.soc.ub_size
+
+    def ub_copy(self, aiv) -> int:
+        """GM address of ``aiv``'s UB copy (class docstring)."""
+        return self.workspace + aiv.block_idx * self.aiv_bytes + KFC_QUEUE_BYTES
+
+    def serve(self, client: Matmul, name: str, msg: dict, work, ack: bool, load: bool = True):
+        """One message of ``client`` (an AIV's object): posted, executed on the AIC by
+        ``work(object)`` after loading that AIV's state, answered when ``ack``. Returns
+        (work's result, the answer's event or None)."""
+        _, inst, aiv = client._kfc
+        state, aic = self.state, self.aic
+        me = aiv.core_index
+        aiv.wait_until(lambda: self.lock in (None, me), lambda: self._describe_lock(aiv, name))
+        aiv.record(_core.OP, PIPE_S, aiv.soc.dma_write_latency_cycles, 0, None,
+                   "KfcCommClient::PostMessage")
+        [posted] = state.hand_off(aiv, PIPE_S, [aic], f"KfcCommClient::PostMessage ({name})")
+        _core.set_current_core(aic)
+        try:
+            state.receive(aic, posted, f"KfcServer::Run ({name})")
+            aic.record(_core.OP, PIPE_S, aic.soc.dma_latency_cycles, 0, None,
+                       "KfcServer::RcvMessage")
+            eng = self.engines[inst]
+            if load:
+                self._load(eng, inst, me, msg, name)
+            result = work(eng) if work is not None else None
+            answer = (state.hand_off(aic, PIPE_FIX, [aiv], f"NotifyEvent ({name})")[0]
+                      if ack else None)
+        finally:
+            _core.set_current_core(aiv)
+        return result, answer
+
+    def _load(self, eng: Matmul, inst: int, me: int, msg: dict, name: str) -> None:
+        """Bring object ``inst`` to what AIV ``me`` set (class docstring)."""
+        if eng._tiling is None:
+            raise KernelError(name, "the Matmul object has no tiling: REGIST_MATMUL_OBJ(pipe, "
+                              "workspace, mm, tiling) or Init(tiling) first")
+        st = self.subs.get((inst, me))
+        if st is None:
+            st = self.subs[(inst, me)] = _SubState(eng._tiling)
+        st.update(msg)
+        if self.owner[inst] != me:       # the other AIV's turn: nothing of its walk carries over
+            eng._blocks = None
+            self.owner[inst] = me
+        for key, op in (("a", eng._a), ("b", eng._b)):
+            gm, trans = getattr(st, key)
+            if key in msg or op.gm is not gm or op.trans != trans:
+                op.release()             # new data: nothing in L1 is valid any more
+                op.gm, op.trans = gm, trans
+        eng._bias = st.bias
+        if eng._single != st.single or eng._org != st.org:
+            eng._single, eng._org = list(st.single), list(st.org)
+            eng._forget()
+
+    def _describe_lock(self, aiv, name: str) -> str:
+        holder = self.state.ctxs[self.lock].name if self.lock is not None else "?"
+        return (f"{name} of {aiv.name}, which waits for the Matmul server of {self.aic.name}: "
+                f"it serves {holder}'s Iterate/GetTensorC sequence until that AIV calls End")
 
 
 def _load2d(l0, dst_frac: int, src, start: int, repeat: int, src_stride: int, dst_gap: int,
