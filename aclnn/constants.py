@@ -376,8 +376,18 @@ class aclSysParamOpt(enum.IntEnum):
     ACL_OPT_DETERMINISTIC = 0
 
 
+class aclrtRunMode(enum.IntEnum):
+    """``aclrtRunMode`` (what ``acl.rt.get_run_mode`` returns): ACL_DEVICE = 0, the
+    software stack runs on the device's control CPU; ACL_HOST = 1, on the host CPU
+    (hiascend "aclrtRunMode", aclpythondevg_01_0920). A2/A3 and Atlas training products
+    support ACL_HOST only."""
+
+    ACL_DEVICE = 0
+    ACL_HOST = 1
+
+
 for _enum_cls in (aclrtMemcpyKind, aclrtMemMallocPolicy, aclrtMemAttr,
-                  aclrtEventRecordedStatus, aclrtStreamStatus, aclSysParamOpt):
+                  aclrtEventRecordedStatus, aclrtStreamStatus, aclSysParamOpt, aclrtRunMode):
     _export_enum(_enum_cls)
 del _enum_cls
 

@@ -73,6 +73,8 @@ from aclnn.constants import (
 STREAM_HANDLE_BASE = 0x5A0000
 #: First event handle; each new event takes the next int.
 EVENT_HANDLE_BASE = 0x5E0000
+#: First context handle (acl.rt.create_context and the default context of each device).
+CONTEXT_HANDLE_BASE = 0x5C0000
 #: Device virtual addresses are at and above GM_BASE_ADDRESS; this span (16 TiB) is
 #: treated as device address space, so a stale device pointer used as a host pointer is
 #: refused instead of being dereferenced on the host.
@@ -134,6 +136,7 @@ class Runtime:
         self.host_buffers: dict[int, HostBuffer] = {}
         self._stream_handles = itertools.count(STREAM_HANDLE_BASE)
         self._event_handles = itertools.count(EVENT_HANDLE_BASE)
+        self._context_handles = itertools.count(CONTEXT_HANDLE_BASE)
         self.clear_devices()
 
     def clear_devices(self) -> None:
@@ -152,6 +155,25 @@ class Runtime:
         self.streams: dict[int, npusim.Stream] = {}
         self.events: dict[int, npusim.Event] = {}
         self.deterministic: int | None = None
+        self.contexts: dict[int, Context] = {}
+        self.default_contexts: dict[int, int] = {}     # device id -> its default context
+        self.current_context: int | None = None
+
+
+class Context:
+    """An ACL context: a device and the default stream of work submitted with a NULL
+    stream while the context is current.
+
+    The default context of a device (made by its first ``set_device``) uses the device's
+    own default stream; a context from ``acl.rt.create_context`` has a default stream of
+    its own ("调用本接口创建的Context中包含1个默认Stream", aclrtCreateContext) and holds one
+    reference on its device until ``acl.rt.destroy_context``.
+    """
+
+    def __init__(self, device: npusim.Device, default_stream: npusim.Stream, created: bool):
+        self.device = device
+        self.default_stream = default_stream
+        self.created = created
 
 
 #: The one runtime of this process.
@@ -247,9 +269,47 @@ def set_device(device_id: int) -> npusim.Device:
                                                        max_cores=state.max_cores)
     state.device_refs[device_id] = state.device_refs.get(device_id, 0) + 1
     state.current_id = device_id
+    handle = state.default_contexts.get(device_id)
+    if handle is None:
+        handle = state.default_contexts[device_id] = next(state._context_handles)
+        state.contexts[handle] = Context(dev, dev.default_stream, created=False)
+    state.current_context = handle
     if state.deterministic is not None:
         dev.deterministic = bool(state.deterministic)
     return dev
+
+
+def create_context(device_id: int) -> int:
+    """A new context on ``device_id`` (the device is set if it was not), made current;
+    returns its handle (no checks: acl.rt.create_context checks the id)."""
+    dev = set_device(device_id)
+    handle = next(state._context_handles)
+    state.contexts[handle] = Context(dev, npusim.Stream(dev), created=True)
+    state.current_context = handle
+    return handle
+
+
+def set_current_context(handle: int) -> None:
+    """Make context ``handle`` (a live one) current, and its device the current device."""
+    ctx = state.contexts[handle]
+    state.current_context = handle
+    state.current_id = ctx.device.device_id
+
+
+def destroy_context(handle: int) -> None:
+    """Drop a created context (after its default stream drained) and its device reference;
+    when it was current, no context (and no device) is current."""
+    ctx = state.contexts.pop(handle)
+    ctx.default_stream.destroyed = True
+    if state.current_context == handle:
+        state.current_context = None
+        state.current_id = None
+    release_device(ctx.device.device_id)
+
+
+def current_context() -> int | None:
+    """The handle of the current context, or None."""
+    return state.current_context
 
 
 def release_device(device_id: int) -> None:
@@ -265,16 +325,20 @@ def release_device(device_id: int) -> None:
     if dev.profiling:
         state.profiled.append(dev)
         _write_profiling_files()
-    for table in (state.streams, state.events):
+    for table in (state.streams, state.events, state.contexts):
         for handle in [h for h, obj in table.items() if obj.device is dev]:
             del table[handle]
+    state.default_contexts.pop(device_id, None)
+    if state.current_context is not None and state.current_context not in state.contexts:
+        state.current_context = None
     if state.current_id == device_id:
         state.current_id = None
 
 
 def device_streams(dev: npusim.Device) -> list[npusim.Stream]:
     """The default stream and every live user stream of ``dev``."""
-    return [dev.default_stream] + [s for s in state.streams.values() if s.device is dev]
+    own = [c.default_stream for c in state.contexts.values() if c.created and c.device is dev]
+    return [dev.default_stream] + own + [s for s in state.streams.values() if s.device is dev]
 
 
 def is_device_address(addr: int) -> bool:
@@ -320,7 +384,10 @@ def resolve_stream(handle) -> npusim.Stream | None:
     """
     if handle is None or (_is_handle(handle) and int(handle) == 0):
         dev = current_device()
-        return dev.default_stream if dev is not None else None
+        if dev is None:
+            return None
+        ctx = state.contexts.get(state.current_context)
+        return ctx.default_stream if ctx is not None and ctx.device is dev else dev.default_stream
     if not _is_handle(handle):
         return None
     return state.streams.get(int(handle))

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from npusim.errors import NpuSimError
+from npusim.errors import KernelError, NpuSimError, _outside_name
 from npusim.gm import GlobalMemory
 from npusim.launch import KernelProfile, run_kernel
 from npusim.soc import get_soc
@@ -42,6 +42,27 @@ from npusim.soc import get_soc
 
 class DeadlockError(NpuSimError):
     """The device went idle while the host waited for work that can never run."""
+
+
+def kernel_exception(name: str, exc: Exception) -> KernelError:
+    """A :class:`KernelError` for an exception a kernel's own Python raised (not a rule
+    of the machine: a wrong argument count, a bad attribute...), naming the exception and
+    the innermost kernel line of its traceback."""
+    from npusim.ascendc.core import CoreContext
+    line, core = "?", -1
+    tb = exc.__traceback__
+    while tb is not None:
+        where = _outside_name(tb.tb_frame.f_code)
+        if where is not None:
+            line = f"{where}:{tb.tb_lineno}"
+        ctx = tb.tb_frame.f_locals.get("ctx")     # the launch loop's current block
+        if isinstance(ctx, CoreContext):
+            core = ctx.block_idx
+        tb = tb.tb_next
+    err = KernelError(name, f"the kernel raised {type(exc).__name__}: {exc}", core=core,
+                      line=line)
+    err.__cause__ = exc                 # the original traceback stays reachable
+    return err
 
 
 #: Kinds of stream task (``TaskRecord.kind``).
@@ -255,10 +276,24 @@ class Device:
         self.tasks.clear()
 
     # -- tasks --------------------------------------------------------------------------
-    def launch(self, stream: Stream, kernel, block_dim: int, args: tuple, *, name: str,
-               reserve_ub: bool = True, sync_all: bool = False, on_done=None,
-               kernel_type=None) -> None:
+    def launch(self, stream: Stream, kernel, block_dim: int, args: tuple, *,
+               name: str | None = None, reserve_ub: bool = True, sync_all: bool = False,
+               on_done=None, kernel_type=None) -> None:
         """Enqueue a kernel launch on ``stream``; it runs when the device runs.
+
+        This is ``kernel<<<block_dim, nullptr, stream>>>(*args)`` on the simulated device
+        (Ascend C "核函数调用", the kernel invocation operator): ``kernel(*args)`` runs once
+        per block with GetBlockIdx() in [0, block_dim); its profile goes into
+        ``Device.profiles`` and its TaskRecord into ``Device.tasks``, so traces and op
+        summaries show it like any operator's. ``name`` (default: the kernel function's
+        ``__name__``) is the OP Type of the records. With handles from ``acl.rt`` use
+        ``aclnn.custom.ACLRT_LAUNCH_KERNEL`` instead.
+
+        blockDim and the kernel are checked when the launch runs: blockDim outside [1,
+        65535] or above what the launch can keep resident, and any kernel error, become
+        the stream's error (reported by :meth:`synchronize_stream`). An exception that is
+        not a simulator error (a ``TypeError`` in the kernel's Python, say) becomes a
+        :class:`npusim.errors.KernelError` naming the exception and the kernel line.
 
         A kernel error is kept in ``stream.errors`` (reported at synchronize) and the
         launch then costs no time; as on hardware, the stream then stops running kernels
@@ -270,6 +305,8 @@ class Device:
         the blocks on the cube cores.
         """
         device = self
+        if name is None:
+            name = getattr(kernel, "__name__", None) or type(kernel).__name__
 
         def task(s):
             if s.errors:
@@ -286,6 +323,11 @@ class Device:
                 except NpuSimError as exc:
                     s.errors.append(exc)
                     device._record(s, KERNEL, name, start, start, error=str(exc))
+                    return
+                except Exception as exc:     # a bug in the kernel's Python: the stream's error
+                    err = kernel_exception(name, exc)
+                    s.errors.append(err)
+                    device._record(s, KERNEL, name, start, start, error=str(err))
                     return
                 profile.start_us = start
                 device.profiles.append(profile)

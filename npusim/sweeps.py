@@ -29,6 +29,22 @@ deterministic and a record holds simulated figures only, not host times):
 
 A point whose runner raises leaves a record with the point, ``error`` set to the
 exception's text, and no figures; the other points go on.
+
+A runner of your own returns a plain dict; the table, CSV and plot read these fields
+when present (none is required but ``duration_us`` for the plot):
+
+* ``duration_us`` — simulated time of the point (µs; Task Duration, summed over the
+  launches of the point);
+* ``hbm_floor_us`` — the HBM roofline: HBM bytes / ``soc.hbm_bandwidth`` (µs); drawn
+  as a dashed line per series when present;
+* ``tflops`` — simulated TFLOPS (adds a TFLOPS panel);
+* ``bound``, ``bound_percent``, ``bytes_read``, ``bytes_written``, ``bandwidth_GBps``,
+  ``aiv_*_time_us`` — shown by ``table()`` and written by ``to_csv()``.
+
+:func:`profile_record` makes them from KernelProfiles. Axes may be any keyword
+(``cols=[64, 128, 256]``, ``tile=[...]``): a sweep over ``cores`` and another axis has one
+series per value of the other axes, each with its own speed-up (against the series'
+first point) and roofline.
 """
 from __future__ import annotations
 
@@ -148,10 +164,14 @@ class SweepResult:
                                                            if k not in RECORD_COLUMNS]
 
     def table(self, columns=None) -> str:
-        """A plain-text table (default columns: :data:`TABLE_COLUMNS` that are present)."""
+        """A plain-text table (default columns: the swept axes (several values) that are
+        not in :data:`TABLE_COLUMNS`, then the :data:`TABLE_COLUMNS` that are present)."""
         from npusim.profiling import format_table
         present = self.columns()
-        cols = [c for c in (columns or TABLE_COLUMNS) if c in present
+        if columns is None:
+            columns = [a for a, v in self.axes.items()
+                       if a not in TABLE_COLUMNS and len(v) > 1] + list(TABLE_COLUMNS)
+        cols = [c for c in columns if c in present
                 and any(r.get(c) not in (None, "") for r in self.records)]
         rows = [{c: ("" if r.get(c) is None else r.get(c)) for c in cols} for r in self.records]
         return format_table(rows, cols)
@@ -161,11 +181,24 @@ class SweepResult:
         write_csv(path, self.columns(), self.records, lambda v: "" if v is None else v)
 
     def plot(self, path=None, *, x: str | None = None):
-        """The sweep's figure (:func:`npusim.plot.plot_sweep`), saved to ``path`` if given;
-        ``x`` defaults to the first swept axis of cores, tile, dtype, soc, shape."""
-        from npusim.plot import SWEEP_AXES, plot_sweep
+        """The sweep's figure (:func:`npusim.plot.plot_sweep`), saved to ``path`` if given.
+
+        ``x`` defaults to the first swept axis of cores, tile, dtype, soc, shape, else the
+        first axis swept (one of the caller's own, e.g. ``cols``); every other swept axis
+        makes series (one line per value). Failed points are left out.
+
+        Raises:
+            ValueError: every point failed (the message has the first point's error), or
+                ``x`` is not an axis of the records.
+        """
+        from npusim.plot import plot_sweep
         ok = [r for r in self.records if not r.get("error")]
-        swept = [a for a in SWEEP_AXES if len(self.axes.get(a, ())) > 1]
+        if not ok and self.records:
+            first = self.records[0]
+            point = ", ".join(f"{k}={first.get(k)}" for k in self.axes)
+            raise ValueError(f"nothing to plot: all {len(self.records)} points failed; the "
+                             f"first ({point}): {first['error']}")
+        swept = [a for a, values in self.axes.items() if len(values) > 1]
         return plot_sweep(ok, path, x=x, axes=swept)
 
 
@@ -176,17 +209,24 @@ def _call(runner, point):
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def _add_speedup(records: list[dict]) -> None:
-    """``speedup = T(fewest cores) / T`` within each group of equal other axes."""
+def series_key(record: dict, axes) -> tuple:
+    """The series a record belongs to: its values of ``axes`` (every swept axis but the
+    one plotted) and of ``op`` (records of several operators never mix)."""
+    return tuple((k, str(record.get(k))) for k in ("op", *axes) if k in record)
+
+
+def _add_speedup(records: list[dict], others) -> None:
+    """``speedup = T(first point of the series) / T``: a series is the records with equal
+    values of ``others`` (every axis but ``cores``: the SoC, dtype, tile, or an axis of the
+    caller's own such as ``cols``), its first point the first in point order (the fewest
+    cores when they are given in increasing order). Points that failed get none."""
     groups: dict = {}
     for r in records:
         if r.get("error") or not r.get("duration_us"):
             continue
-        key = tuple((k, str(v)) for k, v in r.items()
-                    if k in ("op", "shape", "dtype", "soc", "tile"))
-        groups.setdefault(key, []).append(r)
+        groups.setdefault(series_key(r, others), []).append(r)
     for rs in groups.values():
-        base = min(rs, key=lambda r: r["cores"])
+        base = rs[0]
         for r in rs:
             r["speedup"] = base["duration_us"] / r["duration_us"]
 
@@ -275,7 +315,7 @@ def sweep(runner, *, executor=None, scheduler: str | None = None, jobs: int | No
             bar.close()
     records = [{**p, **r} for p, r in zip(pts, results)]
     if len({str(p.get("cores")) for p in pts}) > 1:      # a core sweep
-        _add_speedup(records)
+        _add_speedup(records, [k for k in axes if k != "cores"])
     axes_values = {k: [p[k] for p in pts] for k in axes}
     axes_values = {k: list(dict.fromkeys(map(_hashable, v))) for k, v in axes_values.items()}
     return SweepResult(records, axes_values, time.perf_counter() - t0, where)
@@ -285,5 +325,5 @@ def _hashable(v):
     return tuple(v) if isinstance(v, list) else v
 
 
-__all__ = ["sweep", "points", "profile_record", "SweepResult", "RECORD_COLUMNS",
+__all__ = ["sweep", "points", "profile_record", "series_key", "SweepResult", "RECORD_COLUMNS",
            "TABLE_COLUMNS"]

@@ -3,13 +3,21 @@
 ::
 
     npusim socs
-    npusim ops
+    npusim ops [--plugin FILE.py]
     npusim run OP --shape 1048576 [--dtype float32] [--soc Ascend910B1] [--cores N]
-                  [--trace FILE] [--op-summary FILE] [--seed N]
+                  [--trace FILE] [--op-summary FILE] [--seed N] [--plugin FILE.py]
     npusim sweep OP --cores 1,2,4,8,16,32,48 | --tile 1024,2048,4096 | --dtype fp32,fp16
-                  | --soc Ascend910B1,Ascend910B4 [--shape ...] [--plot FILE.png]
-                  [--csv FILE] [--jobs N | --scheduler ADDRESS | --serial] [--no-progress]
+                  | --soc Ascend910B1,Ascend910B4 | --axis NAME=V1,V2 [--shape ...]
+                  [--plot FILE.png] [--csv FILE] [--jobs N | --scheduler ADDRESS | --serial]
+                  [--no-progress] [--plugin FILE.py]
     npusim timeline TRACE.json --plot FILE.png [--cores 0,1,2] [--window START,END]
+                  [--copies]
+
+``--plugin`` imports a module or file that registers operators of your own
+(``npusim_tools.registry.register_custom``, e.g. ``examples/custom_aclnn_op.py``);
+``--axis NAME=V1,V2`` sweeps an attribute of the operator. ``timeline`` frames the kernels
+(copies over the host link, often much longer, are left out unless ``--copies``) and
+draws a legend of its colours.
     npusim pyasc [--soc NAME] [--trace FILE] [--op-summary FILE] SCRIPT.py [ARGS...]
 
 Exit status: 0 on success; 1 when a run fails its golden check or an operator call
@@ -90,12 +98,60 @@ def parse_shape(text: str) -> tuple:
     return dims
 
 
+def _load_plugins(args) -> tuple:
+    """Import the ``--plugin`` modules / files (they register operators of their own)."""
+    from npusim_tools import registry
+    plugins = tuple(getattr(args, "plugin", None) or ())
+    for spec in plugins:
+        try:
+            registry.load_plugin(spec)
+        except registry.RunError as exc:
+            raise UsageError(f"--plugin: {exc}") from None
+    return plugins
+
+
 def _entry(name: str):
     from npusim_tools import registry
     try:
         return registry.get(name)
     except KeyError as exc:
-        raise UsageError(exc.args[0]) from None
+        raise UsageError(exc.args[0] + " (an operator of your own: --plugin FILE.py)") from None
+
+
+def _check_dtype_soc(entry, dtypes, socs) -> None:
+    """Every (dtype, SoC) pair is one the operator takes (e.g. no bfloat16 on Ascend910A)."""
+    for soc in socs:
+        allowed = entry.dtypes_on(soc.short_soc_version)
+        for dt in dtypes:
+            if dt not in allowed:
+                raise UsageError(f"--dtype: {entry.name} does not take {dt} on "
+                                 f"{soc.soc_version}; there it takes {', '.join(allowed)}")
+
+
+def parse_axis(text: str) -> tuple:
+    """``"tileLength=1024,2048"`` -> ("tileLength", [1024, 2048]) (ints, else floats).
+
+    Raises:
+        UsageError: not NAME=VALUES, or a value that is not a number.
+    """
+    name, sep, values = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise UsageError(f"--axis: {text!r} is not NAME=V1,V2,... (e.g. tileLength=1024,2048)")
+    if name in ("cores", "tile", "dtype", "soc", "shape", "seed"):
+        raise UsageError(f"--axis: {name} has its own option (--{name})")
+    out = []
+    for part in (p.strip() for p in values.split(",") if p.strip()):
+        try:
+            out.append(int(part))
+        except ValueError:
+            try:
+                out.append(float(part))
+            except ValueError:
+                raise UsageError(f"--axis {name}: {part!r} is not a number") from None
+    if not out:
+        raise UsageError(f"--axis {name}: no values")
+    return name, out
 
 
 def _dtypes(entry, text: str) -> list[str]:
@@ -164,6 +220,7 @@ def cmd_socs(args) -> int:
 
 def cmd_ops(args) -> int:
     from npusim_tools import registry
+    _load_plugins(args)
     rows = [{"operator": e.name, "aclnn API": e.api, "dtypes": ",".join(e.dtypes),
              "SoCs": ",".join(e.socs), "tile field": e.tile_field, "what": e.summary}
             for e in (registry.get(n) for n in registry.names())]
@@ -173,11 +230,13 @@ def cmd_ops(args) -> int:
 
 def cmd_run(args) -> int:
     from npusim_tools import registry
+    _load_plugins(args)
     entry = _entry(args.op)
     shape = parse_shape(args.shape) if args.shape else entry.default_shape
     dtypes, socs = _dtypes(entry, args.dtype), _socs(entry, args.soc)
     if len(dtypes) != 1 or len(socs) != 1:
         raise UsageError("run takes one --dtype and one --soc (sweep takes several)")
+    _check_dtype_soc(entry, dtypes, socs)
     dtype, soc = dtypes[0], socs[0]
     if args.cores is not None:
         _check_cores([args.cores], [soc])
@@ -210,11 +269,13 @@ def cmd_run(args) -> int:
 
 def cmd_sweep(args) -> int:
     from npusim_tools import registry
+    plugins = _load_plugins(args)
     entry = _entry(args.op)
     axes = {}
     socs = _socs(entry, args.soc)
     axes["soc"] = [s.soc_version for s in socs]
     axes["dtype"] = _dtypes(entry, args.dtype)
+    _check_dtype_soc(entry, axes["dtype"], socs)
     shape = parse_shape(args.shape) if args.shape else entry.default_shape
     axes["shape"] = shape
     if args.cores:
@@ -226,10 +287,15 @@ def cmd_sweep(args) -> int:
         if any(t < 1 for t in tiles):
             raise UsageError("--tile: tile lengths must be >= 1 element")
         axes["tile"] = tiles
-    swept = [k for k in ("cores", "tile", "dtype", "soc") if k in axes and len(axes[k]) > 1]
+    own = []
+    for text in args.axis or ():
+        name, values = parse_axis(text)
+        axes[name] = values
+        own.append(name)
+    swept = [k for k in ("cores", "tile", "dtype", "soc", *own) if k in axes and len(axes[k]) > 1]
     if not swept:
         raise UsageError("nothing to sweep: give several values to one of --cores, --tile, "
-                         "--dtype or --soc (e.g. --cores 1,2,4,8)")
+                         "--dtype, --soc or --axis NAME=... (e.g. --cores 1,2,4,8)")
     if args.scheduler and args.serial:
         raise UsageError("--scheduler and --serial exclude each other")
     if args.jobs is not None and args.jobs < 1:
@@ -239,7 +305,7 @@ def cmd_sweep(args) -> int:
     if args.seed < 0:
         raise UsageError("--seed must be >= 0")
     executor = "serial" if args.serial else None
-    result = run_sweep(registry.runner(entry.name, args.seed), executor=executor,
+    result = run_sweep(registry.runner(entry.name, args.seed, plugins=plugins), executor=executor,
                                 scheduler=args.scheduler, jobs=args.jobs,
                                 progress=not args.no_progress, desc=entry.name, **axes)
     print(f"{entry.api} shape {list(shape)}: {len(result)} points in {result.wall_s:.1f} s "
@@ -277,10 +343,14 @@ def cmd_timeline(args) -> int:
             window = ()
         if len(window) != 2 or not window[0] < window[1]:
             raise UsageError(f"--window: {args.window!r} is not START,END in µs with START < END")
-    fig = plot_timeline(trace, args.plot, cores=cores, window=window)
+    fig = plot_timeline(trace, args.plot, cores=cores, window=window, copies=args.copies)
     n_rows = len(fig.axes[0].get_yticks())
     print(f"timeline: {args.plot} ({n_rows} rows)")
     return EXIT_OK
+
+
+_PLUGIN_HELP = ("a module or .py file to import first: it registers operators of your own "
+                "(npusim_tools.registry.register_custom); repeatable")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -289,7 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     sub.add_parser("socs", help="the SoC presets").set_defaults(func=cmd_socs)
-    sub.add_parser("ops", help="the operators run and sweep know").set_defaults(func=cmd_ops)
+    o = sub.add_parser("ops", help="the operators run and sweep know")
+    o.add_argument("--plugin", action="append", help=_PLUGIN_HELP)
+    o.set_defaults(func=cmd_ops)
 
     r = sub.add_parser("run", help="run an operator on random data and check it")
     r.add_argument("op")
@@ -300,6 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trace", help="write a Chrome trace JSON (turns profiling on)")
     r.add_argument("--op-summary", dest="op_summary", help="write the op summary CSV")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--plugin", action="append", help=_PLUGIN_HELP)
     r.set_defaults(func=cmd_run)
 
     s = sub.add_parser("sweep", help="sweep cores, tile length, dtype or SoC")
@@ -316,13 +389,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--serial", action="store_true", help="run the points in this process")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--axis", action="append", metavar="NAME=V1,V2",
+                   help="sweep an attribute of the operator (an axis of your own), e.g. "
+                        "tileLength=1024,4096; repeatable")
+    s.add_argument("--plugin", action="append", help=_PLUGIN_HELP)
     s.set_defaults(func=cmd_sweep)
 
     t = sub.add_parser("timeline", help="Gantt chart of a trace")
     t.add_argument("trace")
     t.add_argument("--plot", required=True, help="the PNG to write")
     t.add_argument("--cores", help="AI cores to show, e.g. 0-3 (default: all)")
-    t.add_argument("--window", help="START,END: the part of the device clock to show (µs)")
+    t.add_argument("--window", help="START,END: the part of the device clock to show (µs; "
+                                    "default: the kernels' span)")
+    t.add_argument("--copies", action="store_true",
+                   help="show the host<->device copy rows and frame the whole trace")
     t.set_defaults(func=cmd_timeline)
 
     from npusim.pyasc import __main__ as pyasc_main      # no pyasc import until it runs

@@ -41,6 +41,7 @@ runs in a runtime state of its own, so a caller's ACL session is left untouched.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -116,6 +117,13 @@ class OperatorEntry:
     #: ``flops(case)``: floating-point operations of the case (cube operators); the sweep
     #: record then carries ``tflops`` (simulated TFLOPS over the launches' duration).
     flops: Callable | None = None
+    #: short SoC version -> the dtypes the operator takes there, when fewer than
+    #: ``dtypes`` (e.g. no bfloat16 on Atlas training products).
+    soc_dtypes: dict = field(default_factory=dict)
+
+    def dtypes_on(self, short_soc: str) -> tuple:
+        """The dtypes the operator takes on SoCs of ``short_soc``."""
+        return tuple(self.soc_dtypes.get(short_soc, self.dtypes))
 
     def __call__(self, point: dict) -> dict:
         """Sweep runner: the record of one point (see :func:`run_point`)."""
@@ -281,6 +289,36 @@ def _add_launch(device, stream, addrs, td, case, workspace):
     from kernels.add.kernel import add
     # as aclnn/ops/add.py for inputs that need no BroadcastTo
     device.launch(stream, add, td.blockDim, (addrs["self"], addrs["other"], addrs["out"],
+                                             workspace, td), name=td.opType)
+
+
+# -- InplaceAdd ----------------------------------------------------------------------------
+def _inplace_add_inputs(shape, dtype, rng):
+    t = {"selfRef": _normal(rng, shape, dtype), "other": _normal(rng, shape, dtype)}
+    return t, ("selfRef",), {"alpha": 1.0}
+
+
+def _inplace_add_golden(case):
+    from kernels.add.golden import add_golden
+    t = case.tensors
+    return {"selfRef": add_golden(t["selfRef"], t["other"], case.attrs["alpha"], case.dtype)}
+
+
+def _inplace_add_first(tensors, case):
+    from aclnn.ops.add import aclnnInplaceAddGetWorkspaceSize
+    alpha = aclnn.aclCreateScalar(case.attrs["alpha"], aclnn.ACL_FLOAT)
+    return aclnnInplaceAddGetWorkspaceSize(tensors["selfRef"], tensors["other"], alpha)
+
+
+def _inplace_add_second(workspace, size, executor, stream):
+    from aclnn.ops.add import aclnnInplaceAdd
+    return aclnnInplaceAdd(workspace, size, executor, stream)
+
+
+def _inplace_add_launch(device, stream, addrs, td, case, workspace):
+    from kernels.add.kernel import add
+    # as aclnn/ops/add.py with out = selfRef
+    device.launch(stream, add, td.blockDim, (addrs["selfRef"], addrs["other"], addrs["selfRef"],
                                              workspace, td), name=td.opType)
 
 
@@ -549,11 +587,21 @@ register(OperatorEntry(
     socs=_A2 + ("Ascend910",), default_shape=(1 << 20,), make_inputs=_add_inputs,
     golden=_add_golden, first_phase=_add_first, second_phase=_add_second, tiling=_add_tiling,
     launch=_add_launch, tile_field="ubFactor", ub_budget=_ub_with_reserve, tolerance=_TOL,
+    soc_dtypes={"Ascend910": ("float32", "float16")},   # TRAINING_DTYPES: no BF16
     summary="out = self + alpha * other (alpha = 1)"))
 register(OperatorEntry(
+    name="InplaceAdd", api="aclnnInplaceAdd", dtypes=("float32", "float16", "bfloat16"),
+    socs=_A2 + ("Ascend910",), soc_dtypes={"Ascend910": ("float32", "float16")},
+    default_shape=(1 << 20,), make_inputs=_inplace_add_inputs, golden=_inplace_add_golden,
+    first_phase=_inplace_add_first, second_phase=_inplace_add_second, tiling=_add_tiling,
+    launch=_inplace_add_launch, tile_field="ubFactor", ub_budget=_ub_with_reserve,
+    tolerance=_TOL, summary="selfRef += alpha * other, in place (alpha = 1)"))
+register(OperatorEntry(
     name="EmbeddingDenseBackward", api="aclnnEmbeddingDenseBackward",
-    dtypes=("float32", "float16", "bfloat16"), socs=_A2, default_shape=(16384, 256),
-    make_inputs=_edb_inputs, golden=_edb_golden, first_phase=_edb_first,
+    dtypes=("float32", "float16", "bfloat16"), socs=_A2 + ("Ascend910",),
+    soc_dtypes={"Ascend910": ("float32", "float16")},   # no BF16 grad on Atlas training
+    default_shape=(16384, 256), make_inputs=_edb_inputs, golden=_edb_golden,
+    first_phase=_edb_first,
     second_phase=_edb_second, tiling=None, launch=None, tile_field=None, ub_budget=None,
     # sums of about 4 rows: the kernel's fp32 order against the float64 golden
     tolerance={"float32": (1e-5, 1e-5), "float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2)},
@@ -857,11 +905,17 @@ def _reader(gm, addr: int, out: np.ndarray):
 
 
 def run_point(entry: OperatorEntry, *, shape=None, dtype="float32", soc="Ascend910B1",
-              cores=None, tile=None, seed: int = 0, check_golden: bool = True) -> dict:
+              cores=None, tile=None, seed: int = 0, check_golden: bool = True,
+              **attrs) -> dict:
     """The sweep record of one point: the figures (:func:`npusim.sweeps.profile_record`),
     the actual ``cores``, ``tile_len`` and the golden check.
 
-    The aclnn path runs it unless ``tile`` is given (then the kernel-level path).
+    The aclnn path runs it unless ``tile`` is given (then the kernel-level path). Any
+    other keyword sets the operator attribute of that name (an axis of your own, e.g. a
+    custom operator's ``tileLength``; see :func:`register_custom`).
+
+    Raises:
+        RunError: a keyword that is not an attribute of the operator.
     """
     shape = tuple(int(d) for d in (entry.default_shape if shape is None else
                                     ((shape,) if isinstance(shape, int) else shape)))
@@ -870,13 +924,20 @@ def run_point(entry: OperatorEntry, *, shape=None, dtype="float32", soc="Ascend9
     else:                              # an entry not (or no longer) registered: no cache
         case = make_case(entry, shape, dtype, seed)
         expected = entry.golden(case) if check_golden else None
+    if attrs:
+        unknown = sorted(set(attrs) - set(case.attrs))
+        if unknown:
+            raise RunError(f"{entry.name} has no attribute {', '.join(unknown)} to sweep; its "
+                           f"attributes: {', '.join(case.attrs) or 'none'}")
+        case = dataclasses.replace(case, attrs={**case.attrs, **attrs})
+        expected = entry.golden(case) if check_golden else None
     if tile:
         res = run_kernel_level(entry, case, soc, cores, tile)
     else:
         res = run_aclnn(entry, case, soc, cores)
     rec = {"op": entry.name, "shape": _shape_str(shape), "dtype": dtype_name(case.dtype),
            "soc": res.soc.soc_version, "cores": res.soc.vector_block_num,
-           "tile": int(tile) if tile else None, "path": res.path}
+           "tile": int(tile) if tile else None, "path": res.path, **attrs}
     rec.update(profile_record(res.profiles, res.soc))
     rec["tile_len"] = (getattr(res.tiling, entry.tile_field, None)
                        if res.tiling is not None and entry.tile_field else None)
@@ -888,25 +949,136 @@ def run_point(entry: OperatorEntry, *, shape=None, dtype="float32", soc="Ascend9
 
 
 class Runner:
-    """A picklable sweep runner for one operator: ``Runner("Add")(point) -> record``."""
+    """A picklable sweep runner for one operator: ``Runner("Add")(point) -> record``.
 
-    def __init__(self, op: str, seed: int = 0, check_golden: bool = True):
+    ``plugins`` (module names or ``.py`` paths, :func:`load_plugin`) are loaded in a
+    worker process that does not know the operator yet (a custom operator registered by
+    a plugin file)."""
+
+    def __init__(self, op: str, seed: int = 0, check_golden: bool = True, plugins=()):
         self.op, self.seed, self.check_golden = get(op).name, seed, check_golden
+        self.plugins = tuple(plugins)
 
     def __call__(self, point: dict) -> dict:
         point = dict(point)
         point.setdefault("seed", self.seed)
+        if self.op not in REGISTRY:
+            for plugin in self.plugins:
+                load_plugin(plugin)
         return run_point(get(self.op), check_golden=self.check_golden, **point)
 
     def __repr__(self) -> str:
         return f"Runner({self.op!r}, seed={self.seed})"
 
 
-def runner(op: str, seed: int = 0, check_golden: bool = True) -> Runner:
+def runner(op: str, seed: int = 0, check_golden: bool = True, plugins=()) -> Runner:
     """The sweep runner of operator ``op`` (see :class:`Runner`)."""
-    return Runner(op, seed, check_golden)
+    return Runner(op, seed, check_golden, plugins)
+
+
+# -- operators of your own -------------------------------------------------------------------
+_PLUGINS: dict = {}
+
+
+def load_plugin(spec: str):
+    """Import ``spec`` — a module name (``mypkg.my_op``) or the path of a ``.py`` file — once
+    per process; the module registers its operators (:func:`register_custom`) when
+    imported. Returns the module.
+
+    Raises:
+        RunError: the file does not exist, or importing it raised (the message says why).
+    """
+    import importlib
+    import importlib.util
+    import sys
+    key = os.path.abspath(spec) if spec.endswith(".py") else spec
+    if key in _PLUGINS:
+        return _PLUGINS[key]
+    try:
+        if spec.endswith(".py"):
+            if not os.path.isfile(spec):
+                raise RunError(f"plugin {spec!r}: no such file")
+            name = "npusim_plugin_" + os.path.splitext(os.path.basename(spec))[0]
+            mod_spec = importlib.util.spec_from_file_location(name, spec)
+            module = importlib.util.module_from_spec(mod_spec)
+            sys.modules[name] = module          # picklable runners defined in the file
+            mod_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(spec)
+    except RunError:
+        raise
+    except Exception as exc:
+        raise RunError(f"plugin {spec!r} failed to load: {type(exc).__name__}: {exc}") from None
+    _PLUGINS[key] = module
+    return module
+
+
+def register_custom(op, *, golden, default_shape=(1 << 16,), dtypes=None, socs=None,
+                    attrs=None, output_shape=None, tolerance=None, summary: str = "",
+                    flops=None) -> OperatorEntry:
+    """Register an :class:`aclnn.custom.CustomOp` with the study tools, so that ``npusim run``
+    / ``npusim sweep`` and :func:`npusim_tools.sweep` run it like the built-in operators.
+
+    Args:
+        op: the CustomOp.
+        golden: ``golden(**inputs, **attrs)`` -> the expected output (numpy) or a tuple of
+            them, one per ``op.outputs`` in order; written from the formula, not the kernel.
+        default_shape: the shape of a case when none is given.
+        dtypes: the dtype names the tools offer (default: the op's, or float32/float16).
+        socs: short SoC versions (default: the op's, or the A2/A3 ones).
+        attrs: attribute name -> the value of a case (every name of ``op.attrs``). A sweep
+            axis of the same name overrides it point by point (``tileLength=[...]``).
+        output_shape: ``output_shape(shape) -> shape`` of every output (default: the shape).
+        tolerance: dtype name -> ``(rtol, atol)`` of the golden check (default: 1e-5/1e-6
+            for float32, 2e-3 for float16, 1.6e-2 for bfloat16).
+        summary, flops: as :class:`OperatorEntry`.
+
+    The inputs of a case are standard normal in the dtype; the outputs start at zero.
+
+    Returns:
+        The registered :class:`OperatorEntry` (name: ``op.name``, API ``aclnn{name}``).
+
+    Raises:
+        ValueError: ``attrs`` does not give a value for every attribute of the op.
+    """
+    attrs = dict(attrs or {})
+    if set(attrs) != set(op.attrs):
+        raise ValueError(f"attrs must give a value for each of {list(op.attrs)}, got "
+                         f"{list(attrs)}")
+    if dtypes is None:
+        known = {dtype_name(d) for ds in op.dtypes.values() for d in ds}
+        dtypes = tuple(n for n in ("float32", "float16", "bfloat16") if n in known) if known \
+            else ("float32", "float16")
+    out_shape = output_shape or (lambda shape: shape)
+
+    def make_inputs(shape, dtype, rng):
+        t = {name: _normal(rng, shape, dtype) for name in op.inputs}
+        t.update((name, np.zeros(out_shape(shape), dtype)) for name in op.outputs)
+        return t, tuple(op.outputs), dict(attrs)
+
+    def gold(case):
+        res = golden(**{n: case.tensors[n] for n in op.inputs}, **case.attrs)
+        res = res if isinstance(res, tuple) else (res,)
+        return dict(zip(op.outputs, res))
+
+    def first(tensors, case):
+        return op.get_workspace_size(*(tensors[n] for n in op.inputs),
+                                     *(case.attrs[a] for a in op.attrs),
+                                     *(tensors[n] for n in op.outputs))
+
+    entry = OperatorEntry(
+        name=op.name, api=op.api, dtypes=tuple(dtypes),
+        socs=tuple(socs or op.socs or _A2), default_shape=tuple(default_shape),
+        make_inputs=make_inputs, golden=gold, first_phase=first,
+        second_phase=lambda ws, size, ex, stream: op.run(ws, size, ex, stream),
+        tiling=None, launch=None, tile_field=None, ub_budget=None,
+        tolerance=tolerance or _TOL, summary=summary or f"custom operator {op.name}",
+        flops=flops)
+    register(entry)
+    return entry
 
 
 __all__ = ["OperatorEntry", "Case", "RunResult", "RunError", "REGISTRY", "register", "get",
            "names", "make_case", "check", "run_aclnn", "run_kernel_level", "run_point",
-           "ub_for_tile", "Runner", "runner", "resolve_dtype", "acl_session"]
+           "ub_for_tile", "Runner", "runner", "resolve_dtype", "acl_session", "register_custom",
+           "load_plugin"]

@@ -782,6 +782,7 @@ RT_DEFAULTS = {   # valid values, built per test (env) -> value
     "start": lambda e: acl.rt.create_event()[0], "end": lambda e: acl.rt.create_event()[0],
     "attr": lambda e: 1, "flag": lambda e: 0, "opt": lambda e: 0, "value": lambda e: 0,
     "max_count": lambda e: 64, "device_id": lambda e: 0, "host_ptr": lambda e: 0,
+    "context": lambda e: acl.rt.create_context(0)[0],
 }
 WRONG_TYPES = {"None": None, "str": "x", "float": 1.5, "object": object(), "list": [1],
                "complex": 1j}
@@ -971,7 +972,7 @@ NO_DEVICE_ARGS = {
     "record_event": [0x5E0000, 0], "stream_wait_event": [0, 0x5E0000],
     "synchronize_event": [0x5E0000], "query_event_status": [0x5E0000],
     "event_elapsed_time": [0x5E0000, 0x5E0001], "ctx_set_sys_param_opt": [0, 1],
-    "ctx_get_sys_param_opt": [0],
+    "ctx_get_sys_param_opt": [0], "get_context": [],
 }
 
 
@@ -987,7 +988,9 @@ def test_rt_without_a_current_device(tmp_path, name):
 
 
 def test_state_tables_cover_every_rt_function():
-    no_state = {"set_device", "reset_device", "get_device_count", "malloc_host", "free_host"}
+    no_state = {"set_device", "reset_device", "get_device_count", "malloc_host", "free_host",
+                "create_context", "destroy_context", "set_context", "set_current_context",
+                "get_run_mode"}
     assert set(NO_DEVICE_ARGS) | no_state == set(acl.rt.__all__)
 
 

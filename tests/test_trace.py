@@ -233,7 +233,7 @@ def test_timeline_plot_rows_and_axes(tmp_path, trace_obj, traced_device):
     path.write_bytes(b"")
     tpath = tmp_path / "t.json"
     tpath.write_text(json.dumps(trace_obj))
-    fig = plot_timeline(tpath, path, cores=[0, 1])
+    fig = plot_timeline(tpath, path, cores=[0, 1], copies=True)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     (ax,) = fig.axes
     assert ax.get_xlabel() == "time (µs)"
@@ -249,3 +249,24 @@ def test_timeline_plot_rows_and_axes(tmp_path, trace_obj, traced_device):
     fig2 = plot_timeline(trace_obj, None, streams=False, window=(0.0, 1.0))
     assert fig2.axes[0].get_xlim() == (0.0, 1.0)
     assert all(lbl.get_text().startswith("core") for lbl in fig2.axes[0].get_yticklabels())
+
+
+def test_timeline_frames_the_kernels_and_has_a_colour_legend(trace_obj):
+    """By default the x range is the kernels' (the copies over the host link, far longer,
+    are not drawn); ``copies=True`` draws them and frames the whole trace. The legend names
+    each colour: the pipes and the stream task kinds."""
+    from npusim import trace as npusim_trace
+    spans, _, _ = npusim_trace.trace_spans(trace_obj)
+    cores = [s for s in spans if s.pid % 1000 >= npusim_trace.CORE_PID]
+    lo = min(s.start_us for s in cores)
+    hi = max(s.start_us + s.dur_us for s in cores)
+    ax = plot_timeline(trace_obj, None).axes[0]
+    x0, x1 = ax.get_xlim()
+    assert x0 == pytest.approx(lo - 0.02 * (hi - lo)) and x1 == pytest.approx(hi + 0.02 * (hi - lo))
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert not any(lbl.startswith("copy ") for lbl in labels)
+    legend = {t.get_text() for t in ax.get_legend().get_texts()}
+    assert {"PIPE_MTE2", "PIPE_V", "PIPE_MTE3", "stream task KERNEL"} <= legend
+    ax = plot_timeline(trace_obj, None, copies=True).axes[0]
+    assert {"copy H2D", "copy D2H"} <= {t.get_text() for t in ax.get_yticklabels()}
+    assert ax.get_xlim()[1] > x1 and "H2D" in {t.get_text() for t in ax.get_legend().get_texts()}

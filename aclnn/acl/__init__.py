@@ -33,7 +33,7 @@ from aclnn.constants import (
     ACL_SUCCESS,
 )
 
-__all__ = ["init", "finalize", "get_recent_err_msg", "rt", "util"]
+__all__ = ["init", "finalize", "get_recent_err_msg", "get_soc_name", "rt", "util"]
 
 
 def init(config_path: str | os.PathLike | None = None) -> int:
@@ -42,9 +42,23 @@ def init(config_path: str | os.PathLike | None = None) -> int:
     Args:
         config_path: path of a JSON config file; None or "" for the defaults (so does a
             file holding ``{}`` or nothing but whitespace). Its optional ``"npusim"``
-            object selects the simulated machine: ``"soc"`` (a name from
-            ``npusim.list_socs()``, default ``npusim.DEFAULT_SOC``), ``"device_count"``
-            (int >= 1, default 1) and ``"profiling"`` (bool, default false).
+            object selects the simulated machine (``aclnn.runtime.CONFIG_KEYS``):
+
+            * ``"soc"``: a name from ``npusim.list_socs()`` (default
+              ``npusim.DEFAULT_SOC``);
+            * ``"device_count"``: int >= 1 (default 1);
+            * ``"profiling"``: bool (default false): every kernel keeps its instruction
+              spans for the trace;
+            * ``"trace"``: path of the Chrome trace JSON to write (needs ``"profiling":
+              true``), written when a device is released by its last reset_device and at
+              finalize;
+            * ``"op_summary"``: path of the msprof-style op summary CSV (needs
+              ``"profiling": true``), written at the same times;
+            * ``"max_cores"``: int >= 1, at most that many vector cores per device, as
+              ``aclrtSetDeviceResLimit`` does (a value above the SoC's count means all).
+
+            Example: ``{"npusim": {"soc": "Ascend910B1", "profiling": true, "trace":
+            "trace.json", "op_summary": "op_summary.csv", "max_cores": 16}}``.
 
     Returns:
         ret: ACL_SUCCESS (0);
@@ -131,3 +145,11 @@ def get_recent_err_msg() -> str | None:
     Mirrors ``const char* aclGetRecentErrMsg()`` (``reference/api.md`` §4, §5).
     """
     return errmsg.get_recent_err_msg()
+
+
+def get_soc_name() -> str:
+    """The SoC version of the simulated devices, e.g. ``"Ascend910B1"``. Mirrors
+    ``const char *aclrtGetSocName()`` (pyACL ``soc_name = acl.get_soc_name()``): the
+    ``"npusim.soc"`` of the acl.init config, or ``npusim.DEFAULT_SOC`` before acl.init
+    (the C call needs no aclInit either)."""
+    return runtime.state.soc.soc_version

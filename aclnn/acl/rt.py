@@ -75,6 +75,7 @@ from aclnn.constants import (
     ACL_EVENT_TIME_LINE,
     ACL_SUCCESS,
     aclrtEventRecordedStatus,
+    aclrtRunMode,
     aclrtMemAttr,
     aclrtMemcpyKind,
     aclrtMemMallocPolicy,
@@ -89,6 +90,8 @@ __all__ = [
     "create_event", "create_event_with_flag", "destroy_event", "record_event",
     "stream_wait_event", "synchronize_event", "query_event_status", "event_elapsed_time",
     "ctx_set_sys_param_opt", "ctx_get_sys_param_opt",
+    "create_context", "destroy_context", "set_context", "set_current_context", "get_context",
+    "get_run_mode",
 ]
 
 _K = aclrtMemcpyKind
@@ -1020,3 +1023,123 @@ def ctx_get_sys_param_opt(opt: int) -> tuple[int, int]:
         return 0, _fail(ACL_ERROR_RT_SYSPARAMOPT_NOT_SET, api,
                         "ACL_OPT_DETERMINISTIC has not been set (ctx_set_sys_param_opt)")
     return runtime.state.deterministic, ACL_SUCCESS
+
+
+# -- contexts ------------------------------------------------------------------------------
+# pyACL: ``context, ret = acl.rt.create_context(device_id)``, ``ret =
+# acl.rt.destroy_context(context)``, ``ret = acl.rt.set_context(context)``, ``context, ret =
+# acl.rt.get_context()`` (hiascend aclpythondevg "Context管理": create_context, destroy_context,
+# set_context, get_context; C: aclrtCreateContext, aclrtDestroyContext, aclrtSetCurrentContext,
+# aclrtGetCurrentContext).
+def _context_handle(api: str, context):
+    """(Context, ACL_SUCCESS) for a live context handle, else (None, status)."""
+    if context is None or (_is_int(context) and context == 0):
+        return None, _fail(ACL_ERROR_INVALID_PARAM, api, "context must not be NULL")
+    if not _is_int(context):
+        return None, _bad_int(api, "context", context, "an int context handle")
+    ctx = runtime.state.contexts.get(int(context))
+    if ctx is None:
+        return None, _fail(ACL_ERROR_INVALID_PARAM, api, f"context=0x{int(context):x} is not a "
+                           "live context (never created or already destroyed)")
+    return ctx, ACL_SUCCESS
+
+
+def create_context(device_id: int) -> tuple[int, int]:
+    """Create a context on a device and make it current. Mirrors ``aclrtCreateContext``.
+
+    The device is set if it was not (the context holds one set_device reference until
+    destroy_context). The context has a default stream of its own: a NULL stream
+    (None or 0) means it while the context is current.
+
+    Returns:
+        (context, ret): a new int handle; or 0 with ACL_ERROR_UNINITIALIZE (100001) before
+        acl.init, ACL_ERROR_INVALID_PARAM (100000) for a non-int id,
+        ACL_ERROR_RT_INVALID_DEVICEID (107001) for an id outside [0, device_count).
+
+    Source: hiascend aclpythondevg "create_context" (``context, ret =
+    acl.rt.create_context(device_id)``), aclrtCreateContext.
+    """
+    code = _device_id("create_context", device_id)
+    if code != ACL_SUCCESS:
+        return 0, code
+    return runtime.create_context(int(device_id)), ACL_SUCCESS
+
+
+def destroy_context(context: int) -> int:
+    """Destroy a context made by create_context. Mirrors ``aclrtDestroyContext``.
+
+    Its default stream is drained first (errors are dropped); the device reference it
+    held is released. If it was current, no context (and no device) is current after.
+
+    Returns:
+        ret: ACL_SUCCESS; ACL_ERROR_INVALID_PARAM (100000) for NULL, a non-int, an unknown
+        or destroyed handle, or a device's default context ("只能销毁通过aclrtCreateContext
+        接口创建的Context", aclrtDestroyContext).
+    """
+    api = "destroy_context"
+    ctx, code = _context_handle(api, context)
+    if ctx is None:
+        return code
+    if not ctx.created:
+        return _fail(ACL_ERROR_INVALID_PARAM, api, f"context=0x{int(context):x} is the default "
+                     "context of device {}: only a context made by create_context can be "
+                     "destroyed (reset_device releases the default one)".format(
+                         ctx.device.device_id))
+    try:
+        ctx.device.synchronize_stream(ctx.default_stream)
+    except DeadlockError:
+        pass
+    runtime.destroy_context(int(context))
+    return ACL_SUCCESS
+
+
+def set_context(context: int) -> int:
+    """Make a context current (and its device the current device). Mirrors
+    ``aclrtSetCurrentContext``; pyACL's name is ``acl.rt.set_context``.
+
+    Returns:
+        ret: ACL_SUCCESS; ACL_ERROR_INVALID_PARAM (100000) for NULL, a non-int, an unknown
+        or destroyed handle.
+    """
+    return _set_context("set_context", context)
+
+
+def set_current_context(context: int) -> int:
+    """:func:`set_context` under the C API's name (``aclrtSetCurrentContext``)."""
+    return _set_context("set_current_context", context)
+
+
+def _set_context(api: str, context) -> int:
+    ctx, code = _context_handle(api, context)
+    if ctx is None:
+        return code
+    runtime.set_current_context(int(context))
+    return ACL_SUCCESS
+
+
+def get_context() -> tuple[int, int]:
+    """The current context. Mirrors ``aclrtGetCurrentContext`` (pyACL ``context, ret =
+    acl.rt.get_context()``).
+
+    Returns:
+        (context, ret): the handle (a device's default context after set_device, or the
+        last created / set one); 0 with ACL_ERROR_RT_CONTEXT_NULL (107002) when there is
+        none.
+    """
+    handle = runtime.current_context()
+    if handle is None or runtime.current_device() is None:
+        return 0, _fail(ACL_ERROR_RT_CONTEXT_NULL, "get_context", "no context is current: call "
+                        "acl.rt.set_device or acl.rt.create_context first")
+    return handle, ACL_SUCCESS
+
+
+def get_run_mode() -> tuple[int, int]:
+    """Where the software stack runs. Mirrors ``aclrtGetRunMode`` (pyACL ``run_mode, ret =
+    acl.rt.get_run_mode()``).
+
+    Returns:
+        (ACL_HOST (1), ACL_SUCCESS): the simulator runs on the host CPU, as an A2/A3 or
+        Atlas training card's stack does (ACL_DEVICE is not supported there; hiascend
+        "aclrtRunMode").
+    """
+    return int(aclrtRunMode.ACL_HOST), ACL_SUCCESS

@@ -28,6 +28,7 @@ from npusim.ascendc import (Cast, DataCopyExtParams, DataCopyPad, DataCopyPadExt
                             WaitFlag, int32_t)
 from npusim.ascendc import core as _core
 from npusim.ascendc.sort import IndexCast
+from npusim.ascendc.sync import library_event_ids
 from npusim.errors import KernelError
 
 BUFFER_NUM = 2
@@ -249,13 +250,15 @@ def InitOutput(gmTensor: GlobalTensor, size: int, value) -> None:
     chunk = reserved // 32 * 32 // dtype.itemsize
     local = LocalTensor(ctx, dtype, reserved_start, chunk, ctx.soc.ub_usable)
     Duplicate(local, value, min(chunk, size))
-    SetFlag(HardEvent.V_MTE3, 7)          # eventID 7: the library's own (hardware.md §3)
-    WaitFlag(HardEvent.V_MTE3, 7)
+    with library_event_ids():             # eventID 7: the library's own (hardware.md §3)
+        SetFlag(HardEvent.V_MTE3, 7)
+        WaitFlag(HardEvent.V_MTE3, 7)
     for off in range(0, size, chunk):
         n = min(chunk, size - off)
         DataCopyPad(gmTensor[off], local, _params(n, dtype.itemsize))
-    SetFlag(HardEvent.MTE3_V, 7)
-    WaitFlag(HardEvent.MTE3_V, 7)
+    with library_event_ids():
+        SetFlag(HardEvent.MTE3_V, 7)
+        WaitFlag(HardEvent.MTE3_V, 7)
 
 
 __all__ = ["ElementwiseTilingData", "elementwise_tiling", "zeros_like", "view_copy", "cast",

@@ -3,10 +3,15 @@
 Rules (reference/hardware.md §3 "SetFlag/WaitFlag"): SetFlag is issued on the event's
 source pipe and sets the flag once all earlier work of that pipe has finished; WaitFlag
 blocks the destination pipe until the flag is set, then clears it. eventIDs are 0-7 on
-A2/A3 and 0-3 on the first-generation 910. PipeBarrier(pipe) orders the instructions of
+A2/A3 and 0-3 on the first-generation 910; with a TPipe, 6 and 7 are the framework's and a
+kernel's own SetFlag/WaitFlag may not use them. A WaitFlag whose eventID no pending
+SetFlag of its HardEvent used, while one with another eventID is pending, is reported as
+a mismatched pair. PipeBarrier(pipe) orders the instructions of
 one pipe; PipeBarrier(PIPE_ALL) waits until every pipe of the core is idle.
 """
 from __future__ import annotations
+
+import contextlib
 
 from npusim.ascendc import core as _core
 from npusim.ascendc.types import PIPE_ALL, HardEvent, Pipe
@@ -14,14 +19,42 @@ from npusim.ascendc import checker
 from npusim.errors import SyncError, kernel_source_line
 
 
+#: eventIDs the TPipe framework keeps for its own synchronisation on SoCs with 8 IDs
+#: (reference/hardware.md §3: "IDs 6 and 7 are reserved; 7 is used by TPipe auto-sync").
+RESERVED_EVENT_IDS = (6, 7)
+_library_depth = 0
+
+
+@contextlib.contextmanager
+def library_event_ids():
+    """Let the code inside use the reserved eventIDs, as Ascend C's own library code does
+    (InitOutput's flags); a kernel's own SetFlag/WaitFlag may not."""
+    global _library_depth
+    _library_depth += 1
+    try:
+        yield
+    finally:
+        _library_depth -= 1
+
+
 def _check_event(ctx, instruction: str, event: HardEvent, event_id: int) -> None:
     if not isinstance(event, HardEvent):
         raise SyncError(instruction, f"{event!r} is not a HardEvent")
     n = ctx.soc.max_event_id
+    pipe = event.src.name if instruction == "SetFlag" else event.dst.name
     if not 0 <= int(event_id) < n:
         raise SyncError(instruction, f"eventID {event_id} is outside [0, {n - 1}] on "
-                        f"{ctx.soc.soc_version} (reference/hardware.md §3)",
-                        pipe=event.src.name if instruction == "SetFlag" else event.dst.name)
+                        f"{ctx.soc.soc_version} (reference/hardware.md §3)", pipe=pipe)
+    # With a TPipe the framework's queues synchronise on eventIDs of their own: "在基于TPipe和
+    # TQue编程场景中，禁止用户在使用SetFlag和WaitFlag时自行指定eventID，容易与框架同步事件冲突，
+    # 导致卡死" (SetFlag/WaitFlag(ISASI), 约束说明); 6 and 7 are the ones it keeps.
+    if (n == 8 and int(event_id) in RESERVED_EVENT_IDS and ctx.pipe is not None
+            and not _library_depth):
+        raise SyncError(instruction, f"eventID {event_id} is reserved for the TPipe's own "
+                        f"synchronisation on {ctx.soc.soc_version} (IDs 6 and 7; "
+                        "reference/hardware.md §3, SetFlag/WaitFlag(ISASI) constraints): take "
+                        f"eventIDs from GetTPipePtr().FetchEventID(HardEvent.{event.name}) or "
+                        "AllocEventID", pipe=pipe)
 
 
 def SetFlag(event: HardEvent, event_id: int) -> None:
@@ -48,6 +81,20 @@ def WaitFlag(event: HardEvent, event_id: int) -> None:
     ctx = _core.current_core()
     _check_event(ctx, "WaitFlag", event, event_id)
     key = ("flag", event, int(event_id))
+    if ctx.flag_balance.get(key, 0) <= 0:
+        # no SetFlag of this HardEvent with this eventID is waiting to be paired: with one
+        # of another eventID pending, the IDs of a pair do not match (the pipe would wait
+        # for a flag nothing sets, and the data it guards is unsynchronised)
+        pending = sorted(k[2] for k, b in ctx.flag_balance.items()
+                         if b > 0 and k[1] == event and k[2] != int(event_id))
+        if pending:
+            other = ("flag", event, pending[0])
+            checker.report(ctx, SyncError(
+                "WaitFlag", f"WaitFlag<{event.name}>({event_id}) waits for eventID {event_id}, "
+                f"which no SetFlag<{event.name}> has set; the SetFlag<{event.name}> waiting "
+                f"for its WaitFlag used eventID {pending[0]} (at {ctx.flag_lines.get(other)}): "
+                "a SetFlag and its WaitFlag take the same HardEvent and eventID "
+                "(reference/hardware.md §3)", pipe=event.dst.name))
     ctx.flag_balance[key] = ctx.flag_balance.get(key, 0) - 1
     if key not in ctx.flag_lines:
         ctx.flag_lines[key] = kernel_source_line()

@@ -37,7 +37,7 @@ from npusim.ascendc.tensor import GlobalTensor, LocalTensor
 from npusim.ascendc.types import (PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, DataCopyParams,
                                   LoadData2DParams, LoadData2dTransposeParams, Nd2NzParams,
                                   bfloat16_t)
-from npusim.errors import AlignmentError, DtypeError, KernelError
+from npusim.errors import AlignmentError, DtypeError, KernelError, kernel_source_line
 
 __all__ = ["LoadData", "LoadDataWithTranspose"]
 
@@ -130,7 +130,8 @@ def _gm_l1(ctx, l1: LocalTensor, gm: GlobalTensor, params, to_l1: bool) -> None:
     else:
         _dc._write_gm(ctx, gm_view, l1_view)
         if ctx.atomic_dtype is None:
-            ctx.gm_writes.append((gm.address, row, gm_pitch, rows, ctx.sync_all_count))
+            ctx.gm_writes.append((gm.address, row, gm_pitch, rows, ctx.sync_all_count,
+                                  kernel_source_line()))
     _dc._dma(ctx, to_l1, rows * row, "DataCopy", gm, gm_span)
 
 

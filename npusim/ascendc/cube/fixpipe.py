@@ -22,7 +22,7 @@ from npusim.ascendc.tensor import GlobalTensor, LocalTensor
 from npusim.ascendc.types import (CFG_ROW_MAJOR, PIPE_FIX, CacheMode, CO2Layout, FixpipeConfig,
                                   FixpipeParamsV220, QuantMode_t, bfloat16_t, float32, half,
                                   int8_t, int32_t, uint8_t, uint64_t)
-from npusim.errors import AlignmentError, DtypeError, KernelError
+from npusim.errors import AlignmentError, DtypeError, KernelError, kernel_source_line
 
 __all__ = ["Fixpipe"]
 
@@ -215,7 +215,8 @@ def _to_gm(ctx, dst: GlobalTensor, d_idx, out, m, n, count, dst_nd, p, nd_out) -
                 for i in range(count)] if nd_out else \
                [(dst.address, m * 16 * isz, int(p.dstStride) * 32, n // 16)]
         for addr, row, pitch, nrows in rows:
-            ctx.gm_writes.append((addr, row, pitch, nrows, ctx.sync_all_count))
+            ctx.gm_writes.append((addr, row, pitch, nrows, ctx.sync_all_count,
+                                  kernel_source_line()))
     else:                                    # SetAtomicAdd<T>: add into GM as T
         gm[d_idx] = _accumulated(ctx, gm, d_idx, out)
     nbytes = out.size * isz
