@@ -1,0 +1,142 @@
+"""Timing and memory helpers the benchmarks share.
+
+:func:`interleave` runs the simulator and its baselines on the same data in one process,
+one after another in turn (sim, numpy, torch, sim, numpy, torch, ...), so that a change in
+the machine's load or clock during the run reaches all of them alike, and keeps the
+fastest run of each. :func:`prepare` warms the memory a measurement will touch and resets
+the process's peak resident set, so that the peak read by :func:`peak` after the first
+simulator run is that run's own.
+"""
+from __future__ import annotations
+
+import resource
+import time
+
+import numpy as np
+
+#: the baselines' column when torch cannot be imported
+NOT_INSTALLED = "not installed"
+
+#: torch's intra-op threads in the benchmarks: one, as the simulator and numpy's ufuncs use
+#: one core; on the shared 2-core host a second OpenMP thread waits for a busy core
+#: (AdamW + EMA, 2^18 fp32, measured 2026-11-24 with another process running: 70 ms with
+#: two threads, 0.5 ms with one)
+TORCH_THREADS = 1
+
+
+def torch_threads(n: int = TORCH_THREADS) -> int | None:
+    """Set torch's intra-op thread count to ``n``; return it, or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(n)
+    return torch.get_num_threads()
+
+
+def peak() -> int:
+    """Peak resident bytes of this process so far (``ru_maxrss``; since :func:`prepare`
+    where Linux lets the peak be reset)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def rss() -> int:
+    """Resident bytes now (Linux ``/proc/self/status``; elsewhere the peak so far)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return peak()
+
+
+def prepare(warm_bytes: int = 0) -> int:
+    """Get a fresh benchmark process ready to measure; return its baseline resident bytes.
+
+    Imports the simulator first, so that the baseline holds the interpreter and the
+    libraries (torch too, when installed: the baselines import it). Then, where Linux lets
+    the peak be reset (``/proc/self/clear_refs``), touches and frees ``warm_bytes`` and
+    resets the peak: on a virtual machine, memory nobody used for a few seconds can cost ten
+    times more to touch the first time (measured on this host 2026-11-21: 1.2 ms/MiB
+    against 0.13 ms/MiB), which would be charged to whichever run first writes fresh
+    memory.
+    """
+    import aclnn  # noqa: F401  (the code under test, loaded before the baseline)
+    import kernels.add  # noqa: F401
+    import kernels.apply_fused_ema_adam.kernel  # noqa: F401
+    import kernels.embedding_dense_backward  # noqa: F401
+    import simpy  # noqa: F401
+    torch_threads()                                     # imports torch when installed
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            if warm_bytes:
+                np.ones(warm_bytes, np.uint8)           # touched, then freed at once
+            f.write("5")                                # reset the peak to the current RSS
+    except OSError:
+        pass
+    return rss()
+
+
+#: a ``cProfile.Profile`` to enable around the "sim" runner's runs (run_all's profile of a
+#: missed target); None: no profiling
+SIM_PROFILER = None
+
+
+def interleave(runners: dict, repeats: int, after_first=None) -> dict:
+    """Time each runner ``repeats`` times, in turn; return ``{name: [seconds, ...]}``.
+
+    Args:
+        runners: ``{name: (reset, run)}`` in the order to run them; ``reset`` (untimed, may
+            be None) restores the inputs ``run`` modifies, ``run`` is timed with
+            ``time.perf_counter``. A runner whose ``run`` is None is skipped (torch not
+            installed) and maps to ``[]``.
+        repeats: rounds (>= 1).
+        after_first: called once after the first runner's first run (untimed): where the
+            caller reads the simulator's peak memory and checks its output before any
+            baseline allocates.
+
+    Raises:
+        ValueError: ``repeats`` < 1.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    times = {name: [] for name in runners}
+    for i in range(repeats):
+        for j, (name, (reset, run)) in enumerate(runners.items()):
+            if run is None:
+                continue
+            if reset is not None:
+                reset()
+            prof = SIM_PROFILER if name == "sim" else None
+            if prof is not None:
+                prof.enable()
+            t0 = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - t0)
+            if prof is not None:
+                prof.disable()
+            if i == 0 and j == 0 and after_first is not None:
+                after_first()
+    return times
+
+
+def fastest(runs) -> float | None:
+    """The fastest of ``runs`` (seconds), None for an empty list."""
+    return min(runs) if runs else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """``a / b``, None when either is missing."""
+    return a / b if a is not None and b else None
+
+
+def fmt_s(x: float | None, digits: int = 3) -> str:
+    """Seconds for a table cell; the torch column's "not installed" when None."""
+    return NOT_INSTALLED if x is None else f"{x:.{digits}f}"
+
+
+def fmt_x(x: float | None) -> str:
+    """A ratio for a table cell ("—" when missing)."""
+    return "—" if x is None else f"{x:.2f}x"
