@@ -17,7 +17,7 @@ first, status last; pointers, streams and events are ints)::
 
 Every constant (``aclnn.ACL_FLOAT``, ``aclnn.ACL_FORMAT_ND``, ``aclnn.ACLNN_SUCCESS``,
 ``aclnn.ACL_MEM_MALLOC_HUGE_FIRST``, ``aclnn.ACL_MEMCPY_HOST_TO_DEVICE``, ...) is importable
-from here. Sources: ``reference/api.md``.
+from here. Sources: ``docs/reference/api.md``.
 """
 from aclnn import acl  # noqa: F401  (pyACL-style runtime: acl.init, acl.rt.*, acl.util.*)
 from aclnn.constants import *  # noqa: F401,F403

@@ -1,6 +1,6 @@
 """Enums, status codes and dtype helpers of the aclnn / AscendCL host API.
 
-Every name and value here is taken verbatim from ``reference/api.md``:
+Every name and value here is taken verbatim from ``docs/reference/api.md``:
 
 * §1 -- aclnn status codes (``hicann/opbase: include/nnopbase/opdev/op_errno.h``);
 * §2 -- ``aclDataType`` and ``aclFormat`` (``hicann/runtime:

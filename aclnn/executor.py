@@ -1,6 +1,6 @@
 """aclOpExecutor: what the first phase builds and the second phase runs.
 
-Rules (``reference/api.md`` §4 "Executor semantics"):
+Rules (``docs/reference/api.md`` §4 "Executor semantics"):
 
 * ``aclnnXxxGetWorkspaceSize`` creates the executor; ``aclnnXxx`` runs it once and frees
   it. A second run of a freed executor is undefined behaviour in CANN; here it returns
@@ -145,7 +145,7 @@ def aclSetInputTensorAddr(executor, index: int, tensor, addr: int) -> int:
     """Point input ``index`` of a repeatable executor at device address ``addr``.
 
     ``aclnnStatus aclSetInputTensorAddr(aclOpExecutor* executor, const size_t index,
-    aclTensor* tensor, void* addr)`` (reference/api.md §2, §4). ``index`` counts the
+    aclTensor* tensor, void* addr)`` (docs/reference/api.md §2, §4). ``index`` counts the
     first phase's tensor inputs in order; ``addr`` is the new storage base.
 
     Returns 0; 161001 for a null executor or tensor; 161002 for a released executor, an
@@ -206,7 +206,7 @@ def run_executor(api: str, workspace, workspace_size, executor, stream) -> int:
     if executor.released:
         return report_error(ACLNN_ERR_PARAM_INVALID, f"{api}: the executor was already run and "
                             "released; call the first phase again, or make it repeatable with "
-                            "aclSetAclOpExecutorRepeatable (reference/api.md §4)")
+                            "aclSetAclOpExecutorRepeatable (docs/reference/api.md §4)")
     if not _is_int(workspace_size) or not 0 <= workspace_size <= _UINT64_MAX:
         return report_error(ACLNN_ERR_PARAM_INVALID, f"{api}: workspaceSize must be a "
                             f"non-negative int (uint64_t bytes), got {workspace_size!r}")

@@ -6,7 +6,7 @@
 * :func:`current_device` -- the :class:`npusim.Device` of the last ``acl.rt.set_device``;
 * :func:`resolve_stream` / :func:`resolve_event` -- int handle -> npusim object
   (a NULL stream, ``None`` or ``0``, is the current device's default stream:
-  ``reference/api.md`` §6 "NULL is the default stream");
+  ``docs/reference/api.md`` §6 "NULL is the default stream");
 * :func:`deterministic` -- the ``ACL_OPT_DETERMINISTIC`` system parameter;
 * :func:`sync_error_code` -- the status code for errors collected from a stream.
 

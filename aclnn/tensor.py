@@ -2,7 +2,7 @@
 
 Mirrors the object API of ``hicann/opbase: include/nnopbase/aclnn/acl_meta.h``
 and its implementation ``src/nnopbase/common/api/acl_op_api.cpp``
-(``reference/api.md §2``). The C API names are kept verbatim.
+(``docs/reference/api.md §2``). The C API names are kept verbatim.
 
 Python conventions (api.md §5, pyACL):
 

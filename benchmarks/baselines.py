@@ -2,7 +2,7 @@
 
 The benchmarks time the simulator against these, side by side in one process on the same
 arrays (:mod:`harness`). They compute the operators' documented formulas (the goldens'
-sources: reference/operators.md §1-§2 and the goldens of ``kernels/*/golden.py``) for speed,
+sources: docs/reference/operators.md §1-§2 and the goldens of ``kernels/*/golden.py``) for speed,
 not for fidelity: the float64 goldens stay the correctness references, and
 ``tests/test_baselines.py`` checks every function here against them.
 
@@ -30,7 +30,7 @@ def torch_version() -> str | None:
     return torch.__version__
 
 
-# -- ApplyFusedEmaAdam (reference/operators.md §1 "Math") ------------------------------------
+# -- ApplyFusedEmaAdam (docs/reference/operators.md §1 "Math") ------------------------------------
 def _bias_corrections(step, beta1, beta2, bias_correction):
     if not bias_correction:
         return 1.0, 1.0
@@ -42,7 +42,7 @@ def ema_adam_numpy(grad, var, m, v, s, step, lr=1e-3, ema_decay=0.9999, beta1=0.
                    scratch=None):
     """One fused EMA-Adam step in fp32 numpy, in place on ``var, m, v, s``.
 
-    The formula of reference/operators.md §1 "Math" (the golden's)::
+    The formula of docs/reference/operators.md §1 "Math" (the golden's)::
 
         g = grad + wd*var (mode 0) | grad (mode 1);  m' = b1*m + (1-b1)*g
         v' = b2*v + (1-b2)*g*g;  upd = (m'/bc1) / (sqrt(v'/bc2) + eps) (+ wd*var, mode 1)
@@ -108,7 +108,7 @@ class EmaAdamTorch:
     ``torch.optim.Adam(weight_decay=wd)`` (mode 0) with ``foreach=True``, then
     ``torch._foreach_lerp_(s, var, 1 - ema_decay)`` (``s + (1-d)*(var' - s)``, the EMA).
 
-    Equivalence: reference/operators.md §1 "Torch oracle" (AdamW's ``param.mul_(1-lr*wd)``
+    Equivalence: docs/reference/operators.md §1 "Torch oracle" (AdamW's ``param.mul_(1-lr*wd)``
     then ``addcdiv_`` is the formula above; torch increments ``step`` before using it, so
     the optimizer state holds ``step - 1``). The tensors share memory with the numpy arrays
     given (``torch.from_numpy``), so resetting those resets the optimizer's state; every
@@ -150,7 +150,7 @@ class EmaAdamTorch:
         self.torch._foreach_lerp_([self.ema], [self.param], self.weight)
 
 
-# -- EmbeddingDenseBackward (reference/operators.md §2 "PyTorch semantics / oracle") -----------
+# -- EmbeddingDenseBackward (docs/reference/operators.md §2 "PyTorch semantics / oracle") -----------
 def embedding_dense_backward_numpy(grad, indices, num_weights: int, padding_idx: int = -1,
                                    scale_grad_by_freq: bool = False, out=None,
                                    chunk_rows: int = 1024):
@@ -223,7 +223,7 @@ def embedding_dense_backward_numpy(grad, indices, num_weights: int, padding_idx:
 def embedding_dense_backward_torch(grad, indices, num_weights: int, padding_idx: int = -1,
                                    scale_grad_by_freq: bool = False):
     """``torch.ops.aten.embedding_dense_backward`` (CPU) on float32 grad and int64 indices
-    (the oracle of reference/operators.md §2, "Quick oracle table"); a new float32 numpy
+    (the oracle of docs/reference/operators.md §2, "Quick oracle table"); a new float32 numpy
     array ``[num_weights, grad.shape[-1]]``. Raises ImportError without torch."""
     import torch
     g = torch.from_numpy(np.ascontiguousarray(grad))

@@ -120,7 +120,7 @@ def measure(log2n: int, repeats: int = 5, check: bool = True,
     def after_first():
         sim["peak"] = harness.peak()
         if check:
-            from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
+            from npusim.kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
             expect = apply_fused_ema_adam_golden(*(host[k] for k in NAMES), STEP, **ATTRS)
             err = 0.0
             for name, e in zip(("var", "m", "v", "s"), expect):

@@ -123,7 +123,7 @@ def measure(args, repeats: int = 5, with_baselines: bool = True, check: bool = T
     def after_first():
         sim["peak"] = harness.peak()
         if check:
-            from kernels.embedding_dense_backward.golden import embedding_dense_backward_golden
+            from npusim.kernels.embedding_dense_backward.golden import embedding_dense_backward_golden
             acl.rt.memcpy(acl.util.numpy_to_ptr(out_host), out_host.nbytes, o.tensor_data,
                           out_host.nbytes, aclnn.ACL_MEMCPY_DEVICE_TO_HOST)
             ref = embedding_dense_backward_golden(grad, indices, args.weights, -1, False,

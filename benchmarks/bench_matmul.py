@@ -3,7 +3,7 @@
 For each case it prints
 
 * the simulated kernel time (Task Duration of the MatMulV3 launch, µs) and the simulated
-  TFLOPS (``2 M N K`` over it), next to the cube's peak (reference/hardware.md §1.6:
+  TFLOPS (``2 M N K`` over it), next to the cube's peak (docs/reference/hardware.md §1.6:
   ``AIC x f x 16 x 16 x k-per-cycle x 2``, 353.9 TFLOPS fp16 and 88.5 fp32 on 910B2) and to
   the measured figure of §4.2 (910B2 via torch: 314.5 fp16 4096^3, 305.5 fp16 8192^3, 84.5
   fp32 4096^3 — native fp32, cubeMathType 0), with the deviation (target: within 10 %);
@@ -48,7 +48,7 @@ import baselines  # noqa: E402
 import harness  # noqa: E402
 
 SOC = "Ascend910B2"
-#: case -> (dtype, size, measured TFLOPS on 910B2, reference/hardware.md §4.2)
+#: case -> (dtype, size, measured TFLOPS on 910B2, docs/reference/hardware.md §4.2)
 CASES = {"fp16-4096": ("float16", 4096, 314.5), "fp16-8192": ("float16", 8192, 305.5),
          "fp32-4096": ("float32", 4096, 84.5)}
 
@@ -100,7 +100,7 @@ def measure(a: np.ndarray, b: np.ndarray, repeats: int = 3) -> dict:
     import aclnn
     from aclnn import acl, runtime
     from aclnn.ops.matmul import aclnnMatmul, aclnnMatmulGetWorkspaceSize
-    from kernels.matmul.golden import matmul_golden
+    from npusim.kernels.matmul.golden import matmul_golden
     from npusim_tools.registry import acl_session
 
     threads = harness.torch_threads()

@@ -46,9 +46,9 @@ import numpy as np
 
 import aclnn
 from aclnn import acl, runtime
-from kernels.add.golden import add_golden
-from kernels.apply_add_sign.golden import apply_add_sign_golden
-from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
+from npusim.kernels.add.golden import add_golden
+from npusim.kernels.apply_add_sign.golden import apply_add_sign_golden
+from npusim.kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 HAS_EDB = importlib.util.find_spec("aclnn.ops.embedding_dense_backward") is not None

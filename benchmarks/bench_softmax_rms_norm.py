@@ -10,7 +10,7 @@ For each operator it prints
     reached HBM (the simulator's L2 model keeps what the host copy just wrote) are shown
     beside it;
   - the **vector floor**: the kernel's vector instructions at the elements-per-cycle rates
-    of reference/hardware.md §2.1 (no issue overhead, no bank conflicts), for the core
+    of docs/reference/hardware.md §2.1 (no issue overhead, no bank conflicts), for the core
     with the most rows, at the preset's clock (:func:`vector_floor_cycles` lists them);
   and the ratio of the kernel time to the larger floor (target: at most 1.5x), with the
   busiest core's simulated PIPE_V / MTE2 / MTE3 time, which says what the kernel waits for;
@@ -86,8 +86,8 @@ def measure(op: str, x: np.ndarray, gamma: np.ndarray, repeats: int = 5) -> dict
     from aclnn import acl, runtime
     from aclnn.ops.rms_norm import aclnnRmsNorm, aclnnRmsNormGetWorkspaceSize
     from aclnn.ops.softmax import aclnnSoftmax, aclnnSoftmaxGetWorkspaceSize
-    from kernels.rms_norm.golden import rms_norm_golden
-    from kernels.softmax.golden import softmax_golden
+    from npusim.kernels.rms_norm.golden import rms_norm_golden
+    from npusim.kernels.softmax.golden import softmax_golden
     from npusim_tools.registry import acl_session
 
     threads = harness.torch_threads()

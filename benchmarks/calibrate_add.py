@@ -1,6 +1,6 @@
 """The fit of the memory-system parameters to cases 1-3 of the official Add example.
 
-Cases 1-3 of reference/hardware.md §4.1 (z = x + y, half, 8192 x 8192, msprof op on
+Cases 1-3 of docs/reference/hardware.md §4.1 (z = x + y, half, 8192 x 8192, msprof op on
 Atlas A2) are the calibration data; cases 4-6 (and 0) are never looked at here. Each case's
 kernel runs once at full size to record its instructions; the fit then replays the records
 (:func:`npusim.timing.simulate`) under each candidate set of parameters, so an evaluation

@@ -64,9 +64,9 @@ def prepare(warm_bytes: int = 0) -> int:
     memory.
     """
     import aclnn  # noqa: F401  (the code under test, loaded before the baseline)
-    import kernels.add  # noqa: F401
-    import kernels.apply_fused_ema_adam.kernel  # noqa: F401
-    import kernels.embedding_dense_backward  # noqa: F401
+    import npusim.kernels.add  # noqa: F401
+    import npusim.kernels.apply_fused_ema_adam.kernel  # noqa: F401
+    import npusim.kernels.embedding_dense_backward  # noqa: F401
     import simpy  # noqa: F401
     torch_threads()                                     # imports torch when installed
     try:

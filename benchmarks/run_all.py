@@ -139,8 +139,8 @@ def add_cores(cores: int) -> dict:
 def _adam_launch(log2n: int, cores: int | None = None):
     """``run_kernel`` arguments of one ApplyFusedEmaAdam fp32 launch (mode 1) on zeroed
     tensors of 2^log2n elements, all cores or ``cores``."""
-    from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
-    from kernels.apply_fused_ema_adam.tiling import tiling
+    from npusim.kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
+    from npusim.kernels.apply_fused_ema_adam.tiling import tiling
     from npusim import GlobalMemory, get_soc
     soc, n = get_soc("Ascend910B1"), 1 << log2n
     gm = GlobalMemory(soc.memory_size)

@@ -2,7 +2,7 @@
 
 For every parameter of the Ascend910B1 preset that is fitted (not published), this script
 moves it by -20% and +20% (one at a time, the others at their preset values), replays the
-six Add cases of reference/hardware.md §4.1 at full size (8192 x 8192 half) and reports how
+six Add cases of docs/reference/hardware.md §4.1 at full size (8192 x 8192 half) and reports how
 much Task Duration and aiv_mte2/mte3/vec_time move, in percent of their preset value. It
 plots the result, one panel per figure, to the PNG given, and can write the numbers as
 JSON. A figure that barely moves when a parameter moves by a fifth does not depend on that

@@ -1,7 +1,7 @@
 """Validation of the memory-system model against measurements it was not fitted to.
 
 The fit (benchmarks/calibrate_add.py) uses cases 1-3 of the Add example only. This script
-simulates, on the presets, the published measurements of reference/hardware.md §4 (and of
+simulates, on the presets, the published measurements of docs/reference/hardware.md §4 (and of
 the Add example's README) that touch the memory system and were not used, and prints each
 next to the measurement with the signed error:
 

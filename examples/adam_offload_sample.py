@@ -8,7 +8,7 @@ prints the loss, ``acl.rt.get_mem_info`` before and after the optimizer is built
 take no device memory) and the timeline of the last step (D2H, host, H2D and kernel per
 parameter on the simulated clock).
 
-The flow is the one of the aclnn samples (``reference/api.md`` §3): init -> device
+The flow is the one of the aclnn samples (``docs/reference/api.md`` §3): init -> device
 tensors -> work -> copy back -> destroy and free -> reset -> finalize. The forward and
 backward passes run on the host here (the sample is about the optimizer): each step the
 parameters are read back, the gradients computed with numpy and copied to device

@@ -1,7 +1,7 @@
 """The official aclnnAdd / aclnnInplaceAdd sample, in Python on the simulated NPU.
 
 A line-by-line rendering of the example of ``math/add/docs/aclnnAdd&aclnnInplaceAdd_en.md``
-in the ops-math repository (``reference/api.md`` §3 "aclnnAdd"): self and other are {4, 2}
+in the ops-math repository (``docs/reference/api.md`` §3 "aclnnAdd"): self and other are {4, 2}
 float tensors holding {0, 1, 2, 3, 4, 5, 6, 7} and {1, 1, 1, 2, 2, 2, 3, 3}, alpha is
 1.2 (``aclCreateScalar(&alphaValue, ACL_FLOAT)``). It runs aclnnAdd into out and prints
 out, then runs aclnnInplaceAdd (a fresh first phase: one executor per first-phase call)

@@ -2,7 +2,7 @@
 
 z = x + y on half tensors of 8192 x 8192, as in the Ascend C example
 ``examples/01_simd_cpp_api/05_best_practices/00_vector_compute/add_high_performance``
-(reference/hardware.md §4.1). Each case is its own kernel, written with static tensors
+(docs/reference/hardware.md §4.1). Each case is its own kernel, written with static tensors
 (``LocalTensor.at``) and explicit SetFlag/WaitFlag like the official ``add.asc``:
 
 * case 1 — one core, vector Add, 8 KB copies (dataCopyLen 4096);
@@ -13,7 +13,7 @@ z = x + y on half tensors of 8192 x 8192, as in the Ascend C example
   (``SetL2CacheHint(CACHE_MODE_DISABLE)`` on xGm and yGm);
 * case 6 — case 5 with the ping and pong buffers placed so that the operands of one
   repeat fall in different UB bank groups (dataCopyLen 16256: y starts 256 B after
-  where it would, reference/hardware.md §2 "UB banks").
+  where it would, docs/reference/hardware.md §2 "UB banks").
 
 Each case's figures are those of a launch that follows a launch of the same kernel (the L2
 as the previous run left it), as msprof measures a kernel run repeatedly (``--cold``: a
@@ -42,7 +42,7 @@ from npusim.ascendc import (Add, CacheMode, DataCopy, GetBlockIdx, GetBlockNum, 
                             HardEvent, LocalTensor, SetFlag, TPosition, WaitFlag, half)
 
 COLS = 8192
-#: Measured on Atlas A2 by the official example (msprof op), µs; reference/hardware.md §4.1
+#: Measured on Atlas A2 by the official example (msprof op), µs; docs/reference/hardware.md §4.1
 #: for cases 1-3 and the example's README for cases 4-6. Shown next to the simulation,
 #: never used by it.
 MEASURED = {

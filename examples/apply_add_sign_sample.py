@@ -1,11 +1,11 @@
 """aclnnApplyAddSign in the official aclnn sample flow, on the simulated NPU.
 
-The data are the MindSpore ``ops.ApplyAddSign`` example (``shared/seeds/
-mindspore.ops.ApplyAddSign.txt``): var [[0.6, 0.4], [0.1, 0.5]], m [[0.6, 0.5], [0.2, 0.6]],
+The data are the MindSpore ``ops.ApplyAddSign`` example (its API document on
+mindspore.cn): var [[0.6, 0.4], [0.1, 0.5]], m [[0.6, 0.5], [0.2, 0.6]],
 grad [[0.3, 0.7], [0.1, 0.8]] (float32), lr 0.001, alpha 1.0, sign_decay 0.99, beta 0.9.
 The scalars are one-element device tensors, as aclnn optimizers take them (see
 ``aclnn/ops/apply_add_sign.py``). The flow is the one of the ops-nn samples
-(``reference/api.md`` §3): init -> tensors -> GetWorkspaceSize -> workspace -> run ->
+(``docs/reference/api.md`` §3): init -> tensors -> GetWorkspaceSize -> workspace -> run ->
 synchronize -> copy back and print -> destroy and free. The printed values equal the
 seed's output to its printed digits::
 

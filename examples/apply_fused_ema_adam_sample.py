@@ -1,7 +1,7 @@
 """The official aclnnApplyFusedEmaAdam sample, in Python on the simulated NPU.
 
 A line-by-line rendering of ``examples/test_aclnn_apply_fused_ema_adam.cpp`` of the ops-nn
-repository (``reference/api.md`` §3): grad, var, m, v and s are {2, 2, 2} float tensors
+repository (``docs/reference/api.md`` §3): grad, var, m, v and s are {2, 2, 2} float tensors
 holding 1..8, step is {10}, lr 0.001, emaDecay 0.5, beta1 0.9, beta2 0.999, eps 1e-8,
 mode 1 (AdamW), biasCorrection true, weightDecay 0.5. It prints the updated var, m, v
 and s the way the sample's PrintOutResult does.

@@ -2,7 +2,7 @@
 
 A line-by-line rendering of the sample in ``index/embedding_dense_grad_v2/docs/
 aclnnEmbeddingDenseBackward.md`` (``examples/test_aclnn_embedding_dense_grad_v2.cpp``) of the
-ops-nn repository (reference/api.md §3): grad is a {2, 3} float tensor holding 1..6, indices
+ops-nn repository (docs/reference/api.md §3): grad is a {2, 3} float tensor holding 1..6, indices
 a {2} int64 tensor holding {1, 2}, numWeights 4, paddingIdx 0, scaleGradByFreq false, out
 {4, 3} float. It prints out the way the sample's PrintOutResult does; the expected rows are
 0 0 0 / 1 2 3 / 4 5 6 / 0 0 0.

@@ -7,7 +7,7 @@ beta1_power 0.9, beta2_power 0.999, lr 0.001, beta1 0.9, beta2 0.999, epsilon 1e
 index names, is updated too (the seed prints 0.99971527 for it). The six scalars are
 one-element FLOAT device tensors, as aclnn takes an optimizer's scalar inputs
 (docs/tutorial.md §10). Written in the steps of the official aclnn samples
-(reference/api.md §3): init, tensors, the two phases, synchronize, copy back, release.
+(docs/reference/api.md §3): init, tensors, the two phases, synchronize, copy back, release.
 (``examples/mindspore_fused_sparse_adam.py`` runs the document's own code instead.)
 
 Run: ``python examples/fused_sparse_adam_sample.py [--soc Ascend910B1] [--seed 0]``

@@ -1,6 +1,6 @@
 """The example of MindSpore's ``nn.AdamOffload`` document, on the simulated NPU.
 
-The document's example (``shared/seeds/mindspore.nn.AdamOffload.txt``, 样例) builds the
+The document's example (the MindSpore API document mindspore.nn.AdamOffload (mindspore.cn), 样例) builds the
 optimizer twice over a LeNet5 -- (1) all parameters alike, (2) parameter groups -- and hands
 it to ``ms.Model``. This front end has no layers, no loss and no ``Model``, so here
 ``LeNet5`` is a Cell holding LeNet5's parameters (their names and shapes), the two

@@ -1,6 +1,6 @@
 """The example of MindSpore's ``ops.ApplyAddSign`` document, run on the simulated NPU.
 
-The code is the document's (``shared/seeds/mindspore.ops.ApplyAddSign.txt``, 样例) with one
+The code is the document's (the MindSpore API document mindspore.ops.ApplyAddSign (mindspore.cn), 样例) with one
 import changed: ``mindspore`` -> ``aclnn.mindspore``; the statements after the class are in
 ``main`` so that the test suite can run them. It prints what the document prints::
 

@@ -1,6 +1,6 @@
 """The example of MindSpore's ``ops.FusedSparseAdam`` document, run on the simulated NPU.
 
-The code is the document's (``shared/seeds/mindspore.ops.FusedSparseAdam.txt``, Examples)
+The code is the document's (the MindSpore API document mindspore.ops.FusedSparseAdam (mindspore.cn), Examples)
 with its imports changed: ``mindspore`` -> ``aclnn.mindspore``; the statements after the
 class are in ``main`` so that the test suite can run them. The document prints::
 

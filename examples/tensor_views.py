@@ -2,7 +2,7 @@
 
 A teaching example for ``docs/tutorial.md``. One device buffer holds a {2, 4} float
 matrix; an aclTensor describes its transpose as a {4, 2} *view* with strides {1, 4}
-(the transpose example of reference/api.md §2), and another view starts at an element
+(the transpose example of docs/reference/api.md §2), and another view starts at an element
 offset. aclnnAdd reads the transposed view (the operator gathers strided inputs itself),
 the launch is timed with two events, and its msprof-style profile is printed.
 

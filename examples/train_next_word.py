@@ -65,8 +65,8 @@ import numpy as np
 
 import aclnn                    # aclnn operators, aclTensor and the ACL_* constants
 from aclnn import acl           # pyACL-style runtime: acl.init, acl.rt.*, acl.util.*
-from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
-from kernels.embedding_dense_backward.golden import embedding_dense_backward_golden
+from npusim.kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
+from npusim.kernels.embedding_dense_backward.golden import embedding_dense_backward_golden
 
 PAD, UNK = 0, 1                 # reserved token ids
 # words, numbers, and punctuation one character at a time, except that a run of one

@@ -9,7 +9,7 @@ Two families, as on real hardware:
   AI-core exception status (``ACL_ERROR_RT_AICORE_EXCEPTION``, 507015) at synchronize.
 * :class:`DeviceError` and its subclasses: a runtime-level failure outside a kernel
   (out of device memory, an unknown pointer). The host API maps them to ``ACL_ERROR_RT_*``
-  status codes (``reference/api.md`` §6); it never lets them escape to the user.
+  status codes (``docs/reference/api.md`` §6); it never lets them escape to the user.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Global memory (HBM) of one simulated device: real bytes behind integer pointers.
 
-Allocation rules are those of ``aclrtMalloc`` (``reference/api.md`` §6 "Documented
+Allocation rules are those of ``aclrtMalloc`` (``docs/reference/api.md`` §6 "Documented
 semantics"): the size must be > 0; it is rounded up to a multiple of 32 B and 32 B are
 added; the start address is 64 B aligned; memory is not initialised. The capacity is the
-SoC's ``memory_size`` (``reference/hardware.md`` §1).
+SoC's ``memory_size`` (``docs/reference/hardware.md`` §1).
 
 Backing is lazy: each allocation owns a numpy buffer of exactly its rounded size, created
 with ``np.empty`` (the operating system maps pages only when they are touched), so a
@@ -25,7 +25,7 @@ GM_BASE_ADDRESS = 0x12C0_4000_0000
 #: Start-address alignment of an allocation. aclrtMalloc guarantees 64 B; the simulator
 #: hands out 512 B-aligned starts (which are 64 B aligned too) so that a tensor's bandwidth
 #: does not depend on the order it was allocated in: GM transfers that are not 512 B
-#: aligned are slower on A2 (reference/hardware.md §2).
+#: aligned are slower on A2 (docs/reference/hardware.md §2).
 ALLOC_ALIGN = 512
 
 
@@ -136,7 +136,7 @@ class GlobalMemory:
         alloc = self.find(addr)
         if alloc is None:
             return (f"address 0x{addr:x} ({nbytes} B) is not inside any live allocation "
-                    "(reference/api.md §6: device memory comes from aclrtMalloc)")
+                    "(docs/reference/api.md §6: device memory comes from aclrtMalloc)")
         return (f"range 0x{addr:x}+{nbytes} B runs {addr + nbytes - alloc.end} B past the end of "
                 f"its allocation [0x{alloc.base:x}, 0x{alloc.end:x}) of {alloc.alloc_size} B")
 

@@ -15,7 +15,7 @@ The mixed types start several cores per block: ``KERNEL_TYPE_MIX_AIC_1_2`` one A
 AIVs (``MIX_AIC_1_1`` one of each, ``MIX_AIC_1_0`` an AIC, ``MIX_AIV_1_0`` an AIV, with the
 cross-core scheduler on). blockDim then counts blocks and may not exceed the physical AICs
 (nor the AIVs' half), since the cores of a mixed kernel wait for each other
-(reference/hardware.md §3 "Block indexing and launch"). Every core runs the kernel function
+(docs/reference/hardware.md §3 "Block indexing and launch"). Every core runs the kernel function
 as a coroutine (a greenlet) that hands over at CrossCoreWaitFlag and SyncAll until the
 core it waits for has acted (:mod:`npusim.ascendc.crosscore`); the replay runs every core
 at once, the cross-core flags as events between them.
@@ -349,12 +349,12 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
     Args:
         kernel: a function with the signature of the Ascend C kernel entry (GM addresses
             as ints, then the host's TilingData object).
-        block_dim: number of blocks, [1, 65535] (reference/hardware.md §3 launch limits).
+        block_dim: number of blocks, [1, 65535] (docs/reference/hardware.md §3 launch limits).
         args: the kernel's arguments.
         soc, gm: the SocSpec and GlobalMemory of the device.
         name: the name shown in profiles (default: the function's name).
         reserve_ub: keep the 8 KiB of UB that Ascend C reserves for its library APIs
-            (built-in operators compiled without it pass False; reference/hardware.md §1.7).
+            (built-in operators compiled without it pass False; docs/reference/hardware.md §1.7).
         keep_spans: keep every instruction's span in ``profile.timing``, and the records and
             kernel source lines in ``profile.records`` / ``profile.lines`` (for traces).
         sync_all: the kernel calls SyncAll: run its blocks as coroutines (greenlets) that
@@ -393,7 +393,7 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
 def _check_block_dim(soc, block_dim: int) -> None:
     if not 1 <= block_dim <= soc.max_block_dim:
         raise LimitError("<<<blockDim>>>", f"blockDim {block_dim} is outside [1, "
-                         f"{soc.max_block_dim}] (reference/hardware.md §3 launch limits)", core=-1)
+                         f"{soc.max_block_dim}] (docs/reference/hardware.md §3 launch limits)", core=-1)
 
 
 def _finish_blocks(ctxs) -> None:
@@ -417,7 +417,7 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
     if sync_all:
         if block_dim > cores:
             raise LimitError("SyncAll", f"blockDim {block_dim} exceeds the {cores} "
-                             "cores: SyncAll would deadlock (reference/hardware.md §3)", core=-1)
+                             "cores: SyncAll would deadlock (docs/reference/hardware.md §3)", core=-1)
         ctxs = [_new_context(soc, gm, np.full(soc.ub_size, _core.UB_POISON, np.uint8), b,
                              block_dim, capacity, keep_spans, config, kind)
                 for b in range(block_dim)]
@@ -477,12 +477,12 @@ def _launch_mix(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, 
     if n_aic and block_dim > soc.cube_block_num:
         raise LimitError("<<<blockDim>>>", f"blockDim {block_dim} of a {kt.name} launch exceeds "
                          f"the {soc.cube_block_num} cube cores of {soc.soc_version}: a mixed "
-                         "kernel's blocks must all be resident (reference/hardware.md §3 "
+                         "kernel's blocks must all be resident (docs/reference/hardware.md §3 "
                          "\"Block indexing and launch\")", core=-1)
     if block_dim * n_aiv > soc.vector_block_num:
         raise LimitError("<<<blockDim>>>", f"blockDim {block_dim} x {n_aiv} AIVs of a {kt.name} "
                          f"launch exceeds the {soc.vector_block_num} vector cores of "
-                         f"{soc.soc_version} (reference/hardware.md §3)", core=-1)
+                         f"{soc.soc_version} (docs/reference/hardware.md §3)", core=-1)
     capacity = soc.ub_usable - (soc.ascendc_reserved_ub if reserve_ub else 0)
     config = checks if checks is not None else checker.DEFAULT
     t0 = time.perf_counter()

@@ -5,7 +5,7 @@ groups:
 
 * **Platform-config values** copied exactly from the CANN 8.1.RC1
   ``platform_config/<SoC>.ini`` files, as quoted in
-  ``reference/hardware.md §1`` (the only source used here). Field names follow
+  ``docs/reference/hardware.md §1`` (the only source used here). Field names follow
   the ini keys. Units:
 
   - core counts, ``arch_type``: plain integers
@@ -57,7 +57,7 @@ def _cube_rates(table: tuple) -> dict:
 class SocSpec:
     """One SoC preset (platform-config values plus our timing parameters).
 
-    ``[version]`` (reference/hardware.md §1.1, §1.3, §1.4):
+    ``[version]`` (docs/reference/hardware.md §1.1, §1.3, §1.4):
         soc_version, short_soc_version, aic_version (str); arch_type (int).
         npu_arch (str) is not in the 8.1.RC1 inis (later toolkits add
         ``NpuArch=2201``, §5): "2201" for A2/A3, "1001" [R] for the
@@ -231,7 +231,7 @@ class SocSpec:
     def vector_block_num(self) -> int:
         """Cores a vector-only kernel's blockDim counts.
 
-        vector_core_cnt (AIVs) on split A2/A3 (reference/hardware.md §3,
+        vector_core_cnt (AIVs) on split A2/A3 (docs/reference/hardware.md §3,
         launch limits); ai_core_cnt on the coupled 910A/310P.
         """
         return self.vector_core_cnt if self.is_split else self.ai_core_cnt
@@ -240,7 +240,7 @@ class SocSpec:
     def ub_usable(self) -> int:
         """UB bytes reported by the tiling API's GetCoreMemSize(UB).
 
-        910B and A3 reserve 256 B for kfc (reference/hardware.md §1.7); the
+        910B and A3 reserve 256 B for kfc (docs/reference/hardware.md §1.7); the
         8 KiB Ascend C reservation (ascendc_reserved_ub) is not included.
         """
         if self.short_soc_version in ("Ascend910B", "Ascend910_93"):
@@ -250,7 +250,7 @@ class SocSpec:
     @property
     def l1_usable(self) -> int:
         """L1 bytes reported by GetCoreMemSize(L1): 910B and A3 reserve 256 B for kfc
-        (reference/hardware.md §1.7, ``ASC_L1_SIZE = 512*1024 - 256``)."""
+        (docs/reference/hardware.md §1.7, ``ASC_L1_SIZE = 512*1024 - 256``)."""
         if self.short_soc_version in ("Ascend910B", "Ascend910_93"):
             return self.l1_size - 256
         return self.l1_size
@@ -258,7 +258,7 @@ class SocSpec:
     @property
     def cube_block_num(self) -> int:
         """Cores a cube-only (AIC_ONLY) kernel's blockDim counts: cube_core_cnt (AICs) on
-        split A2/A3, ai_core_cnt on the coupled 910A/310P (reference/hardware.md §3)."""
+        split A2/A3, ai_core_cnt on the coupled 910A/310P (docs/reference/hardware.md §3)."""
         return self.cube_core_cnt if self.is_split else self.ai_core_cnt
 
     def cube_rate(self, dtype) -> int | None:
@@ -268,7 +268,7 @@ class SocSpec:
 
     @property
     def ascendc_reserved_ub(self) -> int:
-        """UB bytes reserved for some Ascend C APIs (reference/hardware.md
+        """UB bytes reserved for some Ascend C APIs (docs/reference/hardware.md
         §1.7, documented for 2201), unless --cce-disable-asc-reserved-ubuf."""
         return 8192
 
@@ -276,7 +276,7 @@ class SocSpec:
     def max_event_id(self) -> int:
         """Number of SetFlag/WaitFlag event IDs (IDs 0..max_event_id-1).
 
-        8 on 2201 and 4 on the first-generation 910 (reference/hardware.md
+        8 on 2201 and 4 on the first-generation 910 (docs/reference/hardware.md
         §3); 8 on 310P is [R].
         """
         return 4 if self.npu_arch == "1001" else 8
@@ -291,29 +291,29 @@ class SocSpec:
 
     @property
     def max_total_buffers(self) -> int:
-        """Total TPipe buffers in one kernel (reference/hardware.md §3)."""
+        """Total TPipe buffers in one kernel (docs/reference/hardware.md §3)."""
         return 64
 
     @property
     def supports_bf16_vector(self) -> bool:
-        """bf16 vector arithmetic: none on A2 (reference/hardware.md §1.1),
+        """bf16 vector arithmetic: none on A2 (docs/reference/hardware.md §1.1),
         none on 910A/310P either."""
         return False
 
     @property
     def lib_api_workspace_size(self) -> int:
         """GetLibApiWorkSpaceSize in bytes: 16 MiB on 2201, else 2 MiB
-        (reference/hardware.md §3 Workspace, §1.7)."""
+        (docs/reference/hardware.md §3 Workspace, §1.7)."""
         return 16 * MIB if self.npu_arch == "2201" else 2 * MIB
 
     @property
     def max_block_dim(self) -> int:
-        """Largest numBlocks a launch accepts (reference/hardware.md §3)."""
+        """Largest numBlocks a launch accepts (docs/reference/hardware.md §3)."""
         return 65535
 
 
 # --- A2 base record: Ascend910B1 -------------------------------------------
-# reference/hardware.md §1.1 (verbatim ini, identical in INI-X).
+# docs/reference/hardware.md §1.1 (verbatim ini, identical in INI-X).
 _ASCEND910B1 = SocSpec(
     soc_version="Ascend910B1",
     short_soc_version="Ascend910B",
@@ -429,7 +429,7 @@ _ASCEND910_9362 = replace(
 )
 
 # --- First-generation 910 base record: Ascend910A --------------------------
-# reference/hardware.md §1.3 (verbatim ini). Coupled architecture: cube and
+# docs/reference/hardware.md §1.3 (verbatim ini). Coupled architecture: cube and
 # vector share one AI Core, so the ini has no cube_core_cnt key (0 here) and
 # vector_core_cnt=0.
 _ASCEND910A = SocSpec(
@@ -506,7 +506,7 @@ _ASCEND910PREMIUMA = replace(
 )
 
 # --- 310P base record: Ascend310P3 -----------------------------------------
-# reference/hardware.md §1.4 (verbatim ini). Coupled AI Cores plus separate
+# docs/reference/hardware.md §1.4 (verbatim ini). Coupled AI Cores plus separate
 # Vector Cores with their own [VectorCoreSpec]/[VectorCoreMemoryRates].
 _ASCEND310P3 = SocSpec(
     soc_version="Ascend310P3",

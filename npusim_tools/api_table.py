@@ -134,7 +134,9 @@ def rows() -> list[dict]:
         else:
             out.append({"name": name, "family": "Types, parameters and constants", "kind": kind,
                         "pipe": "", "dtypes": "", "cost": "", "module": module or "",
-                        "summary": _summary(obj) or f"{type(obj).__name__} {obj!r}"[:80]})
+                        "summary": _summary(obj) or (
+                            f"module {obj.__name__}" if inspect.ismodule(obj)   # no path
+                            else f"{type(obj).__name__} {obj!r}"[:80])})
     return out
 
 

@@ -174,7 +174,7 @@ def _ema_inputs(shape, dtype, rng):
 
 
 def _ema_golden(case):
-    from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
+    from npusim.kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
     t = case.tensors
     out = apply_fused_ema_adam_golden(t["grad"], t["var"], t["m"], t["v"], t["s"],
                                       int(t["step"][0]), **case.attrs)
@@ -196,13 +196,13 @@ def _ema_second(workspace, size, executor, stream):
 
 
 def _ema_tiling(soc, case, core_num, ub_size):
-    from kernels.apply_fused_ema_adam.tiling import tiling
+    from npusim.kernels.apply_fused_ema_adam.tiling import tiling
     return tiling(soc, int(np.prod(case.shape)), case.dtype, core_num=core_num, ub_size=ub_size,
                   **case.attrs)
 
 
 def _ema_launch(device, stream, addrs, td, case, workspace):
-    from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
+    from npusim.kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
     args = tuple(addrs[k] for k in ("grad", "var", "m", "v", "s", "step")) + (workspace, td,
                                                                             case.dtype)
     # as aclnn/ops/apply_fused_ema_adam.py: built without the 8 KiB Ascend C UB reserve
@@ -223,7 +223,7 @@ def _sign_inputs(shape, dtype, rng):
 
 
 def _sign_golden(case):
-    from kernels.apply_add_sign.golden import apply_add_sign_golden
+    from npusim.kernels.apply_add_sign.golden import apply_add_sign_golden
     t = case.tensors
     scalars = [float(t[name][0]) for name, _ in _SIGN_SCALARS]   # already in the dtype
     var, m = apply_add_sign_golden(t["var"], t["m"], *scalars, t["grad"])
@@ -243,12 +243,12 @@ def _sign_second(workspace, size, executor, stream):
 
 
 def _sign_tiling(soc, case, core_num, ub_size):
-    from kernels.apply_add_sign.tiling import tiling
+    from npusim.kernels.apply_add_sign.tiling import tiling
     return tiling(soc, int(np.prod(case.shape)), case.dtype, core_num=core_num, ub_size=ub_size)
 
 
 def _sign_launch(device, stream, addrs, td, case, workspace):
-    from kernels.apply_add_sign.kernel import apply_add_sign
+    from npusim.kernels.apply_add_sign.kernel import apply_add_sign
     args = tuple(addrs[k] for k in ("var", "m", "lr", "alpha", "signDecay", "beta", "grad"))
     # as aclnn/ops/apply_add_sign.py: Select's tensor/scalar mode keeps the UB reserve
     device.launch(stream, apply_add_sign, td.blockDim, args + (workspace, td, case.dtype),
@@ -263,7 +263,7 @@ def _add_inputs(shape, dtype, rng):
 
 
 def _add_golden(case):
-    from kernels.add.golden import add_golden
+    from npusim.kernels.add.golden import add_golden
     t = case.tensors
     return {"out": add_golden(t["self"], t["other"], case.attrs["alpha"], case.dtype)}
 
@@ -280,13 +280,13 @@ def _add_second(workspace, size, executor, stream):
 
 
 def _add_tiling(soc, case, core_num, ub_size):
-    from kernels.add import tiling as add_tiling
+    from npusim.kernels.add import tiling as add_tiling
     return add_tiling.tiling(soc, int(np.prod(case.shape)), case.dtype, case.dtype, case.dtype,
                              case.attrs["alpha"], core_num=core_num, ub_size=ub_size)
 
 
 def _add_launch(device, stream, addrs, td, case, workspace):
-    from kernels.add.kernel import add
+    from npusim.kernels.add.kernel import add
     # as aclnn/ops/add.py for inputs that need no BroadcastTo
     device.launch(stream, add, td.blockDim, (addrs["self"], addrs["other"], addrs["out"],
                                              workspace, td), name=td.opType)
@@ -299,7 +299,7 @@ def _inplace_add_inputs(shape, dtype, rng):
 
 
 def _inplace_add_golden(case):
-    from kernels.add.golden import add_golden
+    from npusim.kernels.add.golden import add_golden
     t = case.tensors
     return {"selfRef": add_golden(t["selfRef"], t["other"], case.attrs["alpha"], case.dtype)}
 
@@ -316,7 +316,7 @@ def _inplace_add_second(workspace, size, executor, stream):
 
 
 def _inplace_add_launch(device, stream, addrs, td, case, workspace):
-    from kernels.add.kernel import add
+    from npusim.kernels.add.kernel import add
     # as aclnn/ops/add.py with out = selfRef
     device.launch(stream, add, td.blockDim, (addrs["selfRef"], addrs["other"], addrs["selfRef"],
                                              workspace, td), name=td.opType)
@@ -336,7 +336,7 @@ def _edb_inputs(shape, dtype, rng):
 
 
 def _edb_golden(case):
-    from kernels.embedding_dense_backward.golden import embedding_dense_backward_golden
+    from npusim.kernels.embedding_dense_backward.golden import embedding_dense_backward_golden
     a, t = case.attrs, case.tensors
     return {"out": embedding_dense_backward_golden(t["grad"], t["indices"], a["numWeights"],
                                                    a["paddingIdx"], a["scaleGradByFreq"])}
@@ -373,7 +373,7 @@ def _fsa_inputs(shape, dtype, rng):
 
 
 def _fsa_golden(case):
-    from kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
+    from npusim.kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
     a, t = case.attrs, case.tensors
     f = {k: float(t[k][0]) for k in _FSA_SCALARS}          # already float32
     out = fused_sparse_adam_golden(t["var"], t["m"], t["v"], f["beta1Power"], f["beta2Power"],
@@ -406,7 +406,7 @@ def _softmax_inputs(shape, dtype, rng):
 
 
 def _softmax_golden(case):
-    from kernels.softmax.golden import softmax_golden
+    from npusim.kernels.softmax.golden import softmax_golden
     return {"out": softmax_golden(case.tensors["self"], case.attrs["dim"])}
 
 
@@ -421,13 +421,13 @@ def _softmax_second(workspace, size, executor, stream):
 
 
 def _softmax_tiling(soc, case, core_num, ub_size):
-    from kernels.softmax.tiling import tiling
+    from npusim.kernels.softmax.tiling import tiling
     return tiling(soc, case.shape, case.attrs["dim"], case.dtype, core_num=core_num,
                   ub_size=ub_size)
 
 
 def _softmax_launch(device, stream, addrs, td, case, workspace):
-    from kernels.softmax.kernel import softmax_v2
+    from npusim.kernels.softmax.kernel import softmax_v2
     # as aclnn/ops/softmax.py: a contiguous self of out's dtype is one SoftmaxV2 launch
     device.launch(stream, softmax_v2, td.blockDim, (addrs["self"], addrs["out"], workspace, td),
                   name="SoftmaxV2", reserve_ub=False)
@@ -438,7 +438,7 @@ _RMS_EPSILON = 1e-6
 
 
 def _rms_inputs(shape, dtype, rng):
-    from kernels.rms_norm.golden import rstd_shape
+    from npusim.kernels.rms_norm.golden import rstd_shape
     if not shape:
         raise RunError("RmsNorm's shape is x's, at least 1-D (gamma is its last dim)")
     t = {"x": _normal(rng, shape, dtype), "gamma": _normal(rng, shape[-1:], dtype),
@@ -447,7 +447,7 @@ def _rms_inputs(shape, dtype, rng):
 
 
 def _rms_golden(case):
-    from kernels.rms_norm.golden import rms_norm_golden
+    from npusim.kernels.rms_norm.golden import rms_norm_golden
     t = case.tensors
     y, rstd = rms_norm_golden(t["x"], t["gamma"], case.attrs["epsilon"])
     return {"yOut": y, "rstdOut": rstd}
@@ -465,13 +465,13 @@ def _rms_second(workspace, size, executor, stream):
 
 
 def _rms_tiling(soc, case, core_num, ub_size):
-    from kernels.rms_norm.tiling import tiling
+    from npusim.kernels.rms_norm.tiling import tiling
     return tiling(soc, case.shape, case.shape[-1:], case.dtype, case.dtype,
                   case.attrs["epsilon"], core_num=core_num, ub_size=ub_size)
 
 
 def _rms_launch(device, stream, addrs, td, case, workspace):
-    from kernels.rms_norm.kernel import rms_norm
+    from npusim.kernels.rms_norm.kernel import rms_norm
     args = (addrs["x"], addrs["gamma"], addrs["yOut"], addrs["rstdOut"], workspace, td)
     device.launch(stream, rms_norm, td.blockDim, args, name="RmsNorm", reserve_ub=False)
 
@@ -501,7 +501,7 @@ def _mm_inputs(rank):
 
 
 def _mm_golden(case):
-    from kernels.matmul.golden import matmul_golden
+    from npusim.kernels.matmul.golden import matmul_golden
     return {"out": matmul_golden(case.tensors["self"], case.tensors["mat2"], case.dtype)}
 
 
@@ -524,7 +524,7 @@ def _mm_tiling(soc, case, core_num, ub_size):
     """The MatMulV3 tiling: ``core_num`` AICs (at most the SoC's), ``ub_size`` read as the
     L0C budget of a base block (tile sweeps: the base block grows with it; at least one
     16 x 16 float fractal)."""
-    from kernels.matmul.tiling import tiling
+    from npusim.kernels.matmul.tiling import tiling
     batch, m, k, n = _mm_dims(case)
     return tiling(soc, m, n, k, case.dtype, batch_shape=(batch,) if len(case.shape) == 4 else (),
                   core_num=min(core_num, soc.cube_block_num),
@@ -532,7 +532,7 @@ def _mm_tiling(soc, case, core_num, ub_size):
 
 
 def _mm_launch(device, stream, addrs, td, case, workspace):
-    from kernels.matmul.kernel import mat_mul_v3
+    from npusim.kernels.matmul.kernel import mat_mul_v3
     from npusim.ascendc.types import KernelMetaType
     # as aclnn/ops/matmul.py for contiguous inputs of out's dtype: one cube-only launch
     device.launch(stream, mat_mul_v3, td.blockDim, (addrs["self"], addrs["mat2"], addrs["out"],

@@ -1,6 +1,6 @@
 """Tests of the pyACL-style runtime: aclnn.runtime, acl.init/finalize, acl.rt.*, acl.util.*.
 
-Expected status codes are typed in by hand from reference/api.md §5/§6 (and the [R]
+Expected status codes are typed in by hand from docs/reference/api.md §5/§6 (and the [R]
 choices documented in aclnn/acl/rt.py); sizes and times are computed by hand in comments.
 """
 import json

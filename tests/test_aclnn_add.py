@@ -11,7 +11,7 @@ import aclnn
 from aclnn import acl, runtime
 from aclnn.ops.add import (aclnnAdd, aclnnAddGetWorkspaceSize, aclnnInplaceAdd,
                            aclnnInplaceAddGetWorkspaceSize, broadcast_shape, can_cast)
-from kernels.add.golden import add_golden
+from npusim.kernels.add.golden import add_golden
 
 from aclnn_helpers import (assert_unchanged, from_device, init_runtime, open_stream, run_example,
                            to_device)

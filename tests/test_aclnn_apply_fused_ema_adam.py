@@ -1,6 +1,6 @@
 """aclnnApplyFusedEmaAdam through the host API: the official sample, dtypes and ranks,
 every validation path (status code, message naming the argument, data unchanged) and the
-executor's lifetime rules (reference/api.md §3-§4, reference/operators.md §1)."""
+executor's lifetime rules (docs/reference/api.md §3-§4, docs/reference/operators.md §1)."""
 import math
 
 import ml_dtypes
@@ -9,7 +9,7 @@ import pytest
 
 import aclnn
 from aclnn import acl, runtime
-from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
+from npusim.kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
 
 from aclnn_helpers import assert_unchanged, from_device, init_runtime, run_example, to_device
 

@@ -1,6 +1,6 @@
 """Tests of aclnn.constants, aclnn.errmsg and aclnn.tensor.
 
-Every expected number is typed in by hand from reference/api.md (§1, §2, §6)
+Every expected number is typed in by hand from docs/reference/api.md (§1, §2, §6)
 or computed by hand in a comment; none is read back from the module under test.
 """
 

@@ -4,7 +4,7 @@ the CPU kernel's float32 order; weight decay with its name filter, loss scale, g
 order_params and dynamic learning rates; the seed's TypeError/ValueError cases; gradients
 refused with nothing changed; device memory (m and v stay on the host) and the step's
 timeline (copies of one parameter overlap the host work of the next).
-Sources: seeds/mindspore.nn.AdamOffload.txt, reference/operators.md §5."""
+Sources: the MindSpore API document mindspore.nn.AdamOffload (mindspore.cn), docs/reference/operators.md §5."""
 import math
 
 import numpy as np

@@ -2,7 +2,7 @@
 against the documented order and the golden (sign(0) = sign(NaN) = 0), and
 aclnnApplyAddSign through the host API: the seed's example, dtypes, ranks, every
 validation error (status, message naming the argument, nothing changed) and the
-second phase (reference/operators.md §3, seed mindspore.ops.ApplyAddSign)."""
+second phase (docs/reference/operators.md §3, seed mindspore.ops.ApplyAddSign)."""
 
 import ml_dtypes
 import numpy as np
@@ -11,9 +11,9 @@ import pytest
 import aclnn
 from aclnn import acl, runtime
 from aclnn.ops.apply_add_sign import aclnnApplyAddSign, aclnnApplyAddSignGetWorkspaceSize
-from kernels.apply_add_sign.golden import apply_add_sign_golden, sign_cpu
-from kernels.apply_add_sign.kernel import apply_add_sign
-from kernels.apply_add_sign.tiling import tiling, ub_tile_length
+from npusim.kernels.apply_add_sign.golden import apply_add_sign_golden, sign_cpu
+from npusim.kernels.apply_add_sign.kernel import apply_add_sign
+from npusim.kernels.apply_add_sign.tiling import tiling, ub_tile_length
 from npusim.ascendc.checker import CheckerConfig
 from npusim import (AlignmentError, DtypeError, GlobalMemory, UbError, get_soc, run_kernel)
 from npusim.ascendc import PIPE_V, TBuf, TPipe, float32, half, uint8_t

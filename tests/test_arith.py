@@ -2,7 +2,7 @@
 ShiftLeft and ShiftRight in both Ascend C forms, against a lane-by-lane numpy rendering of
 each page's formula (asc-devkit docs/api/context/<Name>.md), with the documented
 addressing of level-0 calls (test_level0's reference), rounding per step, saturation,
-rates (reference/hardware.md §2.1) and every error path."""
+rates (docs/reference/hardware.md §2.1) and every error path."""
 import ml_dtypes
 import numpy as np
 import pytest

@@ -1,5 +1,5 @@
 """The Ascend C surface: UB limits, buffer and eventID limits, DataCopy rules, vector
-numerics and dtype support (reference/hardware.md §1.7, §2.1, §3)."""
+numerics and dtype support (docs/reference/hardware.md §1.7, §2.1, §3)."""
 import ml_dtypes
 import numpy as np
 import pytest

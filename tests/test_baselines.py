@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels.add.golden import add_golden
-from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
-from kernels.embedding_dense_backward.golden import embedding_dense_backward_golden
-from kernels.matmul.golden import matmul_golden
-from kernels.rms_norm.golden import rms_norm_golden
-from kernels.softmax.golden import softmax_golden
+from npusim.kernels.add.golden import add_golden
+from npusim.kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
+from npusim.kernels.embedding_dense_backward.golden import embedding_dense_backward_golden
+from npusim.kernels.matmul.golden import matmul_golden
+from npusim.kernels.rms_norm.golden import rms_norm_golden
+from npusim.kernels.softmax.golden import softmax_golden
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import baselines  # noqa: E402

@@ -213,8 +213,8 @@ def test_by_default_the_middle_blocks_are_not_tracked():
 
 # -- every operator runs clean ----------------------------------------------------------------
 def test_apply_fused_ema_adam_runs_clean_on_every_block():
-    from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
-    from kernels.apply_fused_ema_adam.tiling import tiling
+    from npusim.kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
+    from npusim.kernels.apply_fused_ema_adam.tiling import tiling
     for dtype, mode, n in ((np.float32, 0, 6128 * 3 + 5), (np.float16, 1, 999)):
         mem = GlobalMemory(1 << 26)
         addrs = [mem.malloc(n * 4) for _ in range(5)]

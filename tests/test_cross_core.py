@@ -1,4 +1,4 @@
-"""SyncAll and atomic add across blocks (reference/hardware.md §3 "Cross-core
+"""SyncAll and atomic add across blocks (docs/reference/hardware.md §3 "Cross-core
 synchronisation", "Atomics")."""
 import numpy as np
 import pytest

@@ -3,7 +3,7 @@ L0B (LoadData, LoadDataWithTranspose) -> Mmad -> Fixpipe -> GM — against numpy
 half, bfloat16, float and int8, with k not a multiple of the fractal and partial tiles;
 the bias and accumulation forms; the checker on the cube's pipes (a missing MTE1 -> M
 flag, uninitialised L0 reads); a wrong layout giving the wrong answer; and the timing of
-MTE1, Mmad and Fixpipe by their formulas (reference/hardware.md §2.1)."""
+MTE1, Mmad and Fixpipe by their formulas (docs/reference/hardware.md §2.1)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

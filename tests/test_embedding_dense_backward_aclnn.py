@@ -2,7 +2,7 @@
 on both SoC families, index distributions, padding and scaling, deterministic mode, column
 chunks and the documented caveats, the Atlas training bound, every validation path (status,
 message naming the argument, nothing changed), out-of-range indices (507015, out unchanged)
-and the workspace formula (reference/api.md §1, §3; reference/operators.md §2)."""
+and the workspace formula (docs/reference/api.md §1, §3; docs/reference/operators.md §2)."""
 
 import ml_dtypes
 import numpy as np
@@ -14,8 +14,8 @@ from aclnn.ops import embedding_dense_backward as op
 from aclnn.ops.embedding_dense_backward import (PrecisionCaveatWarning,
                                                 aclnnEmbeddingDenseBackward,
                                                 aclnnEmbeddingDenseBackwardGetWorkspaceSize)
-from kernels.embedding_dense_backward import tiling as edb
-from kernels.embedding_dense_backward.golden import embedding_dense_backward_golden as golden
+from npusim.kernels.embedding_dense_backward import tiling as edb
+from npusim.kernels.embedding_dense_backward.golden import embedding_dense_backward_golden as golden
 
 from aclnn_helpers import assert_unchanged, from_device, open_stream, run_example, to_device
 

@@ -7,12 +7,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from kernels.common.sorted_index import (IndexOutOfRangeError, sort_tiling, sort_with_index,
+from npusim.kernels.common.sorted_index import (IndexOutOfRangeError, sort_tiling, sort_with_index,
                                          sorted_order_golden)
-from kernels.embedding_dense_backward import tiling as edb
-from kernels.embedding_dense_backward.golden import embedding_dense_backward_golden as golden
-from kernels.embedding_dense_backward.kernel_910 import embedding_dense_grad
-from kernels.embedding_dense_backward.kernel_v2 import embedding_dense_grad_v2
+from npusim.kernels.embedding_dense_backward import tiling as edb
+from npusim.kernels.embedding_dense_backward.golden import embedding_dense_backward_golden as golden
+from npusim.kernels.embedding_dense_backward.kernel_910 import embedding_dense_grad
+from npusim.kernels.embedding_dense_backward.kernel_v2 import embedding_dense_grad_v2
 from npusim import DtypeError, GlobalMemory, KernelError, get_soc, run_kernel
 from npusim.ascendc import (DataCopyExtParams, DataCopyPad, GlobalTensor, HardEvent, SetFlag,
                             TBuf, TPipe, WaitFlag, float32, int32_t, uint32_t)

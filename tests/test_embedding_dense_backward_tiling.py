@@ -1,12 +1,12 @@
-"""Host side of aclnnEmbeddingDenseBackward against reference/operators.md §2: the V2 tiling
+"""Host side of aclnnEmbeddingDenseBackward against docs/reference/operators.md §2: the V2 tiling
 numbers, keys and workspace formula, the routing and caveat rules, the Atlas training
 bound, and the Sort kernel's tiling. Expected values are computed by hand in the comments."""
 import ml_dtypes
 import numpy as np
 import pytest
 
-from kernels.common.sorted_index import sort_tiling
-from kernels.embedding_dense_backward import tiling as edb
+from npusim.kernels.common.sorted_index import sort_tiling
+from npusim.kernels.embedding_dense_backward import tiling as edb
 from npusim import get_soc
 
 A2 = get_soc("Ascend910B1")

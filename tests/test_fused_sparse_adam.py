@@ -4,7 +4,7 @@ golden on duplicates, out-of-range and empty indices, Nesterov (rows no index na
 their var, as MindSpore 2.10's CPU kernel measured), int64 indices, wide rows and a
 multi-chunk device sort, the scalar inputs as one-element device tensors (numbers are
 refused with a message saying so), and every validation path with the in-place tensors
-unchanged (seed mindspore.ops.FusedSparseAdam; reference/operators.md §4)."""
+unchanged (seed mindspore.ops.FusedSparseAdam; docs/reference/operators.md §4)."""
 
 import numpy as np
 import pytest
@@ -13,7 +13,7 @@ import aclnn
 from aclnn import acl, runtime
 from aclnn.ops.fused_sparse_adam import (aclnnFusedSparseAdam,
                                          aclnnFusedSparseAdamGetWorkspaceSize)
-from kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
+from npusim.kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
 
 from aclnn_helpers import assert_unchanged, from_device, init_runtime, run_example, to_device
 
@@ -52,7 +52,7 @@ def run(stream, var, m, v, grad, idx, nesterov=False, idx_dtype=np.int32, scalar
 
 
 def documented_order_fp32(var, m, v, grad, idx, nesterov, s):
-    """MindSpore's CPU kernel in float32, statement by statement (reference/operators.md §4)."""
+    """MindSpore's CPU kernel in float32, statement by statement (docs/reference/operators.md §4)."""
     f = np.float32
     b1p, b2p, lr, b1, b2, eps = (f(s[k]) for k in ("beta1_power", "beta2_power", "lr", "beta1",
                                                    "beta2", "epsilon"))

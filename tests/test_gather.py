@@ -1,6 +1,6 @@
 """Brcb, Gather, Gatherb and GatherMask against numpy renderings of their Ascend C pages
 (Brcb.md, Gather.md, Gatherb_ISASI.md, GatherMask.md), element by element, with the
-documented rates of reference/hardware.md §2.1."""
+documented rates of docs/reference/hardware.md §2.1."""
 import ml_dtypes
 import numpy as np
 import pytest

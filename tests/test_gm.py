@@ -1,4 +1,4 @@
-"""Global memory: aclrtMalloc rules (reference/api.md §6) and bounds checks."""
+"""Global memory: aclrtMalloc rules (docs/reference/api.md §6) and bounds checks."""
 import numpy as np
 import pytest
 

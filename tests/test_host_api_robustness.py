@@ -8,7 +8,7 @@ value returned) is the expected non-zero code, that ``acl.get_recent_err_msg()``
 argument (as a word) and holds a word of the rule, and that the CRC-32 of every live
 device allocation is the same before the call, after it, and after ``synchronize_device``.
 
-Expected codes are typed in from ``reference/api.md``: §1 (161001 null tensor/scalar,
+Expected codes are typed in from ``docs/reference/api.md``: §1 (161001 null tensor/scalar,
 161002 parameter check error, 361001 runtime failure inside the API), §4 (executor and
 second-phase rules: 561103 / 561000 for the executor APIs), §6 (100000 NULL or invalid
 parameter, 100001 before acl.init, 107000 bad handle/range/count > destMax, 107001 device
@@ -535,7 +535,7 @@ def test_second_phase_rejects_bad_argument(env, op, label):
     args[index] = make(env, args, second)
     expect_failure(second, args, code, arg, words, api=second.__name__)
     if label not in ("executor used twice", "executor destroyed") and index != 2:
-        # a failed second phase leaves the executor runnable (reference/api.md §4 [R])
+        # a failed second phase leaves the executor runnable (docs/reference/api.md §4 [R])
         _, good, _ = _prepared(env, op)
         assert second(*good) == 0 and acl.rt.synchronize_device() == 0
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kernels.add import golden as G
-from kernels.add import tiling as T
-from kernels.add.kernel import add, broadcast_to
+from npusim.kernels.add import golden as G
+from npusim.kernels.add import tiling as T
+from npusim.kernels.add.kernel import add, broadcast_to
 from npusim.ascendc.checker import CheckerConfig
 from npusim import GlobalMemory, KernelError, get_soc, run_kernel
 from npusim.ascendc import TBuf, TPipe, TPosition, float32, int32_t

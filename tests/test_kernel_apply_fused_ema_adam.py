@@ -1,13 +1,13 @@
 """The ApplyFusedEmaAdam kernel on the simulator against the numpy golden, and, for fp32,
-bit for bit against the documented order of operations (reference/operators.md §1
+bit for bit against the documented order of operations (docs/reference/operators.md §1
 "Kernel arithmetic order")."""
 import ml_dtypes
 import numpy as np
 import pytest
 
-from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
-from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
-from kernels.apply_fused_ema_adam.tiling import tiling
+from npusim.kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
+from npusim.kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
+from npusim.kernels.apply_fused_ema_adam.tiling import tiling
 from npusim import GlobalMemory, get_soc, run_kernel
 
 SOC = get_soc("Ascend910B1")

@@ -1,5 +1,5 @@
 """Level-0 vector calls: masks, repeats, block/repeat strides, the mask register, Counter
-mode, saturation, limits and address overlap (reference/hardware.md §3 "Vector
+mode, saturation, limits and address overlap (docs/reference/hardware.md §3 "Vector
 instructions"; Ascend C 高维切分.md, 掩码.md, 通用说明和约束.md).
 
 The reference here walks the documented addressing one lane at a time in plain Python:

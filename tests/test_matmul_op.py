@@ -14,8 +14,8 @@ import aclnn
 import npusim
 from aclnn import acl, runtime
 from aclnn.ops import matmul as mm
-from kernels.matmul import tiling as T
-from kernels.matmul.golden import matmul_golden
+from npusim.kernels.matmul import tiling as T
+from npusim.kernels.matmul.golden import matmul_golden
 
 from aclnn_helpers import assert_unchanged, from_device, init_runtime, run_example, to_device
 
@@ -159,7 +159,7 @@ def test_tiling_of_small_and_batched_shapes():
        dtype=st.sampled_from([F16, BF16, F32]), l0c=st.sampled_from([None, 1024, 8192, 65536]),
        batch=st.integers(1, 4))
 def test_tiling_fits_the_memories(m, n, k, dtype, l0c, batch):
-    """The documented capacities (reference/hardware.md §1.6, §1.7): L0C holds dbL0C base
+    """The documented capacities (docs/reference/hardware.md §1.6, §1.7): L0C holds dbL0C base
     tiles of float, L0A/L0B their double buffers, L1 (GetCoreMemSize) two chunks of A and B;
     fractal alignment; Mmad's m, n, k <= 4095; the blocks cover C."""
     td = T.tiling(B2, m, n, k, dtype, batch_shape=(batch,), l0c_size=l0c)

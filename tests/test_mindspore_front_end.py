@@ -1,4 +1,4 @@
-"""The MindSpore-style front end (aclnn.mindspore), without MindSpore installed: the seeds'
+"""The MindSpore-style front end (aclnn.mindspore), without MindSpore installed: the MindSpore API documents'
 examples print the documents' outputs; ApplyAddSign, FusedSparseAdam and AdamOffload against
 formula goldens written from the documents; MindSpore's implicit type conversion rules
 (mindspore.cn note/operator_list_implicit) on hand-computed cases; each documented exception
@@ -12,8 +12,8 @@ import pytest
 import aclnn.mindspore.common.dtype as mstype
 from aclnn import acl, runtime
 from aclnn.mindspore import Parameter, Tensor, nn, ops
-from kernels.apply_add_sign.golden import apply_add_sign_golden
-from kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
+from npusim.kernels.apply_add_sign.golden import apply_add_sign_golden
+from npusim.kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
 
 from aclnn_helpers import init_runtime, load_example, run_example
 
@@ -33,13 +33,13 @@ def fresh_runtime():
     runtime.reset()
 
 
-# -- the seeds' examples -----------------------------------------------------------------------
-#: Printed by the example of shared/seeds/mindspore.ops.ApplyAddSign.txt.
+# -- the documents' examples -----------------------------------------------------------------------
+#: Printed by the example of the MindSpore API document mindspore.ops.ApplyAddSign (mindspore.cn).
 APPLY_ADD_SIGN_PRINTED = (
     "(Tensor(shape=[2, 2], dtype=Float32, value= [[ 5.99403024e-01, 3.98607016e-01], "
     "[ 9.98010039e-02, 4.98407990e-01]]), Tensor(shape=[2, 2], dtype=Float32, value= "
     "[[ 5.70000052e-01, 5.19999981e-01], [ 1.89999998e-01, 6.20000064e-01]]))")
-#: Printed by the example of shared/seeds/mindspore.ops.FusedSparseAdam.txt.
+#: Printed by the example of the MindSpore API document mindspore.ops.FusedSparseAdam (mindspore.cn).
 FUSED_SPARSE_ADAM_PRINTED = ("[[[0.9996963 0.9996977 ]] [[0.99970144 0.9996992 ]] "
                              "[[0.99971527 0.99971527]]]")
 SEED_VAR = np.array([[0.6, 0.4], [0.1, 0.5]], F32)
@@ -75,7 +75,7 @@ def test_fused_sparse_adam_example_runs_and_its_unindexed_row_prints_as_document
 
 def _documented_var_row(g):
     """var of a row of ones after one step with one gradient value g (float32 array), in
-    MindSpore's CPU order (reference/operators.md §4), seed scalars."""
+    MindSpore's CPU order (docs/reference/operators.md §4), seed scalars."""
     f = F32
     lr_t = (f(0.001) * np.sqrt(f(1) - f(0.999))) / (f(1) - f(0.9))
     m = f(0.9) + g * (f(1) - f(0.9))
@@ -105,7 +105,7 @@ def test_fused_sparse_adam_example_prints_the_documents_values_for_some_rand_gra
 
 def adam_golden(w, grads, lr, b1, b2, eps, wd=0.0, loss_scale=1.0, nesterov=False):
     """The seed's update formula (mindspore.nn.AdamOffload.txt) in float64, step after step,
-    with L2 decay on the unscaled gradient (g/loss_scale + wd*w, reference/operators.md §5)."""
+    with L2 decay on the unscaled gradient (g/loss_scale + wd*w, docs/reference/operators.md §5)."""
     w, m, v = np.asarray(w, np.float64), 0.0, 0.0
     for t, g in enumerate(grads, start=1):
         g = np.asarray(g, np.float64) / loss_scale + wd * w

@@ -3,7 +3,7 @@ AIVs, the core identity functions, CrossCoreSetFlag/CrossCoreWaitFlag in modes 0
 across both kinds, the GM workspace hand-off; results against numpy, the flags' order in the
 timeline, the checker's GM races between cores, hangs, and the profile / trace / op summary of
 a mixed task. Semantics from CrossCoreSetFlag(ISASI).md and 关键特性说明.md (asc-devkit),
-GetBlockIdx (atlasascendc_api_07_0185), GetTaskRatio.md, reference/hardware.md §3."""
+GetBlockIdx (atlasascendc_api_07_0185), GetTaskRatio.md, docs/reference/hardware.md §3."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
-from kernels.apply_fused_ema_adam.tiling import tiling
+from npusim.kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
+from npusim.kernels.apply_fused_ema_adam.tiling import tiling
 from npusim import GlobalMemory, KernelError, get_soc, run_kernel
 from npusim.ascendc import TPipe, TPosition, TQue, float32
 from npusim.ascendc.checker import CheckerConfig, gm_write_conflicts

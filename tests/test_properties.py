@@ -8,7 +8,7 @@ So every comparison is ``|device - golden| <= bound`` with a bound built per ele
 the magnitudes of the formula's terms: ``u`` (the unit roundoff of the arithmetic dtype)
 times the sum of the absolute values that were added or subtracted, plus one unit in the
 last place of the output dtype for the final rounding. Integer results must be equal.
-Documented sources of each formula: reference/operators.md §1 (ApplyFusedEmaAdam), §2
+Documented sources of each formula: docs/reference/operators.md §1 (ApplyFusedEmaAdam), §2
 (EmbeddingDenseBackward), §3 (ApplyAddSign), §4 (FusedSparseAdam); ops-math ``aclnnAdd``
 doc (Add, InplaceAdd). The bounds are tight enough to fail on a 1e-4 relative change of
 one attribute (checked by mutating the goldens' inputs while writing these tests).
@@ -29,9 +29,9 @@ from hypothesis import strategies as st
 
 import aclnn
 from aclnn import acl, runtime
-from kernels.add.golden import add_golden
-from kernels.apply_add_sign.golden import apply_add_sign_golden
-from kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
+from npusim.kernels.add.golden import add_golden
+from npusim.kernels.apply_add_sign.golden import apply_add_sign_golden
+from npusim.kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
@@ -180,7 +180,7 @@ def test_apply_fused_ema_adam_matches_golden(dev, case):
         got = [dev.get(t, dtype) for t in tensors[1:]]
     finally:
         dev.free_all()
-    # the tiling stores the attributes as float32 (reference/operators.md §1 "Interface")
+    # the tiling stores the attributes as float32 (docs/reference/operators.md §1 "Interface")
     f = {k: float(np.float32(x)) if isinstance(x, float) else x for k, x in a.items()}
     gold = apply_fused_ema_adam_golden(grad, var, m, v, s, step, **f)
     within_ema_bound(got, gold, (grad, var, m, v, s), step, f, dtype)
@@ -196,7 +196,7 @@ def _sqrt_error(dv, v):
 def within_ema_bound(got, gold, inputs, step, f, dtype):
     """Check ApplyFusedEmaAdam's outputs against the float64 golden.
 
-    First-order error propagation through the documented order (reference/operators.md §1),
+    First-order error propagation through the documented order (docs/reference/operators.md §1),
     every operation in fp32 with unit roundoff ``u`` and an absolute floor of one subnormal
     spacing (TINY) per rounding:
 
@@ -413,7 +413,7 @@ def edb_cases(draw):
 @given(case=edb_cases())
 def test_embedding_dense_backward_matches_golden(dev, case):
     from aclnn.ops import embedding_dense_backward as op
-    from kernels.embedding_dense_backward import golden
+    from npusim.kernels.embedding_dense_backward import golden
     grad, indices, nw, pad, scale = case
     try:
         out = dev.put(np.zeros((nw, grad.shape[-1]), grad.dtype))
@@ -459,9 +459,9 @@ def fsa_cases(draw):
 @given(case=fsa_cases())
 def test_fused_sparse_adam_matches_golden(dev, case):
     from aclnn.ops import fused_sparse_adam as op
-    from kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
+    from npusim.kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
     var, m, v, grad, indices, sc, nesterov = case
-    # the kernel reads the scalars as float32 (reference/operators.md §4)
+    # the kernel reads the scalars as float32 (docs/reference/operators.md §4)
     f = {k: float(np.float32(x)) for k, x in sc.items()}
     try:
         tv, tm, tvv = dev.put(var), dev.put(m), dev.put(v)

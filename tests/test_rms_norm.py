@@ -10,8 +10,8 @@ import aclnn
 import npusim
 from aclnn import acl
 from aclnn.ops.rms_norm import aclnnRmsNorm, aclnnRmsNormGetWorkspaceSize
-from kernels.rms_norm import tiling as T
-from kernels.rms_norm.golden import rms_norm_golden, rstd_shape
+from npusim.kernels.rms_norm import tiling as T
+from npusim.kernels.rms_norm.golden import rms_norm_golden, rstd_shape
 
 from aclnn_helpers import (assert_unchanged, from_device, init_runtime, run_example, to_device)
 

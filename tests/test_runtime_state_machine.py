@@ -4,7 +4,7 @@ events (record, wait, synchronize, query) -- and ``aclnnAdd`` launches on live b
 some bad calls mixed in (a freed pointer, a destroyed stream or event, count > destMax).
 
 It keeps a host mirror of every allocation (bytes plus a "known" mask: fresh aclrtMalloc
-memory is not initialised, reference/api.md §6) and checks, at every step, that:
+memory is not initialised, docs/reference/api.md §6) and checks, at every step, that:
 
 * no exception escapes the API and every call returns the status the rules predict;
 * ``acl.rt.get_mem_info`` stays consistent: free = total - sum of reservations, each

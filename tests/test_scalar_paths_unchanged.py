@@ -16,12 +16,12 @@ import pytest
 
 import npusim.launch as _launch
 from npusim import timing
-from kernels.common.sorted_index import sort_tiling, sort_with_index, sorted_order_golden
-from kernels.embedding_dense_backward import tiling as edb
-from kernels.embedding_dense_backward.kernel_910 import embedding_dense_grad
-from kernels.embedding_dense_backward.kernel_v2 import embedding_dense_grad_v2
-from kernels.fused_sparse_adam.kernel import fused_sparse_adam
-from kernels.fused_sparse_adam.tiling import tiling as fsa_tiling
+from npusim.kernels.common.sorted_index import sort_tiling, sort_with_index, sorted_order_golden
+from npusim.kernels.embedding_dense_backward import tiling as edb
+from npusim.kernels.embedding_dense_backward.kernel_910 import embedding_dense_grad
+from npusim.kernels.embedding_dense_backward.kernel_v2 import embedding_dense_grad_v2
+from npusim.kernels.fused_sparse_adam.kernel import fused_sparse_adam
+from npusim.kernels.fused_sparse_adam.tiling import tiling as fsa_tiling
 from npusim import GlobalMemory, get_soc, run_kernel
 from npusim.ascendc.core import DMA_OUT, OP, SET, WAIT
 from npusim.ascendc.types import Pipe

@@ -1,4 +1,4 @@
-"""Tests for npusim.soc: presets must match reference/hardware.md §1."""
+"""Tests for npusim.soc: presets must match docs/reference/hardware.md §1."""
 
 import dataclasses
 

@@ -10,8 +10,8 @@ import aclnn
 import npusim
 from aclnn import acl
 from aclnn.ops.softmax import aclnnSoftmax, aclnnSoftmaxGetWorkspaceSize
-from kernels.softmax import tiling as T
-from kernels.softmax.golden import softmax_golden
+from npusim.kernels.softmax import tiling as T
+from npusim.kernels.softmax.golden import softmax_golden
 
 from aclnn_helpers import (assert_unchanged, from_device, init_runtime, run_example, to_device)
 

@@ -1,10 +1,10 @@
-"""Tiling of ApplyFusedEmaAdam against reference/operators.md §1 "Tiling"."""
+"""Tiling of ApplyFusedEmaAdam against docs/reference/operators.md §1 "Tiling"."""
 import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kernels.apply_fused_ema_adam.tiling import core_calc_max, tiling
+from npusim.kernels.apply_fused_ema_adam.tiling import core_calc_max, tiling
 from npusim import get_soc
 
 SOC = get_soc("Ascend910B1")

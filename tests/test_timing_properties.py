@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
-from kernels.apply_fused_ema_adam.tiling import tiling
+from npusim.kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
+from npusim.kernels.apply_fused_ema_adam.tiling import tiling
 from npusim import GlobalMemory, get_soc, run_kernel
 
 from kernel_helpers import streaming_kernel

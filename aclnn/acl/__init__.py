@@ -1,6 +1,6 @@
 """pyACL-style host API of the simulated NPU: ``acl.init``, ``acl.rt.*``, ``acl.util.*``.
 
-Use it like pyACL (``reference/api.md`` §5)::
+Use it like pyACL (``docs/reference/api.md`` §5)::
 
     from aclnn import acl
     ret = acl.init()                      # or acl.init("acl.json")
@@ -70,7 +70,7 @@ def init(config_path: str | os.PathLike | None = None) -> int:
         object, or a bad "npusim" section (e.g. an unknown SoC: the message lists the
         known ones).
 
-    Source: ``reference/api.md`` §5 (``ret = acl.init(config_path)``) and §6 ("aclInit
+    Source: ``docs/reference/api.md`` §5 (``ret = acl.init(config_path)``) and §6 ("aclInit
     called a second time returns ACL_ERROR_REPEAT_INITIALIZE").
     """
     if runtime.state.initialized:
@@ -126,7 +126,7 @@ def finalize() -> int:
         ACL_ERROR_REPEAT_FINALIZE (100037) when ACL was initialised before but is not now;
         ACL_ERROR_UNINITIALIZE (100001) when ACL was never initialised [R].
 
-    Source: ``reference/api.md`` §5 and §6 ("aclFinalize called a second time returns
+    Source: ``docs/reference/api.md`` §5 and §6 ("aclFinalize called a second time returns
     ACL_ERROR_REPEAT_FINALIZE").
     """
     if not runtime.state.initialized:
@@ -142,7 +142,7 @@ def finalize() -> int:
 def get_recent_err_msg() -> str | None:
     """Return and clear the pending error messages, newest first, or None.
 
-    Mirrors ``const char* aclGetRecentErrMsg()`` (``reference/api.md`` §4, §5).
+    Mirrors ``const char* aclGetRecentErrMsg()`` (``docs/reference/api.md`` §4, §5).
     """
     return errmsg.get_recent_err_msg()
 

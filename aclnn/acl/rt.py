@@ -1,6 +1,6 @@
 """``acl.rt``: devices, streams, events and memory of the simulated NPU (pyACL style).
 
-Every function mirrors an ``aclrt*`` C API of ``reference/api.md`` §6 with pyACL's
+Every function mirrors an ``aclrt*`` C API of ``docs/reference/api.md`` §6 with pyACL's
 calling convention (§5): values first, the status ``ret`` last, pointers, streams and
 events as plain ints. No function raises on bad user input: it returns the status code
 and leaves a message naming the argument for ``acl.get_recent_err_msg()``; a call that
@@ -227,7 +227,7 @@ def set_device(device_id: int) -> int:
         ACL_ERROR_INVALID_PARAM (100000) for a non-int id; ACL_ERROR_RT_INVALID_DEVICEID
         (107001) for an id out of range.
 
-    Source: ``reference/api.md`` §5 (``ret = acl.rt.set_device(device_id)``), §6.
+    Source: ``docs/reference/api.md`` §5 (``ret = acl.rt.set_device(device_id)``), §6.
     """
     code = _device_id("set_device", device_id)
     if code == ACL_SUCCESS:
@@ -250,7 +250,7 @@ def reset_device(device_id: int) -> int:
         ACL_ERROR_INVALID_PARAM (100000) for a non-int id; ACL_ERROR_RT_INVALID_DEVICEID
         (107001) for an id out of range.
 
-    Source: ``reference/api.md`` §5 ("reset_device ... returns ret"), §6 ("destroy events
+    Source: ``docs/reference/api.md`` §5 ("reset_device ... returns ret"), §6 ("destroy events
     and streams first").
     """
     code = _device_id("reset_device", device_id)
@@ -275,7 +275,7 @@ def get_device() -> tuple[int, int]:
         (device_id, ret): ret is ACL_SUCCESS, or ACL_ERROR_RT_CONTEXT_NULL (107002) with
         device_id -1 when no device is set.
 
-    Source: ``reference/api.md`` §6.
+    Source: ``docs/reference/api.md`` §6.
     """
     dev, code = _context("get_device")
     return (dev.device_id, code) if dev is not None else (-1, code)
@@ -289,7 +289,7 @@ def get_device_count() -> tuple[int, int]:
         1); ret is ACL_SUCCESS, or ACL_ERROR_UNINITIALIZE (100001) with count 0 before
         acl.init [R].
 
-    Source: ``reference/api.md`` §5 (``count, ret = acl.rt.get_device_count()``), §6.
+    Source: ``docs/reference/api.md`` §5 (``count, ret = acl.rt.get_device_count()``), §6.
     """
     if not runtime.state.initialized:
         return 0, _fail(ACL_ERROR_UNINITIALIZE, "get_device_count",
@@ -306,7 +306,7 @@ def synchronize_device() -> int:
         reported); ACL_ERROR_RT_STREAM_SYNC_TIMEOUT (507046) when a stream waits for an
         event that no stream will record.
 
-    Source: ``reference/api.md`` §6.
+    Source: ``docs/reference/api.md`` §6.
     """
     dev, code = _context("synchronize_device")
     return _sync_device(dev) if dev is not None else code
@@ -320,7 +320,7 @@ def create_stream() -> tuple[int, int]:
         (stream, ret): a new int handle (never reused), or 0 with
         ACL_ERROR_RT_CONTEXT_NULL (107002) when no device is set.
 
-    Source: ``reference/api.md`` §5 (``stream, ret = acl.rt.create_stream()``), §6.
+    Source: ``docs/reference/api.md`` §5 (``stream, ret = acl.rt.create_stream()``), §6.
     """
     dev, code = _context("create_stream")
     if dev is None:
@@ -342,7 +342,7 @@ def destroy_stream(stream: int) -> int:
         finds a failed task, the stream is still destroyed and its status (507015 or
         507046, see synchronize_stream) is returned.
 
-    Source: ``reference/api.md`` §5, §6 ("aclrtDestroyStream: synchronise first").
+    Source: ``docs/reference/api.md`` §5, §6 ("aclrtDestroyStream: synchronise first").
     """
     dev, code = _context("destroy_stream")
     if dev is None:
@@ -371,7 +371,7 @@ def synchronize_stream(stream: int) -> int:
         stream will record; ACL_ERROR_RT_PARAM_INVALID (107000) for an unknown handle;
         ACL_ERROR_RT_STREAM_CONTEXT (107003); ACL_ERROR_RT_CONTEXT_NULL (107002).
 
-    Source: ``reference/api.md`` §5, §6 ("the stream argument ... is NOT null-checked:
+    Source: ``docs/reference/api.md`` §5, §6 ("the stream argument ... is NOT null-checked:
     NULL is the default stream").
     """
     dev, code = _context("synchronize_stream")
@@ -398,7 +398,7 @@ def malloc(size: int, policy: int) -> tuple[int, int]:
         policy; ACL_ERROR_RT_CONTEXT_NULL (107002) with no device [R];
         ACL_ERROR_RT_MEMORY_ALLOCATION (207001) when device memory is exhausted.
 
-    Source: ``reference/api.md`` §5 ("size不能为0"), §6 (documented semantics,
+    Source: ``docs/reference/api.md`` §5 ("size不能为0"), §6 (documented semantics,
     ``ACL_REQUIRES_POSITIVE_REPORT``, suggested mapping: OOM -> 207001).
     """
     if not _is_int(size) or size <= 0:
@@ -430,7 +430,7 @@ def free(dev_ptr: int) -> int:
         ACL_ERROR_RT_CONTEXT_NULL (107002) with no device; ACL_ERROR_RT_MEMORY_FREE
         (207002) when dev_ptr is not the start of a live allocation.
 
-    Source: ``reference/api.md`` §5, §6 (NULL devPtr -> 100000; suggested mapping:
+    Source: ``docs/reference/api.md`` §5, §6 (NULL devPtr -> 100000; suggested mapping:
     unknown pointer -> 207002).
     """
     ptr = _as_ptr(dev_ptr)
@@ -457,7 +457,7 @@ def malloc_host(size: int) -> tuple[int, int]:
         (100000) for size <= 0 or a non-int, ACL_ERROR_RT_MEMORY_ALLOCATION (207001) when
         the host cannot provide ``size`` bytes [R: the runtime's out-of-memory code].
 
-    Source: ``reference/api.md`` §6 (MallocHost has the same positive-size check).
+    Source: ``docs/reference/api.md`` §6 (MallocHost has the same positive-size check).
     """
     if not _is_int(size) or size <= 0:
         return 0, _bad_int("malloc_host", "size", size, "a positive int number of bytes")
@@ -477,7 +477,7 @@ def free_host(host_ptr: int) -> int:
         ret: ACL_SUCCESS; ACL_ERROR_INVALID_PARAM (100000) for NULL or a non-int;
         ACL_ERROR_RT_MEMORY_FREE (207002) when host_ptr is not from malloc_host [R].
 
-    Source: ``reference/api.md`` §6.
+    Source: ``docs/reference/api.md`` §6.
     """
     ptr = _as_ptr(host_ptr)
     if not ptr:
@@ -614,7 +614,7 @@ def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> int:
         ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000) for kind 7 (between devices);
         ACL_ERROR_RT_CONTEXT_NULL (107002) with no device. Nothing is copied on failure.
 
-    Source: ``reference/api.md`` §5 (kinds), §6 (implementation behaviour; suggested
+    Source: ``docs/reference/api.md`` §5 (kinds), §6 (implementation behaviour; suggested
     mapping: count > destMax -> 107000).
     """
     code, plan = _prepare_copy("memcpy", dst, dest_max, src, count, kind)
@@ -643,7 +643,7 @@ def memcpy_async(dst: int, dest_max: int, src: int, count: int, kind: int,
         failure while the task runs (device memory freed meanwhile) is returned by the
         next synchronisation of the stream.
 
-    Source: ``reference/api.md`` §5 ("must call synchronize_stream afterwards"), §6.
+    Source: ``docs/reference/api.md`` §5 ("must call synchronize_stream afterwards"), §6.
     """
     code, plan = _prepare_copy("memcpy_async", dst, dest_max, src, count, kind)
     if code != ACL_SUCCESS:
@@ -706,7 +706,7 @@ def memset(dev_ptr: int, max_count: int, value: int, count: int) -> int:
         ACL_ERROR_INVALID_PARAM (100000) for NULL or non-int arguments;
         ACL_ERROR_RT_CONTEXT_NULL (107002) with no device.
 
-    Source: ``reference/api.md`` §6 (signature; codes follow memcpy [R]).
+    Source: ``docs/reference/api.md`` §6 (signature; codes follow memcpy [R]).
     """
     code, plan = _prepare_memset("memset", dev_ptr, max_count, value, count)
     if plan is not None:
@@ -720,7 +720,7 @@ def memset_async(dev_ptr: int, max_count: int, value: int, count: int, stream: i
     Takes ``count / hbm_bandwidth`` of device time [R]. Arguments and codes as memset,
     plus ``stream`` (None or 0 = default stream; 107000 unknown, 107003 other device).
 
-    Source: ``reference/api.md`` §6.
+    Source: ``docs/reference/api.md`` §6.
     """
     code, plan = _prepare_memset("memset_async", dev_ptr, max_count, value, count)
     if code != ACL_SUCCESS:
@@ -750,7 +750,7 @@ def get_mem_info(attr: int) -> tuple[int, int, int]:
         (100000) for an unknown attr; ACL_ERROR_RT_CONTEXT_NULL (107002) with no device.
         free and total are 0 on failure.
 
-    Source: ``reference/api.md`` §5 (``free, total, ret = acl.rt.get_mem_info(attr)``), §6.
+    Source: ``docs/reference/api.md`` §5 (``free, total, ret = acl.rt.get_mem_info(attr)``), §6.
     """
     if not _is_int(attr) or int(attr) not in _MEM_ATTRS:
         return 0, 0, _bad_int("get_mem_info", "attr", attr,
@@ -769,7 +769,7 @@ def create_event() -> tuple[int, int]:
         (event, ret): a new int handle (never reused), or 0 with
         ACL_ERROR_RT_CONTEXT_NULL (107002) when no device is set.
 
-    Source: ``reference/api.md`` §5 (``event, ret = acl.rt.create_event()``), §6.
+    Source: ``docs/reference/api.md`` §5 (``event, ret = acl.rt.create_event()``), §6.
     """
     return create_event_with_flag(0)
 
@@ -789,7 +789,7 @@ def create_event_with_flag(flag: int) -> tuple[int, int]:
         (event, ret): event is 0 on failure. ret: ACL_SUCCESS; ACL_ERROR_INVALID_PARAM
         (100000) for other bits; ACL_ERROR_RT_CONTEXT_NULL (107002) with no device.
 
-    Source: ``reference/api.md`` §5, §6 (event flags).
+    Source: ``docs/reference/api.md`` §5, §6 (event flags).
     """
     if not _is_int(flag) or flag < 0 or flag & ~_EVENT_FLAGS:
         return 0, _bad_int("create_event_with_flag", "flag", flag,
@@ -808,7 +808,7 @@ def destroy_event(event: int) -> int:
         ACL_ERROR_RT_PARAM_INVALID (107000) for an unknown or destroyed handle;
         ACL_ERROR_RT_CONTEXT_NULL (107002) with no device.
 
-    Source: ``reference/api.md`` §5 ("destroy_event(event) returns ret"), §6.
+    Source: ``docs/reference/api.md`` §5 ("destroy_event(event) returns ret"), §6.
     """
     dev, code = _context("destroy_event")
     if dev is None:
@@ -832,7 +832,7 @@ def record_event(event: int, stream: int) -> int:
         ACL_ERROR_RT_PARAM_INVALID (107000) for an unknown handle;
         ACL_ERROR_RT_STREAM_CONTEXT (107003); ACL_ERROR_RT_CONTEXT_NULL (107002).
 
-    Source: ``reference/api.md`` §5 ("stream 0 = default stream"), §6 (NULL event ->
+    Source: ``docs/reference/api.md`` §5 ("stream 0 = default stream"), §6 (NULL event ->
     100000).
     """
     dev, code = _context("record_event")
@@ -860,7 +860,7 @@ def stream_wait_event(stream: int, event: int) -> int:
     Returns:
         ret: as record_event.
 
-    Source: ``reference/api.md`` §5, §6 ("If using the default Stream, set NULL").
+    Source: ``docs/reference/api.md`` §5, §6 ("If using the default Stream, set NULL").
     """
     dev, code = _context("stream_wait_event")
     if dev is None:
@@ -885,7 +885,7 @@ def synchronize_event(event: int) -> int:
         (507047) when the record can never run [R]; 100000 / 107000 / 107002 as
         record_event.
 
-    Source: ``reference/api.md`` §5 (pyACL event-synchronisation sample), §6.
+    Source: ``docs/reference/api.md`` §5 (pyACL event-synchronisation sample), §6.
     """
     dev, code = _context("synchronize_event")
     if dev is None:
@@ -913,7 +913,7 @@ def query_event_status(event: int) -> tuple[int, int]:
         or blocked behind a wait no stream will satisfy). ret: ACL_SUCCESS, or
         100000 / 107000 / 107002 as record_event with status 0.
 
-    Source: ``reference/api.md`` §6 (aclrtEventRecordedStatus).
+    Source: ``docs/reference/api.md`` §6 (aclrtEventRecordedStatus).
     """
     dev, code = _context("query_event_status")
     if dev is None:
@@ -946,7 +946,7 @@ def event_elapsed_time(start: int, end: int) -> tuple[float, int]:
         executed yet (synchronise first); ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL (107007)
         when end executed before start; ACL_ERROR_RT_CONTEXT_NULL (107002).
 
-    Source: ``reference/api.md`` §5 (``ms, ret = acl.rt.event_elapsed_time(start, end)``),
+    Source: ``docs/reference/api.md`` §5 (``ms, ret = acl.rt.event_elapsed_time(start, end)``),
     §6 (documented order; suggested mapping: 107006 / 507006).
     """
     api = "event_elapsed_time"
@@ -989,7 +989,7 @@ def ctx_set_sys_param_opt(opt: int, value: int) -> int:
         ret: ACL_SUCCESS; ACL_ERROR_INVALID_PARAM (100000) for another opt or value;
         ACL_ERROR_RT_CONTEXT_NULL (107002) with no device.
 
-    Source: ``reference/api.md`` §6 (``aclrtCtxSetSysParamOpt``, ACL_OPT_DETERMINISTIC = 0).
+    Source: ``docs/reference/api.md`` §6 (``aclrtCtxSetSysParamOpt``, ACL_OPT_DETERMINISTIC = 0).
     """
     api = "ctx_set_sys_param_opt"
     if not _is_int(opt) or opt != aclSysParamOpt.ACL_OPT_DETERMINISTIC:
@@ -1011,7 +1011,7 @@ def ctx_get_sys_param_opt(opt: int) -> tuple[int, int]:
         value 0 when the option was never set [R]; ACL_ERROR_INVALID_PARAM (100000) for
         an unknown opt; ACL_ERROR_RT_CONTEXT_NULL (107002) with no device.
 
-    Source: ``reference/api.md`` §6 (aclSysParamOpt, runtime error codes).
+    Source: ``docs/reference/api.md`` §6 (aclSysParamOpt, runtime error codes).
     """
     api = "ctx_get_sys_param_opt"
     if not _is_int(opt) or opt != aclSysParamOpt.ACL_OPT_DETERMINISTIC:

@@ -1,11 +1,11 @@
-"""``acl.util``: host pointers for numpy arrays and bytes (``reference/api.md`` §5).
+"""``acl.util``: host pointers for numpy arrays and bytes (``docs/reference/api.md`` §5).
 
 A pointer is the real host address of the data, as in pyACL. ``numpy_to_ptr`` and
 ``bytes_to_ptr`` also register the buffer with :mod:`aclnn.runtime`, which keeps it
 alive while it is in use and lets ``acl.rt.memcpy`` bounds-check host pointers inside
 it.
 
-These functions return values only: pyACL gives them no status (``reference/api.md`` §5,
+These functions return values only: pyACL gives them no status (``docs/reference/api.md`` §5,
 "ptr only, no ret"), so a bad argument cannot be answered with a code. It raises
 ``TypeError`` (wrong Python type) or ``ValueError`` (bad value), whose message names the
 argument -- the only two exceptions that leave this module -- and nothing is read,
@@ -43,7 +43,7 @@ def numpy_to_ptr(arr: np.ndarray) -> int:
             as in pyACL; the runtime also holds it while a call or pending copy uses it).
 
     Returns:
-        ptr (int), no status (``reference/api.md`` §5).
+        ptr (int), no status (``docs/reference/api.md`` §5).
 
     Raises:
         TypeError: ``arr`` is not a numpy array. ValueError: it is not C-contiguous.
@@ -67,7 +67,7 @@ def bytes_to_ptr(b: bytes | bytearray) -> int:
         b: a bytes or bytearray object.
 
     Returns:
-        ptr (int), no status (``reference/api.md`` §5).
+        ptr (int), no status (``docs/reference/api.md`` §5).
 
     Raises:
         TypeError: ``b`` is neither bytes nor bytearray.
@@ -203,7 +203,7 @@ def ptr_to_numpy(ptr: int, shape, npy_type) -> np.ndarray:
         npy_type: a numpy type number (e.g. ``np.dtype(np.float32).num``) or a dtype.
 
     Returns:
-        the array, no status (``reference/api.md`` §5).
+        the array, no status (``docs/reference/api.md`` §5).
 
     Raises:
         TypeError: an argument of the wrong Python type. ValueError: a NULL or device
@@ -233,7 +233,7 @@ def ptr_to_bytes(ptr: int, size: int) -> bytes:
         ptr: host address (int); size: bytes to read.
 
     Returns:
-        a new bytes object, no status (``reference/api.md`` §5).
+        a new bytes object, no status (``docs/reference/api.md`` §5).
 
     Raises:
         TypeError: an argument of the wrong Python type. ValueError: a NULL or device

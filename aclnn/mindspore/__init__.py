@@ -9,7 +9,7 @@ in ``aclnn`` imports it, so ``import aclnn`` stays as it was, and ``npusim`` sta
 ``aclnn``. A top-level ``mindspore`` package would shadow the real one, whose ``Tensor`` and
 ``Parameter`` are accepted as inputs where it is installed.
 
-What is here (the surface of the seeds' examples, ``shared/seeds/mindspore.*.txt``):
+What is here (the surface of the examples in the MindSpore API documents of ApplyAddSign, FusedSparseAdam and AdamOffload, mindspore.cn):
 
 * :class:`Tensor`, :class:`Parameter` -- host values (numpy) with MindSpore's dtypes
   (:mod:`aclnn.mindspore.common.dtype`) and MindSpore's printed form;

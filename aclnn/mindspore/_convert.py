@@ -12,7 +12,7 @@ each dtype group of a primitive's signature (``sig_dtype`` T, T1...; the groups 
   int64 < float16 < float32 < float64`` (int8 with uint8: int16);
 * "不支持对Parameter进行数据类型转换": an input the operator writes that would need converting
   raises RuntimeError (MindSpore 2.10 measured raises TypeError here, saying the same for
-  "the input tensor of an in-place operator"; the documents -- the seeds and the rules
+  "the input tensor of an in-place operator"; the documents -- the MindSpore API documents and the rules
   page -- say RuntimeError, and that is what is raised);
 * a group of numbers alone is not converted: a Python float is Float32, an int Int64, a
   bool Bool (so ``lr=1`` is then refused by the operator's dtype check, as measured).

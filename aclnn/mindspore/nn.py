@@ -1,9 +1,9 @@
-"""``mindspore.nn``: the :class:`Cell` surface the seeds' examples use, and
+"""``mindspore.nn``: the :class:`Cell` surface the MindSpore API documents' examples use, and
 :class:`AdamOffload`.
 
 ``AdamOffload`` is :class:`aclnn.optim.AdamOffload` (Adam's m and v on the host, the
 gradient copied to the host, ``param += delta`` on the device) under MindSpore's name and
-signature (``shared/seeds/mindspore.nn.AdamOffload.txt``): it takes this front end's
+signature (the MindSpore API document mindspore.nn.AdamOffload (mindspore.cn)): it takes this front end's
 Parameters (or MindSpore's) and Tensors, and its argument rules and exceptions are the
 aclnn optimizer's, which follow the seed.
 """

@@ -2,14 +2,14 @@
 
 Each check raises :class:`ParamError` carrying the aclnn status and a message that names
 the argument; the operator turns it into ``report_error(code, message)`` and returns the
-code, so a failed call changes nothing (``reference/api.md`` §1 and §4 "Null checks").
+code, so a failed call changes nothing (``docs/reference/api.md`` §1 and §4 "Null checks").
 
 Codes: 161001 (ACLNN_ERR_PARAM_NULLPTR) for a null (None) tensor or scalar, as CANN's
 ``OP_CHECK_NULL``; 161002 (ACLNN_ERR_PARAM_INVALID) for everything else the operator
 documents as a parameter error (dtype, format, dims, shapes). Python lets a caller pass
 what C's types forbid -- an object that is not an aclTensor, a destroyed one, a descriptor
 whose fields were overwritten, a number of the wrong type -- and those are 161002 too, the
-closest documented code ("parameter check error", ``reference/api.md`` §1) [R].
+closest documented code ("parameter check error", ``docs/reference/api.md`` §1) [R].
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from aclnn.constants import (ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR,
 from aclnn.tensor import aclTensor
 
 #: Formats that are plain row-major data (accepted where a document says "ND"); torch_npu
-#: passes NCL/NCHW/NCDHW for 3-, 4- and 5-D tensors (reference/api.md §2).
+#: passes NCL/NCHW/NCDHW for 3-, 4- and 5-D tensors (docs/reference/api.md §2).
 ND_COMPATIBLE = frozenset({aclFormat.ACL_FORMAT_ND, aclFormat.ACL_FORMAT_NCHW,
                            aclFormat.ACL_FORMAT_NHWC, aclFormat.ACL_FORMAT_NCL,
                            aclFormat.ACL_FORMAT_NCDHW, aclFormat.ACL_FORMAT_NDHWC,

@@ -1,7 +1,7 @@
 """The layout of an aclnn call's workspace: the buffers its kernels share, in order.
 
 Each buffer starts on a 512 B boundary [R: A2 DMA is fastest on 512 B aligned GM,
-reference/hardware.md §2], after an optional base (the tiling's own workspace, e.g. the
+docs/reference/hardware.md §2], after an optional base (the tiling's own workspace, e.g. the
 Ascend C system workspace).
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ promotion.
 Source: ``hicann/ops-math: math/add/docs/aclnnAdd&aclnnInplaceAdd_en.md`` (the API, dtypes,
 status codes and the official sample) and ``math/add/op_api/aclnn_add.cpp`` (the order of
 the checks and the l0 chain); the calling convention is pyACL's (values first, status last,
-``reference/api.md`` §5)::
+``docs/reference/api.md`` §5)::
 
     workspaceSize, executor, ret = aclnnAddGetWorkspaceSize(self, other, alpha, out)
     ret = aclnnAdd(workspace, workspaceSize, executor, stream)
@@ -13,14 +13,14 @@ the checks and the l0 chain); the calling convention is pyACL's (values first, s
 
 The executor runs, in stream order, the l0 chain of the operator on Atlas A2:
 
-1. ``BroadcastTo`` (:func:`kernels.add.kernel.broadcast_to`) for each input that is not
+1. ``BroadcastTo`` (:func:`npusim.kernels.add.kernel.broadcast_to`) for each input that is not
    already a contiguous tensor of the output's shape: it writes the broadcast (or strided)
    input contiguously into the workspace. Non-contiguous inputs are supported this way,
    as ``l0op::Contiguous`` does on A2.
-2. ``Add`` / ``Axpy`` / ``Mul+Add`` (:func:`kernels.add.kernel.add`): the elementwise kernel,
+2. ``Add`` / ``Axpy`` / ``Mul+Add`` (:func:`npusim.kernels.add.kernel.add`): the elementwise kernel,
    with the promotion casts and the final cast to ``out``'s dtype fused in (the real chain
    launches separate ``Cast`` kernels; the values are the same, see
-   :mod:`kernels.add.tiling` for the recipe and its order of operations).
+   :mod:`npusim.kernels.add.tiling` for the recipe and its order of operations).
 
 Workspace: the BroadcastTo buffers only, each rounded up to 512 B [R]. No Ascend C system
 workspace is added: the real A2 Add/Axpy kernels are TBE kernels, and the simulated ones
@@ -40,8 +40,8 @@ from aclnn.ops import _check
 from aclnn.ops._check import ParamError
 from aclnn.ops._workspace import Workspace
 from aclnn.tensor import aclScalar, aclTensor
-from kernels.add import tiling as _tiling
-from kernels.add.kernel import add, broadcast_to
+from npusim.kernels.add import tiling as _tiling
+from npusim.kernels.add.kernel import add, broadcast_to
 
 #: Dimensions of self, other and out: "The dimensions cannot exceed 8" (doc, parameter table).
 MAX_DIM = 8
@@ -259,7 +259,7 @@ def aclnnAdd(workspace, workspaceSize, executor, stream):
     executor or null workspace with workspaceSize > 0; 161002 released executor, a
     workspace smaller than the first phase asked for or not device memory, or a tensor
     whose memory was freed since the first phase; 361001 invalid stream
-    (``reference/api.md`` §4; see :func:`aclnn.executor.run_executor`).
+    (``docs/reference/api.md`` §4; see :func:`aclnn.executor.run_executor`).
     """
     return run_executor("aclnnAdd", workspace, workspaceSize, executor, stream)
 

@@ -1,7 +1,7 @@
 """aclnnApplyAddSign: the AddSign optimizer step, in place on var and m.
 
-Semantics: MindSpore ``ops.ApplyAddSign`` (``shared/seeds/mindspore.ops.ApplyAddSign.txt``,
-``reference/operators.md`` §3)::
+Semantics: MindSpore ``ops.ApplyAddSign`` (the MindSpore API document mindspore.ops.ApplyAddSign (mindspore.cn),
+``docs/reference/operators.md`` §3)::
 
     m   = beta*m + (1 - beta)*grad
     var = var - lr*(alpha + signDecay*sign(grad)*sign(m))*grad      # the updated m
@@ -19,7 +19,7 @@ operator takes its scalars as inputs (aclnnApplyAdamW: beta1Power ... eps "shape
 dtype "与varRef保持一致"), shared with aclnnFusedSparseAdam (docs/tutorial.md §10). A
 number or an aclScalar in their place is 161002, and the message says what to pass.
 
-The calling convention is pyACL's (values first, status last, ``reference/api.md`` §5)::
+The calling convention is pyACL's (values first, status last, ``docs/reference/api.md`` §5)::
 
     workspaceSize, executor, ret = aclnnApplyAddSignGetWorkspaceSize(
         varRef, mRef, lr, alpha, signDecay, beta, grad)
@@ -32,8 +32,8 @@ from aclnn.errmsg import report_error
 from aclnn.executor import aclOpExecutor, run_executor
 from aclnn.ops import _check
 from aclnn.ops._check import ParamError
-from kernels.apply_add_sign.kernel import apply_add_sign
-from kernels.apply_add_sign.tiling import tiling
+from npusim.kernels.apply_add_sign.kernel import apply_add_sign
+from npusim.kernels.apply_add_sign.tiling import tiling
 
 OP_TYPE = "ApplyAddSign"
 #: The seed: var "数据类型为float32或float16"; scalars likewise (TypeError otherwise).
@@ -41,7 +41,7 @@ _DTYPES = (ACL_FLOAT, ACL_FLOAT16)
 #: SoCs the kernel is built for: its Select tensor/scalar mode is documented for Atlas
 #: A2/A3 (asc-devkit Select.md) [R: the operator's product list is ours].
 _SUPPORTED_SHORT_SOC = ("Ascend910B", "Ascend910_93")
-#: aclnn tensors have at most 8 dimensions (reference/api.md §1, 161002 "more than 8").
+#: aclnn tensors have at most 8 dimensions (docs/reference/api.md §1, 161002 "more than 8").
 _MAX_DIMS = 8
 _SCALARS = ("lr", "alpha", "signDecay", "beta")
 
@@ -126,7 +126,7 @@ def aclnnApplyAddSign(workspace, workspaceSize, executor, stream):
         ``ret``: 0 when enqueued (results appear after ``acl.rt.synchronize_stream``);
         161001 null executor or workspace; 161002 released executor, too-small or
         non-device workspace, or a tensor whose memory was freed since the first phase;
-        361001 invalid stream (``reference/api.md`` §4; see
+        361001 invalid stream (``docs/reference/api.md`` §4; see
         :func:`aclnn.executor.run_executor`).
     """
     return run_executor("aclnnApplyAddSign", workspace, workspaceSize, executor, stream)

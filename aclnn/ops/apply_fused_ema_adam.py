@@ -1,7 +1,7 @@
 """aclnnApplyFusedEmaAdam: fused Adam/AdamW with EMA weights, in place on var, m, v, s.
 
-Source: ``shared/seeds/aclnnApplyFusedEmaAdam.txt`` and ``reference/operators.md`` §1;
-the calling convention is pyACL's (values first, status last, ``reference/api.md`` §5)::
+Source: the CANN aclnn API document aclnnApplyFusedEmaAdam (hiascend.com) and ``docs/reference/operators.md`` §1;
+the calling convention is pyACL's (values first, status last, ``docs/reference/api.md`` §5)::
 
     workspaceSize, executor, ret = aclnnApplyFusedEmaAdamGetWorkspaceSize(
         grad, varRef, mRef, vRef, sRef, step, lr, emaDecay, beta1, beta2, eps,
@@ -18,8 +18,8 @@ from aclnn.errmsg import report_error
 from aclnn.executor import aclOpExecutor, run_executor
 from aclnn.ops import _check
 from aclnn.ops._check import ParamError
-from kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
-from kernels.apply_fused_ema_adam.tiling import tiling
+from npusim.kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
+from npusim.kernels.apply_fused_ema_adam.tiling import tiling
 
 OP_TYPE = "ApplyFusedEmaAdam"
 _DTYPES = (ACL_FLOAT, ACL_FLOAT16, ACL_BF16)
@@ -64,7 +64,7 @@ def aclnnApplyFusedEmaAdamGetWorkspaceSize(grad, varRef, mRef, vRef, sRef, step,
         _check.same_dtype_shape("grad", grad, varRef=varRef, mRef=mRef, vRef=vRef, sRef=sRef)
         _check.ndim_between("grad", grad, 1, 8)
         tensors = dict(grad=grad, varRef=varRef, mRef=mRef, vRef=vRef, sRef=sRef)
-        # every tensor, step too, is ND (reference/operators.md §1 "Interface": "all ND")
+        # every tensor, step too, is ND (docs/reference/operators.md §1 "Interface": "all ND")
         for name, t in dict(tensors, step=step).items():
             _check.nd_format(name, t)
         _check.dtype_in("step", step, (ACL_INT64,))
@@ -95,7 +95,7 @@ def aclnnApplyFusedEmaAdamGetWorkspaceSize(grad, varRef, mRef, vRef, sRef, step,
         args = tuple(t.data_address() for t in inputs) + (workspace, td, dtype)
         # The operator's tiling hands the whole GetCoreMemSize(UB) to its buffers (9 slots
         # of coreCalcMax elements fill it), so it is built without Ascend C's 8 KiB UB
-        # reserve (reference/hardware.md §1.7).
+        # reserve (docs/reference/hardware.md §1.7).
         device.launch(stream, apply_fused_ema_adam, td.blockDim, args, name=OP_TYPE,
                       reserve_ub=False)
 
@@ -121,7 +121,7 @@ def aclnnApplyFusedEmaAdam(workspace, workspaceSize, executor, stream):
         ``ret``: 0 when enqueued (results appear after ``acl.rt.synchronize_stream``);
         161001 null executor or workspace; 161002 released executor, too-small or
         non-device workspace, or a tensor whose memory was freed since the first phase;
-        361001 invalid stream (``reference/api.md`` §4; see
+        361001 invalid stream (``docs/reference/api.md`` §4; see
         :func:`aclnn.executor.run_executor`).
     """
     return run_executor("aclnnApplyFusedEmaAdam", workspace, workspaceSize, executor, stream)

@@ -1,8 +1,8 @@
 """aclnnEmbeddingDenseBackward: the gradient of an embedding lookup, ``out[k] = sum of the
 grad rows whose index is k`` (optionally divided by k's count), ``out`` zero elsewhere.
 
-Source: the seed ``aclnnEmbeddingDenseBackward.txt``, reference/api.md §1 and §3 (status
-codes, the official sample) and reference/operators.md §2 (the op_api graph, the kernels,
+Source: the seed ``aclnnEmbeddingDenseBackward.txt``, docs/reference/api.md §1 and §3 (status
+codes, the official sample) and docs/reference/operators.md §2 (the op_api graph, the kernels,
 the constraints); pyACL calling convention (values first, status last)::
 
     workspaceSize, executor, ret = aclnnEmbeddingDenseBackwardGetWorkspaceSize(
@@ -46,12 +46,12 @@ from aclnn.executor import aclOpExecutor, run_executor
 from aclnn.ops import _check
 from aclnn.ops._check import ParamError
 from aclnn.ops._workspace import Workspace
-from kernels.common.chain import KernelLaunch, enqueue_chain
-from kernels.common.elementwise import cast, elementwise_tiling, view_copy, zeros_like
-from kernels.common.sorted_index import sort_tiling, sort_with_index
-from kernels.embedding_dense_backward import tiling as edb
-from kernels.embedding_dense_backward.kernel_910 import embedding_dense_grad
-from kernels.embedding_dense_backward.kernel_v2 import embedding_dense_grad_v2
+from npusim.kernels.common.chain import KernelLaunch, enqueue_chain
+from npusim.kernels.common.elementwise import cast, elementwise_tiling, view_copy, zeros_like
+from npusim.kernels.common.sorted_index import sort_tiling, sort_with_index
+from npusim.kernels.embedding_dense_backward import tiling as edb
+from npusim.kernels.embedding_dense_backward.kernel_910 import embedding_dense_grad
+from npusim.kernels.embedding_dense_backward.kernel_v2 import embedding_dense_grad_v2
 
 API = "aclnnEmbeddingDenseBackward"
 _GRAD_DTYPES_2201 = (ACL_FLOAT, ACL_FLOAT16, ACL_BF16)
@@ -351,7 +351,7 @@ def aclnnEmbeddingDenseBackward(workspace, workspaceSize, executor, stream):
     Returns:
         ``ret``: 0 when enqueued (``out`` is written when the stream is synchronised);
         161001 null executor or workspace; 161002 released executor or too-small workspace;
-        361001 invalid stream (reference/api.md §4). A bad index surfaces at
+        361001 invalid stream (docs/reference/api.md §4). A bad index surfaces at
         ``acl.rt.synchronize_stream`` as 507015 with ``out`` unchanged.
     """
     return run_executor(API, workspace, workspaceSize, executor, stream)

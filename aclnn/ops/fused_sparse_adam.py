@@ -1,7 +1,7 @@
 """aclnnFusedSparseAdam: Adam on a sparse gradient (MindSpore ``ops.FusedSparseAdam``), in
 place on varRef, mRef and vRef, on the simulated Atlas A2/A3.
 
-Sources: the seed ``mindspore.ops.FusedSparseAdam.txt`` and reference/operators.md §4 (the
+Sources: the seed ``mindspore.ops.FusedSparseAdam.txt`` and docs/reference/operators.md §4 (the
 CPU kernel ``sparse_apply_adam_cpu_kernel.cc``). MindSpore runs the operator on the CPU;
 this two-phase API is the project's, in the aclnn conventions (values first, status
 last)::
@@ -21,7 +21,7 @@ their m and v decay but their var is left unchanged (``var - 0``; NaN only where
 ``sqrt(v) + epsilon`` is 0 or NaN). That is MindSpore 2.10's CPU kernel as measured
 (``pip install mindspore``, CPU, PyNative, first launch in a process: var of those rows
 bit-identical, m = m*beta1, v = v*beta2, NaN for v = 0 with epsilon = 0): its Nesterov
-moment is a workspace written for the indexed rows only, zero when fresh (reference/
+moment is a workspace written for the indexed rows only, zero when fresh (docs/reference/
 operators.md §4 flags it as undefined; in a process that has launched before, the
 workspace holds stale values and those rows move by amounts that follow no formula).
 
@@ -51,11 +51,11 @@ from aclnn.executor import aclOpExecutor, run_executor
 from aclnn.ops import _check
 from aclnn.ops._check import ParamError
 from aclnn.ops._workspace import Workspace
-from kernels.common.chain import KernelLaunch, enqueue_chain
-from kernels.common.elementwise import cast, elementwise_tiling
-from kernels.common.sorted_index import sort_tiling, sort_with_index
-from kernels.fused_sparse_adam.kernel import fused_sparse_adam
-from kernels.fused_sparse_adam.tiling import tiling
+from npusim.kernels.common.chain import KernelLaunch, enqueue_chain
+from npusim.kernels.common.elementwise import cast, elementwise_tiling
+from npusim.kernels.common.sorted_index import sort_tiling, sort_with_index
+from npusim.kernels.fused_sparse_adam.kernel import fused_sparse_adam
+from npusim.kernels.fused_sparse_adam.tiling import tiling
 
 API = "aclnnFusedSparseAdam"
 #: The Sort and MrgSort instructions the duplicate merge uses exist on A2/A3 only.
@@ -182,6 +182,6 @@ def aclnnFusedSparseAdam(workspace, workspaceSize, executor, stream):
     Returns:
         ``ret``: 0 when enqueued (varRef, mRef, vRef are updated when the stream is
         synchronised); 161001 null executor or workspace; 161002 released executor or
-        too-small workspace; 361001 invalid stream (reference/api.md §4).
+        too-small workspace; 361001 invalid stream (docs/reference/api.md §4).
     """
     return run_executor(API, workspace, workspaceSize, executor, stream)

@@ -8,18 +8,18 @@ cubeMathType and its per-product notes, the 161001/161002 tables, the 1-D shape 
 detection ``IsTransposeLastTwoDims`` + ``ContiguousAndCast``, the cubeMathType -> compute
 dtype rules ``CalcPromoteTypeCubemathtype``, at most 8 dims on DAV_2201); hiascend.com
 "aclnnMatmul" / "aclnnMm" / "aclnnBatchMatMul" (CANN 8.x aolapi). The calling convention is
-pyACL's (values first, status last, ``reference/api.md`` §5)::
+pyACL's (values first, status last, ``docs/reference/api.md`` §5)::
 
     workspaceSize, executor, ret = aclnnMatmulGetWorkspaceSize(self, mat2, out, cubeMathType)
     ret = aclnnMatmul(workspace, workspaceSize, executor, stream)
 
-The executor runs, in stream order (a failed kernel stops the rest, :mod:`kernels.common.chain`):
+The executor runs, in stream order (a failed kernel stops the rest, :mod:`npusim.kernels.common.chain`):
 
 1. per input, ``Contiguous`` (the BroadcastTo gather of aclnnAdd) unless the view is
    contiguous or the transpose of a contiguous tensor in its last two dims — a transposed
    view is read in place with the kernel's transpose flag, as ``IsTransposeLastTwoDims``
    routes it — then ``Cast`` to the compute dtype when it differs;
-2. ``MatMulV3`` / ``BatchMatMulV3`` (:mod:`kernels.matmul`, a cube-only AIC_ONLY launch)
+2. ``MatMulV3`` / ``BatchMatMulV3`` (:mod:`npusim.kernels.matmul`, a cube-only AIC_ONLY launch)
    into ``out`` — directly in float32 when the compute dtype is half/bf16 and ``out`` is
    float32 (the Fp162Fp32 kernel: one rounding) — or into the workspace;
 3. ``Cast`` to ``out``'s dtype when the kernel's output dtype differs.
@@ -64,11 +64,11 @@ from aclnn.ops._workspace import Workspace
 from aclnn.ops.add import _check_view_on_device
 from aclnn.ops.softmax import cast_steps, contiguous_launch
 from aclnn.tensor import aclTensor
-from kernels.add.kernel import broadcast_to
-from kernels.common.chain import KernelLaunch, enqueue_chain
-from kernels.common.elementwise import cast, elementwise_tiling, zeros_like
-from kernels.matmul import tiling as _tiling
-from kernels.matmul.kernel import mat_mul_v3
+from npusim.kernels.add.kernel import broadcast_to
+from npusim.kernels.common.chain import KernelLaunch, enqueue_chain
+from npusim.kernels.common.elementwise import cast, elementwise_tiling, zeros_like
+from npusim.kernels.matmul import tiling as _tiling
+from npusim.kernels.matmul.kernel import mat_mul_v3
 from npusim.ascendc.types import KernelMetaType
 
 #: cubeMathType values (aclnnMatmul.md; cube_util.cpp CheckCubeMathType).
@@ -470,7 +470,7 @@ def _second_phase_doc(api: str) -> str:
     executor or null workspace with workspaceSize > 0; 161002 released executor, a
     workspace smaller than the first phase asked for or not device memory, or a tensor
     whose memory was freed since the first phase; 361001 invalid stream
-    (``reference/api.md`` §4; see :func:`aclnn.executor.run_executor`).
+    (``docs/reference/api.md`` §4; see :func:`aclnn.executor.run_executor`).
     """
 
 

@@ -5,7 +5,7 @@ Sources: ``hicann/ops-nn: norm/rms_norm/docs/aclnnRmsNorm.md`` (signature, the f
 dtypes per product, rstdOut's shape and dtype, status codes, the official sample) and
 ``op_host/rms_norm_tiling.cpp`` (``CheckInputShape4RmsNorm``, the epsilon check); hiascend.com
 "aclnnRmsNorm" (CANN 8.x aolapi). The calling convention is pyACL's (values first,
-status last, ``reference/api.md`` §5)::
+status last, ``docs/reference/api.md`` §5)::
 
     workspaceSize, executor, ret = aclnnRmsNormGetWorkspaceSize(x, gamma, epsilon, yOut, rstdOut)
     ret = aclnnRmsNorm(workspace, workspaceSize, executor, stream)
@@ -15,9 +15,9 @@ for a dtype outside the table ("输入或输出的数据类型不在支持范围
 (ACLNN_ERR_INNER_TILING_ERROR) for the other parameter rules ("参数不满足参数说明中的要求"):
 the shapes (checked by ``CheckInputShape4RmsNorm`` in the tiling) and ``epsilon < 0``.
 
-The executor runs ``Contiguous`` (:func:`kernels.add.kernel.broadcast_to`) for a
+The executor runs ``Contiguous`` (:func:`npusim.kernels.add.kernel.broadcast_to`) for a
 non-contiguous x or gamma (into the workspace), then the RmsNorm kernel
-(:mod:`kernels.rms_norm`). Outputs must be contiguous [R]. Workspace: the tiling's (256 B +
+(:mod:`npusim.kernels.rms_norm`). Outputs must be contiguous [R]. Workspace: the tiling's (256 B +
 the 16 MiB system workspace) plus the Contiguous buffers.
 """
 from __future__ import annotations
@@ -32,11 +32,11 @@ from aclnn.ops._workspace import Workspace
 from aclnn.ops.add import _check_view_on_device
 from aclnn.ops.softmax import contiguous_launch
 from aclnn.tensor import aclTensor
-from kernels.add.kernel import broadcast_to
-from kernels.common.chain import KernelLaunch, enqueue_chain
-from kernels.rms_norm import tiling as _tiling
-from kernels.rms_norm.golden import rstd_shape
-from kernels.rms_norm.kernel import rms_norm
+from npusim.kernels.add.kernel import broadcast_to
+from npusim.kernels.common.chain import KernelLaunch, enqueue_chain
+from npusim.kernels.rms_norm import tiling as _tiling
+from npusim.kernels.rms_norm.golden import rstd_shape
+from npusim.kernels.rms_norm.kernel import rms_norm
 
 API = "aclnnRmsNormGetWorkspaceSize"
 OP_TYPE = "RmsNorm"
@@ -190,6 +190,6 @@ def aclnnRmsNorm(workspace, workspaceSize, executor, stream):
     executor or null workspace with workspaceSize > 0; 161002 released executor, a
     workspace smaller than the first phase asked for or not device memory, or a tensor
     whose memory was freed since the first phase; 361001 invalid stream
-    (``reference/api.md`` §4; see :func:`aclnn.executor.run_executor`).
+    (``docs/reference/api.md`` §4; see :func:`aclnn.executor.run_executor`).
     """
     return run_executor("aclnnRmsNorm", workspace, workspaceSize, executor, stream)

@@ -3,18 +3,18 @@
 Sources: ``hicann/ops-nn: activation/softmax_v2/docs/aclnnSoftmax.md`` (signature, dtypes per
 product, 0-8 dims, status codes, the official sample) and ``op_api/aclnn_softmax.cpp`` (the
 order of the checks and the l0 chain); hiascend.com "aclnnSoftmax" (CANN 8.x aolapi). The
-calling convention is pyACL's (values first, status last, ``reference/api.md`` §5)::
+calling convention is pyACL's (values first, status last, ``docs/reference/api.md`` §5)::
 
     workspaceSize, executor, ret = aclnnSoftmaxGetWorkspaceSize(self, dim, out)
     ret = aclnnSoftmax(workspace, workspaceSize, executor, stream)
 
 The executor runs the l0 chain of aclnn_softmax.cpp in stream order:
 
-1. ``Contiguous`` (:func:`kernels.add.kernel.broadcast_to`, the strided gather Add uses) when
+1. ``Contiguous`` (:func:`npusim.kernels.add.kernel.broadcast_to`, the strided gather Add uses) when
    self is not a contiguous tensor: self is written contiguously into the workspace;
-2. ``SoftmaxV2`` (:mod:`kernels.softmax`): the softmax in self's dtype, into out when out
+2. ``SoftmaxV2`` (:mod:`npusim.kernels.softmax`): the softmax in self's dtype, into out when out
    has self's dtype, else into the workspace;
-3. ``Cast`` to out's dtype (:func:`kernels.common.elementwise.cast`, through float32 when
+3. ``Cast`` to out's dtype (:func:`npusim.kernels.common.elementwise.cast`, through float32 when
    there is no direct Cast: FLOAT16 <-> BF16), when the dtypes differ.
 
 ``ViewCopy`` into a non-contiguous out is not modelled: out must be contiguous [R].
@@ -36,12 +36,12 @@ from aclnn.ops._check import ParamError
 from aclnn.ops._workspace import Workspace
 from aclnn.ops.add import _check_view_on_device
 from aclnn.tensor import aclTensor
-from kernels.add import tiling as _add_tiling
-from kernels.add.kernel import broadcast_to
-from kernels.common.chain import KernelLaunch, enqueue_chain
-from kernels.common.elementwise import cast, elementwise_tiling
-from kernels.softmax import tiling as _tiling
-from kernels.softmax.kernel import softmax_v2
+from npusim.kernels.add import tiling as _add_tiling
+from npusim.kernels.add.kernel import broadcast_to
+from npusim.kernels.common.chain import KernelLaunch, enqueue_chain
+from npusim.kernels.common.elementwise import cast, elementwise_tiling
+from npusim.kernels.softmax import tiling as _tiling
+from npusim.kernels.softmax.kernel import softmax_v2
 
 API = "aclnnSoftmaxGetWorkspaceSize"
 OP_TYPE = "SoftmaxV2"
@@ -215,6 +215,6 @@ def aclnnSoftmax(workspace, workspaceSize, executor, stream):
     executor or null workspace with workspaceSize > 0; 161002 released executor, a
     workspace smaller than the first phase asked for or not device memory, or a tensor
     whose memory was freed since the first phase; 361001 invalid stream
-    (``reference/api.md`` §4; see :func:`aclnn.executor.run_executor`).
+    (``docs/reference/api.md`` §4; see :func:`aclnn.executor.run_executor`).
     """
     return run_executor("aclnnSoftmax", workspace, workspaceSize, executor, stream)

@@ -1,7 +1,7 @@
 """AdamOffload: Adam whose moments live on the host; the device only receives the update.
 
-MindSpore ``nn.AdamOffload`` (``shared/seeds/mindspore.nn.AdamOffload.txt``;
-``reference/operators.md`` §5; ``mindspore/python/mindspore/nn/optim/adam.py`` and
+MindSpore ``nn.AdamOffload`` (the MindSpore API document mindspore.nn.AdamOffload (mindspore.cn);
+``docs/reference/operators.md`` §5; ``mindspore/python/mindspore/nn/optim/adam.py`` and
 ``optimizer.py``), rebuilt on this project's pyACL runtime (``aclnn.acl``) and an aclnn
 kernel. One :meth:`AdamOffload.step` does, per parameter, what MindSpore's graph does::
 
@@ -458,7 +458,7 @@ class AdamOffload:
     @property
     def device_bytes(self) -> int:
         """Device bytes this optimizer reserved: ``ceil32(size) + 32`` per allocation
-        (the aclrtMalloc rule of reference/api.md §6)."""
+        (the aclrtMalloc rule of docs/reference/api.md §6)."""
         return sum(self._device.gm.find(p).alloc_size for p in self._allocs)
 
     # -- per-step values ----------------------------------------------------------------

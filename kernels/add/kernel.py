@@ -10,14 +10,14 @@ strided input in the output's shape in the workspace). One instance per block (A
     CopyOut: z tile UB -> GM
 
 The recipe (compute dtype, cast chains, alpha, wrap) comes from the host
-(:func:`kernels.add.tiling.add_recipe`, whose docstring gives the sources and the order of
-operations). ``KernelBroadcastTo`` is described in :func:`kernels.add.tiling.broadcast_to_tiling`.
+(:func:`npusim.kernels.add.tiling.add_recipe`, whose docstring gives the sources and the order of
+operations). ``KernelBroadcastTo`` is described in :func:`npusim.kernels.add.tiling.broadcast_to_tiling`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from kernels.add import tiling as _t
+from npusim.kernels.add import tiling as _t
 from npusim.ascendc import (Add, Adds, Cast, DataCopy, DataCopyExtParams, DataCopyPad,
                             DataCopyPadExtParams, GetBlockIdx, GlobalTensor, Mins, Muls,
                             RoundMode, Sub, TBuf, TPipe, TPosition, TQue, int32_t)
@@ -167,7 +167,7 @@ def add(x, y, z, workspace, tiling):
             each, already broadcast to the output shape).
         z: device address of the contiguous output.
         workspace: unused (0 is fine).
-        tiling: :class:`kernels.add.tiling.AddTilingData`.
+        tiling: :class:`npusim.kernels.add.tiling.AddTilingData`.
     """
     op = KernelAdd()
     op.Init(x, y, z, tiling)
@@ -176,7 +176,7 @@ def add(x, y, z, workspace, tiling):
 
 class KernelBroadcastTo:
     """One block of the strided/broadcast gather ``y[o, r, c] = x[o, r, c]`` (see
-    :class:`kernels.add.tiling.BroadcastToTilingData` for the index map)."""
+    :class:`npusim.kernels.add.tiling.BroadcastToTilingData` for the index map)."""
 
     def __init__(self):
         self.pipe = TPipe()
@@ -284,7 +284,7 @@ class KernelBroadcastTo:
 
 def broadcast_to(x, y, workspace, tiling):
     """Kernel entry of BroadcastTo: ``x`` the input view's first element (device address),
-    ``y`` the contiguous output; ``tiling`` a :class:`kernels.add.tiling.BroadcastToTilingData`."""
+    ``y`` the contiguous output; ``tiling`` a :class:`npusim.kernels.add.tiling.BroadcastToTilingData`."""
     op = KernelBroadcastTo()
     op.Init(x, y, tiling)
     op.Process()

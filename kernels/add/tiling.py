@@ -72,17 +72,17 @@ I8, U8, I16, I32, I64 = (np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.i
 BOOL = np.dtype(np.bool_)
 C64, C128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
-#: Double buffering of every queue (reference/hardware.md §3 "Double buffering").
+#: Double buffering of every queue (docs/reference/hardware.md §3 "Double buffering").
 BUFFER_NUM = 2
 #: Fewest elements worth a core of its own [R]: below ~4 KiB per core the fixed DMA latency
-#: dominates (transfers of 16 KB or more reach full bandwidth, reference/hardware.md §2).
+#: dominates (transfers of 16 KB or more reach full bandwidth, docs/reference/hardware.md §2).
 BLOCK_MIN = 1024
-#: Per-block GM start alignment: "GM地址尽量512B对齐" (reference/hardware.md §2).
+#: Per-block GM start alignment: "GM地址尽量512B对齐" (docs/reference/hardware.md §2).
 BLOCK_ALIGN_BYTES = 512
 #: UB tiles are multiples of this many elements, so every buffer stays 32 B aligned even
-#: for 1-byte types (reference/hardware.md §3 "Memory and alignment").
+#: for 1-byte types (docs/reference/hardware.md §3 "Memory and alignment").
 UB_ALIGN_ELEMS = 64
-#: DataCopyPad limits (reference/hardware.md §3): rows per copy and the GM gap in bytes.
+#: DataCopyPad limits (docs/reference/hardware.md §3): rows per copy and the GM gap in bytes.
 MAX_BLOCK_COUNT = 4095
 MAX_GM_STRIDE = 2**32 - 1
 #: Bytes of one UB scratch element: the widest intermediate type of a cast chain (fp32/int32).
@@ -403,7 +403,7 @@ def tiling(soc, total: int, self_dtype, other_dtype, out_dtype, alpha=1.0, *,
         soc: the SocSpec; ``core_num`` defaults to its vector core count
             (``vector_block_num``) and ``ub_size`` to ``GetCoreMemSize(UB)`` less the 8 KiB
             Ascend C reserve (``soc.ub_usable - soc.ascendc_reserved_ub``,
-            reference/hardware.md §1.7): the kernel is launched with the reserve.
+            docs/reference/hardware.md §1.7): the kernel is launched with the reserve.
         total: elements of the (broadcast) output, >= 0.
         self_dtype, other_dtype, out_dtype: numpy dtypes of the contiguous kernel inputs
             and output.

@@ -2,5 +2,5 @@
 Ascend op ``ApplyAddSignD``), as a tiled Ascend C style elementwise kernel.
 
 ``tiling.py`` (host), ``kernel.py`` (device), ``golden.py`` (numpy from the documented
-formula); reference/operators.md §3.
+formula); docs/reference/operators.md §3.
 """

@@ -1,6 +1,6 @@
 """Numpy golden of ApplyAddSign, written from the documented formula.
 
-Source: ``shared/seeds/mindspore.ops.ApplyAddSign.txt`` and ``reference/operators.md`` §3
+Source: the MindSpore API document mindspore.ops.ApplyAddSign (mindspore.cn) and ``docs/reference/operators.md`` §3
 "Math" (the MindSpore CPU kernel)::
 
     m   = beta*m + (1 - beta)*g

@@ -1,6 +1,6 @@
 """Device code of ApplyAddSign: one ``KernelApplyAddSign`` per block (AIV).
 
-The order of operations is TBE ``apply_add_sign_d.py``'s (reference/operators.md §3),
+The order of operations is TBE ``apply_add_sign_d.py``'s (docs/reference/operators.md §3),
 every instruction in the tensors' dtype (half arithmetic rounds per instruction, as
 TBE's fp16 ``vmul``/``vadd`` do)::
 

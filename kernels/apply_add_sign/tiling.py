@@ -1,6 +1,6 @@
 """Host tiling of ApplyAddSign: SoC + element count + dtype -> TilingData.
 
-There is no Ascend C ApplyAddSign to copy (reference/operators.md §3: the Ascend
+There is no Ascend C ApplyAddSign to copy (docs/reference/operators.md §3: the Ascend
 implementation is the TBE ``ApplyAddSignD``, scheduled by the generic elementwise
 ``auto_schedule``), so this is the tiling of an ordinary Ascend C elementwise kernel,
 in the shape of the official ``AddCustom`` samples [R for every choice below]:
@@ -90,7 +90,7 @@ def tiling(soc, total: int, dtype, *, core_num: int | None = None,
     Args:
         soc: the SocSpec; ``core_num`` defaults to its AIV count (``vector_block_num``) and
             ``ub_size`` to ``GetCoreMemSize(UB)`` less the 8 KiB Ascend C reserve
-            (``soc.ub_usable - soc.ascendc_reserved_ub``, reference/hardware.md §1.7).
+            (``soc.ub_usable - soc.ascendc_reserved_ub``, docs/reference/hardware.md §1.7).
         total: elements of var (= of m and grad), >= 0.
         dtype: float32 or float16 (numpy dtype or name).
 

@@ -1,7 +1,7 @@
 """Numpy golden of ApplyFusedEmaAdam, written from the documented formula.
 
-Source: ``shared/seeds/aclnnApplyFusedEmaAdam.txt`` (计算公式) and
-``reference/operators.md`` §1 "Math". The golden computes in float64 and rounds once to
+Source: the CANN aclnn API document aclnnApplyFusedEmaAdam (hiascend.com) (计算公式) and
+``docs/reference/operators.md`` §1 "Math". The golden computes in float64 and rounds once to
 the tensors' dtype at the end; it deliberately does not follow the kernel's order of
 operations, so that comparing the two checks the kernel rather than repeating it.
 """

@@ -2,7 +2,7 @@
 
 Read it next to ``optim/apply_fused_ema_adam/op_kernel/apply_fused_ema_adam_f32.h`` and
 ``apply_fused_ema_adam_f_bf16.h``; the order of operations is the one documented in
-``reference/operators.md`` §1 "Kernel arithmetic order", so the results are bit-exact
+``docs/reference/operators.md`` §1 "Kernel arithmetic order", so the results are bit-exact
 with respect to that order:
 
 * ``beta^step`` on the vector unit (Duplicate + Power) once per core in Init, then

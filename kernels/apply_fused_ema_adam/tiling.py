@@ -1,7 +1,7 @@
 """Host tiling of ApplyFusedEmaAdam: SoC + element count + dtype + attributes -> TilingData.
 
 This is ``TilingCompute`` of ``optim/apply_fused_ema_adam/op_host/apply_fused_ema_adam_tiling.cpp``
-as described in ``reference/operators.md`` §1 "Tiling":
+as described in ``docs/reference/operators.md`` §1 "Tiling":
 
 * cores: ``coreNum = GetCoreNumAiv()``; the first ``frontCoreNum = total % coreNum`` cores
   (or all of them when it divides) take ``coreCalcNum = ceil(total / coreNum)`` elements,
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Tiling keys of the real operator (reference/operators.md §1 "Interface").
+#: Tiling keys of the real operator (docs/reference/operators.md §1 "Interface").
 TILING_KEY = {"bfloat16": 100, "float16": 101, "float32": 102}
 #: 9 UB slots per element: var, m, v, s, grad in; var, m, v, s out.
 QUEUE_NUM = 9
@@ -76,7 +76,7 @@ def tiling(soc, total: int, dtype, *, lr=1e-3, ema_decay=0.9999, beta1=0.9, beta
     Args:
         soc: the SocSpec; ``core_num`` defaults to its AIV count (``vector_block_num``) and
             ``ub_size`` to what ``GetCoreMemSize(UB)`` reports (``soc.ub_usable``,
-            reference/hardware.md §1.7). The unit test of the real operator uses
+            docs/reference/hardware.md §1.7). The unit test of the real operator uses
             ``ub_size=196608``; pass it to reproduce that table.
         total: number of elements of each tensor (>= 0).
         dtype: float32, float16 or bfloat16 (numpy dtype or name).

@@ -12,7 +12,7 @@ UB tiles of ``tileLength`` elements with DataCopyPad, double-buffered (BUFFER_NU
 
 ``InitOutput(gm, size, value)`` is the Ascend C library call that fills GM with a value; it
 works through the UB the Ascend C library keeps for itself (the 8 KiB reserve of
-reference/hardware.md §1.7), so a kernel that calls it must be launched with
+docs/reference/hardware.md §1.7), so a kernel that calls it must be launched with
 ``reserve_ub=True``.
 """
 from __future__ import annotations
@@ -242,7 +242,7 @@ def InitOutput(gmTensor: GlobalTensor, size: int, value) -> None:
     reserved = ctx.soc.ub_usable - reserved_start
     if reserved < 32:
         raise KernelError("InitOutput", "the Ascend C library UB reserve is not available: "
-                          "launch the kernel with reserve_ub=True (reference/hardware.md §1.7)")
+                          "launch the kernel with reserve_ub=True (docs/reference/hardware.md §1.7)")
     dtype = gmTensor.dtype
     size = int(size)
     if size <= 0:

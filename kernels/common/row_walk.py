@@ -27,7 +27,7 @@ rows at once:
    MTE2/MTE3 busy times and its kernel time agree within a few percent (the tests bound
    them at 10% and 12%).
 
-Every index the walk uses is checked first (:func:`~kernels.common.sorted_index.check_index`).
+Every index the walk uses is checked first (:func:`~npusim.kernels.common.sorted_index.check_index`).
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ import numpy as np
 
 from npusim.ascendc import core as _core
 from npusim.ascendc.types import PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V, CacheMode
-from kernels.common.sorted_index import check_index
+from npusim.kernels.common.sorted_index import check_index
 
 LIMIT_COUNT_NUM = 10
 INDICE_INIT_PARAM = -1

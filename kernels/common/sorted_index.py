@@ -1,7 +1,7 @@
 """The device sort of indices with their original positions, shared by
 aclnnEmbeddingDenseBackward and FusedSparseAdam.
 
-What the real operator does (reference/operators.md §2 "Sorting", aclnn_embedding_dense_
+What the real operator does (docs/reference/operators.md §2 "Sorting", aclnn_embedding_dense_
 backward.cpp ``PorcessIndices``): before EmbeddingDenseGradV2 it launches a **separate Sort
 kernel** (``l0op::Sort(indices, dim=-1, descending=false, stable=true, DT_INT32)``) that
 returns the sorted indices and ``posIdx``, the original row of each sorted entry; the
@@ -59,7 +59,7 @@ INT32_INF = 2139095040
 
 class IndexOutOfRangeError(GmAccessError):
     """An index outside ``[0, bound)``: on hardware the kernel would write outside its
-    output (EmbeddingDenseGradV2 has no bounds check, reference/operators.md §2), which
+    output (EmbeddingDenseGradV2 has no bounds check, docs/reference/operators.md §2), which
     surfaces as an AI core exception (ACL_ERROR_RT_AICORE_EXCEPTION, 507015) or silently
     corrupts memory; the simulator stops the kernel before that write."""
 
@@ -74,7 +74,7 @@ def check_index(value: int, position: int, bound: int, what: str, instruction: s
         raise IndexOutOfRangeError(instruction, f"indices[{int(position)}] = {int(value)} is "
                                    f"outside [0, {what} = {int(bound)}): the kernel would "
                                    "write outside its output (indices must lie in "
-                                   f"[0, {what} - 1], reference/api.md §3)", pipe="PIPE_S",
+                                   f"[0, {what} - 1], docs/reference/api.md §3)", pipe="PIPE_S",
                                    line=_kernel_line())
 
 

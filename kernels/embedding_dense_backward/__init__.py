@@ -8,5 +8,5 @@
   in UB, two passes over the indices).
 * ``golden.py`` — numpy from the documented PyTorch formula.
 
-The device sort of the indices is shared machinery: :mod:`kernels.common.sorted_index`.
+The device sort of the indices is shared machinery: :mod:`npusim.kernels.common.sorted_index`.
 """

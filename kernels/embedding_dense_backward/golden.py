@@ -1,6 +1,6 @@
 """Numpy golden of aclnnEmbeddingDenseBackward, written from the documented formula.
 
-Source: reference/operators.md §2 "PyTorch semantics / oracle" (aten ``embedding_dense_
+Source: docs/reference/operators.md §2 "PyTorch semantics / oracle" (aten ``embedding_dense_
 backward``, CPU): ``counts[indices[i]]++`` over **all** indices; for every i with
 ``indices[i] != padding_idx``: ``grad_weight[indices[i]] += grad[i] * scale`` with
 ``scale = 1 / counts[indices[i]]`` when scale_grad_by_freq, 1 otherwise; grad_weight starts

@@ -1,12 +1,12 @@
 """Device code of EmbeddingDenseGrad on Atlas training products (Ascend910A family): the
-algorithm of the TBE kernel ``embedding_dense_grad.py`` (reference/operators.md §2 "The
+algorithm of the TBE kernel ``embedding_dense_grad.py`` (docs/reference/operators.md §2 "The
 910 formula"), written as an Ascend C style kernel.
 
 * The rows of ``out`` are split over the cores: core ``b`` owns ``[b * rowsPerCore,
   min(numWeights, (b + 1) * rowsPerCore))``.
 * **Pass 1** scans **all** indices, a UB tile at a time, with the scalar unit: every index
   is checked against ``[0, numWeights)`` (the simulator's rule 5: the kernel stops with
-  :class:`~kernels.common.sorted_index.IndexOutOfRangeError` before any write; the TBE
+  :class:`~npusim.kernels.common.sorted_index.IndexOutOfRangeError` before any write; the TBE
   non-scale branch skips such indices instead [R]) and, with scaleGradByFreq, the indices
   in the core's range (padding excluded) are counted in a UB array of ``countsSize``
   entries of the index type — the array whose size gives the seed's embeddingDim bound.
@@ -32,7 +32,7 @@ from npusim.ascendc import (DataCopyExtParams, DataCopyPad, DataCopyPadExtParams
                             WaitFlag, float32, int32_t)
 from npusim.ascendc import core as _core
 from npusim.ascendc.types import PIPE_S
-from kernels.common.sorted_index import check_index
+from npusim.kernels.common.sorted_index import check_index
 
 #: Scalar cycles of one entry of the index loops: GetValue, two compares, a branch and,
 #: in pass 1, the count update [R: the scalar unit's per-instruction cost is not published;
@@ -216,7 +216,7 @@ def embedding_dense_grad(grad, indices, out, tiling, indexDtype):
         grad: device address of fp32 grad [gradRow, embeddingDim].
         indices: device address of the int32 or int64 indices (``indexDtype``).
         out: device address of fp32 out [numWeights, embeddingDim] (written in full).
-        tiling: :class:`~kernels.embedding_dense_backward.tiling.EmbeddingDenseGradTilingData`.
+        tiling: :class:`~npusim.kernels.embedding_dense_backward.tiling.EmbeddingDenseGradTilingData`.
 
     Launch with ``blockDim = tiling.blockDim`` and ``reserve_ub=False`` (a TBE kernel: its
     UB budget is the tiling's).

@@ -1,7 +1,7 @@
 """Device code of EmbeddingDenseGradV2 (Atlas A2/A3): the kernels the tiling key selects.
 
 Read next to ``index/embedding_dense_grad_v2/op_kernel/`` of ops-nn
-(``embedding_dense_grad_v2.cpp`` and the ``.h`` files named below) and reference/
+(``embedding_dense_grad_v2.cpp`` and the ``.h`` files named below) and docs/reference/
 operators.md §2 "How duplicates are merged" and "scale_grad_by_freq":
 
 * **key 0** — :class:`KernelEmbeddingDenseGradV2` (``embedding_dense_grad_v2.h``). Each
@@ -43,7 +43,7 @@ Deviations, all marked [R] where they are choices:
 
 * The real kernel has no bounds check: an index outside ``[0, numWeights)`` makes it write
   outside ``out``. Here every index is checked when the kernel reads it (no cost) and the
-  kernel stops with :class:`~kernels.common.sorted_index.IndexOutOfRangeError` before that
+  kernel stops with :class:`~npusim.kernels.common.sorted_index.IndexOutOfRangeError` before that
   write, naming the index and its position.
 * ``ProcessForHalf`` in ops-nn calls ``CopyToOutStage(paddingIdx)`` on every row when the
   padding index is the core's first or last index; that call also empties the fp32 UB
@@ -54,7 +54,7 @@ Deviations, all marked [R] where they are choices:
   accepts CAST_NONE/CAST_RINT for that pair, which give the same value below 2^24 (the
   small-dim kernel's numWeights limit).
 * Simulator fast path (``fast=True``, the default): for the fp32 row walks (keys 0/1 and
-  10/11) the per-row loop is executed by :mod:`kernels.common.row_walk` — the same state
+  10/11) the per-row loop is executed by :mod:`npusim.kernels.common.row_walk` — the same state
   machine, the same fp32 additions in the same order (bit-identical results), and the
   instructions recorded in batches whose per-pipe costs add up to the per-row ones.
   ``fast=False`` runs the row-by-row code below; tests compare the two.
@@ -71,8 +71,8 @@ from npusim.ascendc import (PIPE_ALL, Add, Cast, DataCopyExtParams, DataCopyPad,
                             SetAtomicAdd, SetAtomicNone, SetFlag, SyncAll, TBuf, TPipe,
                             TPosition, TQue, WaitFlag, float32, int32_t, uint32_t)
 from npusim.ascendc.sort import CreateVecIndex, Extract, Sort
-from kernels.common.elementwise import InitOutput
-from kernels.common.sorted_index import check_index
+from npusim.kernels.common.elementwise import InitOutput
+from npusim.kernels.common.sorted_index import check_index
 
 BUFFER_NUM = 1
 DOUBLE_BUFFER = 1
@@ -208,7 +208,7 @@ class KernelEmbeddingDenseGradV2(_RowRange):
             if self.curEmbeddingDim == 0:
                 continue
             if self.fast:
-                from kernels.common.row_walk import walk_base_rows
+                from npusim.kernels.common.row_walk import walk_base_rows
                 walk_base_rows(self, dimJ)
                 continue
             for i in range(self.rowNum):
@@ -582,7 +582,7 @@ class KernelEmbeddingDenseGradV2Determinist(_RowRange):
             if self.blockIdx != 0:
                 self.InitStandIndice(0)
             if self.fast:
-                from kernels.common.row_walk import walk_determinist_rows
+                from npusim.kernels.common.row_walk import walk_determinist_rows
                 walk_determinist_rows(self, dimJ)
                 continue
             if self.SubProcess(dimJ):
@@ -1050,7 +1050,7 @@ def embedding_dense_grad_v2(grad, sortIndices, posIdx, backProps, workSpace, til
         workSpace: the user workspace (after the 16 MiB system workspace):
             counts (scale), outIndex + outStage (fp16/bf16), or outCasted (fp16/bf16
             small-dim).
-        tiling: :class:`~kernels.embedding_dense_backward.tiling.EmbeddingDenseGradV2TilingData`.
+        tiling: :class:`~npusim.kernels.embedding_dense_backward.tiling.EmbeddingDenseGradV2TilingData`.
         gradDtype: the template type (the real operator selects it at compile time).
         fast: use the batched row walk for the fp32 walks (module docstring).
 

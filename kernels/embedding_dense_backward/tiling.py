@@ -1,6 +1,6 @@
 """Host side of aclnnEmbeddingDenseBackward: routing, caveats and the two tilings.
 
-Sources: ``reference/operators.md`` §2 and the public ops-nn files it cites
+Sources: ``docs/reference/operators.md`` §2 and the public ops-nn files it cites
 (``index/embedding_dense_grad_v2/op_host/embedding_dense_grad_v2_tiling.cpp``,
 ``op_api/aclnn_embedding_dense_backward.cpp``); the Atlas training (910) limit from the seed
 ``aclnnEmbeddingDenseBackward.txt`` (约束与限制) and the TBE kernel it comes from.
@@ -30,7 +30,7 @@ taken when not deterministic, ``embeddingDim <= 512`` and ``numWeights <= 2^24``
   (outIndex), or ``numWeights * E * 4`` for the fp16/bf16 small-dim kernel.
 
 ``ub_size`` defaults to what ``GetCoreMemSize(UB)`` reports (``soc.ub_usable``); the numbers
-of reference/operators.md §2 (maxFormerNum 14656 fp32 / 10992 half, maxRowInUb 163 for
+of docs/reference/operators.md §2 (maxFormerNum 14656 fp32 / 10992 half, maxRowInUb 163 for
 E = 256) use the operator unit test's 196608: pass ``ub_size=196608`` to reproduce them.
 
 **V1 / Atlas training tiling** (the TBE kernel of operators.md §2 "The 910 formula"), in
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# -- constants of the op_api and the V2 tiling (reference/operators.md §2) ----------------
+# -- constants of the op_api and the V2 tiling (docs/reference/operators.md §2) ----------------
 MAX_SUPPORT_DIM = 8
 LIMIT_EMBEDDING_DIM_NUM = 14336
 INT32_MAX_LIMIT = 2147483647
@@ -69,14 +69,14 @@ SYS_WORKSPACE_SIZE = 16 * 1024 * 1024
 
 # -- the Atlas training (TBE) kernel ------------------------------------------------------
 #: UB the TBE kernel budgets with: the seed's constant 180192 = 196608 - 16384 - 32, i.e. a
-#: 192 KiB UB (reference/operators.md §2 derivation; the value TBE reads on 910 is [R]).
+#: 192 KiB UB (docs/reference/operators.md §2 derivation; the value TBE reads on 910 is [R]).
 UB_SIZE_910 = 196608
 #: UB the TBE kernel keeps free (RESERVE_SIZE, 16 KiB).
 RESERVE_SIZE_910 = 16384
 #: The seed's constant of the embeddingDim bound.
 BOUND_CONSTANT_910 = 180192
 
-#: The documented A2 caveats (seed 约束与限制; reference/operators.md §2 table).
+#: The documented A2 caveats (seed 约束与限制; docs/reference/operators.md §2 table).
 CAVEAT_PRECISION = ("the output cannot be guaranteed high precision; with deterministic "
                     "computation enabled, it cannot be guaranteed high performance")
 CAVEAT_PERFORMANCE = "high performance cannot be guaranteed"
@@ -90,7 +90,7 @@ def _align(n: int, a: int) -> int:
 def is_compute_by_v2(soc, grad_rows: int, num_weights: int) -> bool:
     """``IsComputeByV2`` on the SoCs the simulator runs it for: V2 on A2/A3 when both the
     flattened grad rows and numWeights are at most INT32_MAX; never on the first-generation
-    910 (reference/operators.md §2 "Routing")."""
+    910 (docs/reference/operators.md §2 "Routing")."""
     if soc.npu_arch != "2201":
         return False
     return grad_rows <= INT32_MAX_LIMIT and num_weights <= INT32_MAX_LIMIT
@@ -125,7 +125,7 @@ def a2_caveats(embedding_dim: int, grad_rows: int, num_weights: int,
     * flattened indices above INT32_INF (2139095040): "high performance cannot be
       guaranteed".
 
-    They are caveats, not rejections (reference/operators.md §2 "Simulation guidance").
+    They are caveats, not rejections (docs/reference/operators.md §2 "Simulation guidance").
     """
     notes = []
     if embedding_dim > LIMIT_EMBEDDING_DIM_NUM:
@@ -374,7 +374,7 @@ class EmbeddingDenseGradTilingData:
 def tiling_910(soc, grad_rows: int, embedding_dim: int, num_weights: int, padding_idx: int,
                scale_grad_by_freq: bool, index_dtype, *,
                core_num: int | None = None) -> EmbeddingDenseGradTilingData:
-    """Tiling of the Atlas training kernel (reference/operators.md §2 "The 910 formula").
+    """Tiling of the Atlas training kernel (docs/reference/operators.md §2 "The 910 formula").
 
     UB budget: ``UB_SIZE_910 - RESERVE_SIZE_910 = 180224`` B holds the counts
     (``countsSize`` x index bytes, scale only), an index tile and its grad rows

@@ -7,5 +7,5 @@
 * ``golden.py`` — numpy from the documented algorithm.
 
 The indices are sorted with their positions by the shared Sort kernel
-(:mod:`kernels.common.sorted_index`), as for aclnnEmbeddingDenseBackward.
+(:mod:`npusim.kernels.common.sorted_index`), as for aclnnEmbeddingDenseBackward.
 """

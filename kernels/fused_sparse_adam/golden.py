@@ -1,6 +1,6 @@
 """Numpy golden of FusedSparseAdam, written from the documented algorithm.
 
-Source: reference/operators.md §4 "Algorithm" (MindSpore ``sparse_apply_adam_cpu_kernel.cc``)
+Source: docs/reference/operators.md §4 "Algorithm" (MindSpore ``sparse_apply_adam_cpu_kernel.cc``)
 and the seed ``mindspore.ops.FusedSparseAdam.txt``:
 
 * duplicate indices are summed first; indices outside ``[0, var.shape[0])`` are dropped;

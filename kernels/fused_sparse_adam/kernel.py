@@ -1,6 +1,6 @@
 """Device code of FusedSparseAdam (Atlas A2/A3): one ``KernelFusedSparseAdam`` per block.
 
-The arithmetic is MindSpore's CPU kernel (``sparse_apply_adam_cpu_kernel.cc``, reference/
+The arithmetic is MindSpore's CPU kernel (``sparse_apply_adam_cpu_kernel.cc``, docs/reference/
 operators.md §4), in its order, every operation rounded to fp32:
 
 * ``lr_t = (lr * sqrt(1 - beta2Power)) / (1 - beta1Power)`` (scalar unit, in Init);
@@ -19,10 +19,10 @@ GM tensors, read once per core with ``GlobalTensor::GetValue`` (the aclnn scalar
 convention, docs/tutorial.md §10).
 
 The duplicate merge runs here on the device, on the output of the shared Sort kernel
-(:mod:`kernels.common.sorted_index`): a core owns the rows ``[rowBegin, rowEnd)`` of var,
+(:mod:`npusim.kernels.common.sorted_index`): a core owns the rows ``[rowBegin, rowEnd)`` of var,
 finds its stretch of the sorted indices by binary search (scalar reads of GM), and walks it
 tile by tile: each run of equal indices is one row's summed gradient. Sorted entries outside
-``[0, varRows)`` are dropped (:func:`~kernels.common.sorted_index.check_index` semantics,
+``[0, varRows)`` are dropped (:func:`~npusim.kernels.common.sorted_index.check_index` semantics,
 without the error), as the CPU kernel drops them.
 """
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Host tiling of FusedSparseAdam on the simulated Atlas A2/A3.
 
-The operator (reference/operators.md §4) is MindSpore's CPU kernel
+The operator (docs/reference/operators.md §4) is MindSpore's CPU kernel
 (``sparse_apply_adam_cpu_kernel.cc``); there is no device version in the public sources,
 so this tiling is ours [R]:
 
 * the indices are sorted on the device with their positions by the shared Sort kernel
-  (:mod:`kernels.common.sorted_index`);
+  (:mod:`npusim.kernels.common.sorted_index`);
 * the rows of ``var`` (first dimension, ``varRows``; ``rowSize`` elements per row) are split
   over the cores: the first ``formerRowRepTime`` cores take ``formerRowNum`` rows, the others
   ``tailRowNum``; ``blockDim = min(vector cores, varRows)``;
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SYS_WORKSPACE_SIZE = 16 * 1024 * 1024
-#: DataCopyPad blockCount limit (reference/hardware.md §3).
+#: DataCopyPad blockCount limit (docs/reference/hardware.md §3).
 MAX_BLOCK_COUNT = 4095
 
 

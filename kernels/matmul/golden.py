@@ -10,7 +10,7 @@ with torch.matmul's shape rules (aclnnMatmul.md 约束说明 "一维输入的sha
 ``(K, 1)`` likewise, two 1-D inputs give a scalar; the batch dims broadcast). The product
 is computed in float64 from the inputs as given (after the promotion of mixed dtypes, which
 is exact) and rounded once to the output dtype (the cube accumulates in float32 and rounds
-once at Fixpipe: reference/hardware.md §2.1 numerics; the golden does not follow the
+once at Fixpipe: docs/reference/hardware.md §2.1 numerics; the golden does not follow the
 cube's order of additions, so a kernel result differs from it by the float32
 accumulation only).
 """

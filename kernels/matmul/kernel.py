@@ -1,8 +1,8 @@
 """Device code of MatMulV3 / BatchMatMulV3: a cube-only (AIC_ONLY) basic-block matmul
 written with the basic cube instructions (not the high-level Matmul API).
 
-Per base block of C (``baseM x baseN``, :mod:`kernels.matmul.tiling`) the data path is
-(docs/tutorial.md §12; reference/hardware.md §2.1 pipe assignment)::
+Per base block of C (``baseM x baseN``, :mod:`npusim.kernels.matmul.tiling`) the data path is
+(docs/tutorial.md §12; docs/reference/hardware.md §2.1 pipe assignment)::
 
     GM --DataCopy(Nd2NzParams), MTE2--> L1 (A1/B1: NZ chunks of stepK*baseK, 2 buffers)
        --LoadData / LoadDataWithTranspose, MTE1--> L0A (ZZ) / L0B (ZN) (baseK steps, 2 buffers)
@@ -263,7 +263,7 @@ def mat_mul_v3(a, b, c, workspace, tiling):
         b: device address of B (``K x N`` or, transposed, ``N x K``) likewise.
         c: device address of the contiguous ``batch x M x N`` output of ``tiling.cDtype``.
         workspace: the system workspace (unused by the kernel itself).
-        tiling: :class:`kernels.matmul.tiling.MatmulTilingData`.
+        tiling: :class:`npusim.kernels.matmul.tiling.MatmulTilingData`.
     """
     op = KernelMatmul()
     op.Init(a, b, c, tiling)

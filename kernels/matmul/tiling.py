@@ -1,7 +1,7 @@
 """Host tiling of MatMulV3 / BatchMatMulV3 (the l0 kernels of aclnnMatmul, aclnnMm and
 aclnnBatchMatMul): SoC + shapes + dtypes -> TilingData, blockDim, workspace.
 
-The kernel (:mod:`kernels.matmul.kernel`) is a *basic-block* matmul, the shape of ops-nn's
+The kernel (:mod:`npusim.kernels.matmul.kernel`) is a *basic-block* matmul, the shape of ops-nn's
 MatMulV3 basic template on Atlas A2: the output ``C`` (``batch x M x N``) is cut into base
 blocks of ``baseM x baseN``; block ``t`` (batch-major, then M, then N) is computed by AIC
 ``t % usedCoreNum`` — round after round every core takes one base block, so neighbouring
@@ -24,7 +24,7 @@ library's GetTiling takes the largest ``stepKa = stepKb`` that fits L1 even sing
 (K "全载" first), while this kernel streams K through two L1 buffers (MatMulV3's double
 buffer), so ``stepKa = stepKb = STEP_K`` and ``depthA1 = depthB1 = 2 * STEP_K``.
 
-Published rules followed (reference/hardware.md §1.6, §1.7, §2.1; Mmad.md, Load2D.md):
+Published rules followed (docs/reference/hardware.md §1.6, §1.7, §2.1; Mmad.md, Load2D.md):
 
 * a base block's L0C tile (``baseM * baseN`` float/int32) fits L0C (128 KiB on A2/A3); two
   when ``dbL0C = 2``; L0A holds two ``baseM x baseK`` and L0B two ``baseK x baseN`` steps

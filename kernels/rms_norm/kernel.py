@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.common.reduce import ReduceSumHalfInterval
-from kernels.rms_norm import tiling as _t
+from npusim.kernels.common.reduce import ReduceSumHalfInterval
+from npusim.kernels.rms_norm import tiling as _t
 from npusim.ascendc import (Add, Cast, DataCopyExtParams, DataCopyPad, DataCopyPadExtParams,
                             Duplicate, GetBlockIdx, GetTPipePtr, GlobalTensor, HardEvent, Mul,
                             Muls, RoundMode, SetFlag, TBuf, TPipe, TPosition, TQue,
@@ -250,7 +250,7 @@ def rms_norm(x, gamma, y, rstd, workspace, tiling):
         x, gamma: device addresses of the contiguous inputs.
         y, rstd: device addresses of the contiguous outputs (x's dtype; float32).
         workspace: the workspace (unused by the kernel itself).
-        tiling: :class:`kernels.rms_norm.tiling.RmsNormTilingData`.
+        tiling: :class:`npusim.kernels.rms_norm.tiling.RmsNormTilingData`.
     """
     op = KernelRmsNorm()
     op.Init(x, gamma, y, rstd, tiling)

@@ -76,7 +76,7 @@ USR_WORKSPACE = 256
 #: Per-row constant of the MERGE_N formula (``numColAlign * 16 + 260``).
 MERGE_N_ROW_EXTRA = 260
 BUFFER_NUM = 2                  #: the simulated kernel's x and y queues [R]
-MAX_BLOCK_COUNT = 4095          #: rows per DataCopyPad (reference/hardware.md §3)
+MAX_BLOCK_COUNT = 4095          #: rows per DataCopyPad (docs/reference/hardware.md §3)
 
 
 class TilingError(ValueError):

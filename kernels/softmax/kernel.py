@@ -6,7 +6,7 @@ per column of an [R, tileA0] tile) is the documented one with the maximum subtra
 
     m = max(x);  e = exp(x - m);  s = sum(e);  y = e * (1 / s)
 
-Reductions are folds by halving (:mod:`kernels.common.reduce`, after
+Reductions are folds by halving (:mod:`npusim.kernels.common.reduce`, after
 ``ReduceSumHalfIntervalToRepeat`` of ops-nn's ``rms_norm_base.h``): level-2 ``Max`` / ``Add``
 of the upper half onto the lower half until one repeat is left, then ``WholeReduceMax`` /
 ``WholeReduceSum``; the result is read on PIPE_S after a V->S flag.
@@ -25,7 +25,7 @@ place, then ``Add``), pass 3 writes ``exp(x - m) * (1/s)``. One scalar read per 
 
 **ARA** / **ARA_RECOMPUTE**: a tile is ``rFactor`` rows of R by ``tileA0Len`` columns of A0
 (one strided DataCopyPad: ``blockCount`` rows, ``srcStride`` the rest of A0). The column
-max and sum fold the rows by halving (:func:`kernels.common.reduce.TreeFold` with a block
+max and sum fold the rows by halving (:func:`npusim.kernels.common.reduce.TreeFold` with a block
 of one row) and go into per-column accumulators; the max is subtracted and ``1/s``
 multiplied with level-0 ``Sub`` / ``Mul`` whose src1 has ``src1RepStride = 0`` (one row
 broadcast to every repeat, one repeat a row). A tile wider than a level-0 repeat stride
@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.common.reduce import (ReduceMaxHalfInterval, ReduceSumHalfInterval, TreeFold,
+from npusim.kernels.common.reduce import (ReduceMaxHalfInterval, ReduceSumHalfInterval, TreeFold,
                                    fold_buffer_elements)
-from kernels.softmax import tiling as _t
+from npusim.kernels.softmax import tiling as _t
 from npusim.ascendc import (Add, Adds, BinaryRepeatParams, Cast, DataCopy, DataCopyExtParams,
                             DataCopyPad, DataCopyPadExtParams, Div, Duplicate, Exp,
                             GetBlockIdx, GetTPipePtr, GlobalTensor, HardEvent, Max, Mul, Muls,
@@ -371,7 +371,7 @@ def softmax_v2(x, y, workspace, tiling):
         x: device address of the contiguous input ([A1, R, A0] of ``tiling.xDtype``).
         y: device address of the contiguous output (``tiling.yDtype``).
         workspace: the system workspace (unused by the kernel itself).
-        tiling: :class:`kernels.softmax.tiling.SoftmaxTilingData`.
+        tiling: :class:`npusim.kernels.softmax.tiling.SoftmaxTilingData`.
     """
     if tiling.tilingKey in (_t.TILINGKEY_AR, _t.TILINGKEY_AR_RECOMPUTE):
         op = KernelSoftmaxAR()

@@ -51,7 +51,7 @@ Where this tiling chooses on its own [R]:
   cast too, as the published kernels do), so ``yDtype`` is x's dtype and a different
   ``out`` dtype is a separate Cast kernel, as in aclnnSoftmax's l0 chain;
 * the reductions fold by halving with level-2 instructions (``ReduceSumHalfIntervalToRepeat``
-  of ops-nn's RmsNorm, :mod:`kernels.common.reduce`) instead of the arch35 register
+  of ops-nn's RmsNorm, :mod:`npusim.kernels.common.reduce`) instead of the arch35 register
   folds; AR keeps the row and folds into a half-row buffer taken off the UB first, the
   recompute templates fold their chunks in place, ARA folds its rows into a half-tile
   buffer (which, with the kernel's other buffers, stays inside the published
@@ -71,7 +71,7 @@ from math import gcd, prod
 import ml_dtypes
 import numpy as np
 
-from kernels.common.reduce import fold_buffer_elements
+from npusim.kernels.common.reduce import fold_buffer_elements
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -93,7 +93,7 @@ AR_RECOMPUTE_CACHE_SLOT_NUM = 64
 #: ARA recompute: R rows per chunk and the fp32 rows of its other buffers.
 DEFAULT_BIN_ADD_R_FACTOR = 128
 UB_COMPUTE_FACTOR = 11
-#: DataCopyPad moves at most this many rows per call (reference/hardware.md §3).
+#: DataCopyPad moves at most this many rows per call (docs/reference/hardware.md §3).
 MAX_BLOCK_COUNT = 4095
 
 TILINGKEY_AR = 1000

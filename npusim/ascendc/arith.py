@@ -17,13 +17,13 @@ Numerics (how the vector unit rounds):
   widened first, so the product is exact and only the sum rounds (the MulAddDst page's
   example agrees).
 * With SetSaturationFlag(true), each step of a half result clamps inf to ±65504 and NaN
-  to 0, and int16 results saturate (vector._compute, reference/hardware.md §2.1).
+  to 0, and int16 results saturate (vector._compute, docs/reference/hardware.md §2.1).
   Not/And/Or and the shifts are bit operations: they never overflow, and the shifts
   ignore the flag [R: the pages say nothing of saturating shifts].
 * Rsqrt is ``1 / sqrt(x)`` rounded once to T (0 -> inf, negative -> NaN) [R: the
   hardware's approximation error is not published; this is the correctly rounded value].
 
-Cost: published elements per cycle per AIV (reference/hardware.md §2.1): 128 for 16-bit
+Cost: published elements per cycle per AIV (docs/reference/hardware.md §2.1): 128 for 16-bit
 (Rsqrt/LeakyRelu/Axpy/FusedMulAdd/AddRelu/SubRelu half, Not/And/Or int16, 16-bit shifts)
 and 64 for 32-bit types and Axpy half -> float; MulAddDst 64 (half) and 32 (float, and
 half -> float [R]). A level-0 call costs its repeats (256 B each).

@@ -1,4 +1,4 @@
-"""Atomic accumulation into GM (reference/hardware.md §3 "Atomics").
+"""Atomic accumulation into GM (docs/reference/hardware.md §3 "Atomics").
 
 ``SetAtomicAdd<T>()`` makes every later UB -> GM copy (DataCopy, DataCopyPad on PIPE_MTE3)
 add its data to GM as ``T`` instead of overwriting it; GM is not zeroed first.
@@ -28,7 +28,7 @@ def SetAtomicAdd(dtype) -> None:
     dtype = np.dtype(dtype)
     if dtype not in _ATOMIC_TYPES:
         raise DtypeError("SetAtomicAdd", f"{dtype.name} is not an atomic-add type (int8, int16, "
-                         "half, bfloat16, int32, float; reference/hardware.md §3)", pipe="PIPE_S")
+                         "half, bfloat16, int32, float; docs/reference/hardware.md §3)", pipe="PIPE_S")
     ctx.atomic_dtype = dtype
     ctx.record(_core.OP, PIPE_S, ctx.soc.scalar_cycles, 0, None, "SetAtomicAdd")
 

@@ -12,7 +12,7 @@ implementation for ``[m, 1] -> [m, k]``, all on the vector unit, is:
 
 The simulator follows that cost model: Brcb at 8 elements in per cycle, the copy at one
 256 B repeat per cycle, GatherMask at 64 (16-bit; 8-bit data moved as 16-bit) / 32
-(32-bit) elements per cycle (reference/hardware.md §2.1, the rates of
+(32-bit) elements per cycle (docs/reference/hardware.md §2.1, the rates of
 :mod:`npusim.ascendc.gather`). ``[1, k] -> [m, k]`` (axis 0) and ``dim = 1`` are costed as
 the copy step alone [R: the page only draws the axis-1 case].
 

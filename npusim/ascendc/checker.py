@@ -56,7 +56,7 @@ _S = int(Pipe.PIPE_S)
 _PIPE_ALL = int(Pipe.PIPE_ALL)
 _V, _MTE1, _MTE3, _M, _FIX = (int(Pipe.PIPE_V), int(Pipe.PIPE_MTE1), int(Pipe.PIPE_MTE3),
                               int(Pipe.PIPE_M), int(Pipe.PIPE_FIX))
-#: The pipes that read each memory (reference/hardware.md §2.1 pipe assignment): a write
+#: The pipes that read each memory (docs/reference/hardware.md §2.1 pipe assignment): a write
 #: must not overtake their reads. UB: vector, MTE3 (UB -> GM), scalar; L1: MTE1 (LoadData,
 #: L1 -> bias table), MTE3 (L1 -> GM), FIX (quantisation tables); L0A/L0B/BT: the cube;
 #: L0C: the cube (accumulation) and Fixpipe; FB: Fixpipe.

@@ -17,7 +17,7 @@ cceapi_0119/0043/0118; Atlas A2/A3 rows):
 * Compare/CompareScalar: sources half or float (all CMPMODEs) or int32_t (``EQ`` only);
   the destination is ``uint8_t`` or ``int8_t``; bit ``i % 8`` of byte ``i // 8`` holds
   element ``i`` ("dst按照小端顺序排序"). Comparisons follow IEEE 754: every comparison with
-  NaN is false except NE (reference/hardware.md §2.1 "Float always follows INF/NAN").
+  NaN is false except NE (docs/reference/hardware.md §2.1 "Float always follows INF/NAN").
 * Count form: **``count * sizeof(T)`` must be a multiple of 256 B** (whole repeats).
 * Level-0 form (mask, repeatTime, repeatParams): on A2/A3 the mask is a reserved
   parameter ("保留参数，设置无效") — vcmpv/vcmpvs have no mask ("该接口无MASK参数"):
@@ -39,7 +39,7 @@ cceapi_0119/0043/0118; Atlas A2/A3 rows):
   SetCmpMask left there. On Atlas A2/A3, modes 1 and 2 with a selMask tensor need the
   8 KiB of UB that Ascend C reserves ("需要预留8K的Unified Buffer空间"); a kernel launched
   without that reserve gets a :class:`UbError`.
-* The UB operands start 32 B aligned (general rule, reference/hardware.md §3).
+* The UB operands start 32 B aligned (general rule, docs/reference/hardware.md §3).
 
 Cost: Compare/CompareScalar (hardware.md §2.1 "Compare/Compares") and Select at 128
 elements per cycle for half, 64 for float (and int32), per 256 B repeat, through
@@ -101,7 +101,7 @@ def _check_aligned(name: str, *tensors: LocalTensor, align: int = 32) -> None:
     for t in tensors:
         if t.offset % align:
             raise AlignmentError(name, f"UB address 0x{t.offset:x} is not {align} B aligned "
-                                 "(reference/hardware.md §3)", pipe="PIPE_V")
+                                 "(docs/reference/hardware.md §3)", pipe="PIPE_V")
 
 
 def _lanes(dt: np.dtype) -> int:
@@ -391,7 +391,7 @@ def _needs_reserve(ctx, mode: SELMODE) -> None:
         if ctx.ub_capacity > ctx.soc.ub_usable - ctx.soc.ascendc_reserved_ub:
             raise UbError("Select", f"{mode.name} keeps temporary data in the 8 KiB UB that "
                           f"Ascend C reserves, but this kernel was built without the reserve "
-                          f"(Select.md 约束说明, reference/hardware.md §1.7)", pipe="PIPE_V")
+                          f"(Select.md 约束说明, docs/reference/hardware.md §1.7)", pipe="PIPE_V")
 
 
 def Select(dst: LocalTensor, *args, selMode: SELMODE | None = None,

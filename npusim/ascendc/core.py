@@ -12,7 +12,7 @@ replays those records afterwards. A record is
   ``pipe``), BARRIER (PipeBarrier).
 * name: the Ascend C instruction, for profiles and traces.
 
-A core is of one kind (reference/hardware.md §1, §3): on the split A2/A3 an AIV (vector
+A core is of one kind (docs/reference/hardware.md §1, §3): on the split A2/A3 an AIV (vector
 core: the UB) or an AIC (cube core: L1, L0A, L0B, L0C, bias table, Fixpipe buffer); on the
 coupled 910A/310P one AI core with the UB and the cube buffers. Memories other than the
 UB are allocated the first time a block uses them, so a vector-only launch pays nothing.
@@ -40,7 +40,7 @@ UB_POISON = 0xFF
 
 _current: "CoreContext | None" = None
 
-# -- physical memories and core kinds (reference/hardware.md §1, §3) ----------------------
+# -- physical memories and core kinds (docs/reference/hardware.md §1, §3) ----------------------
 UB, L1, L0A, L0B, L0C, BT, FB, GM = "UB", "L1", "L0A", "L0B", "L0C", "BT", "FB", "GM"
 AIV, AIC, AICORE = "AIV", "AIC", "AICore"
 
@@ -88,7 +88,7 @@ class CoreContext:
         ub: a uint8 array of ``soc.ub_size`` bytes (reused between blocks).
         block_idx, block_num: what GetBlockIdx/GetBlockNum return.
         ub_capacity: bytes TPipe may hand out (``soc.ub_usable``, less the 8 KiB Ascend C
-            reserve unless the kernel is built without it; reference/hardware.md §1.7).
+            reserve unless the kernel is built without it; docs/reference/hardware.md §1.7).
         core_kind: AIV, AIC or AICORE (default: AIV on split SoCs, AICORE on coupled ones).
         mem_pool: memory name -> uint8 array that blocks run one after another may reuse
             for their L1/L0 buffers (None: each block allocates its own).
@@ -185,7 +185,7 @@ class CoreContext:
                      AICORE: "this AI core"}[self.core_kind]
             raise KernelError(instruction, f"{where} of {self.soc.soc_version} has no {mem}: "
                               "the AIV holds the UB, the AIC L1/L0A/L0B/L0C/BT/FB, and they "
-                              "exchange data only through GM (reference/hardware.md §3)")
+                              "exchange data only through GM (docs/reference/hardware.md §3)")
 
     def memory(self, mem: str, instruction: str = "LocalTensor") -> np.ndarray:
         """The bytes of physical memory ``mem``; a non-UB memory is allocated (poisoned

@@ -1,7 +1,7 @@
 """Mixed AIC/AIV kernels: which core runs the code, the cross-core flags, SyncAll across
 both kinds, and the GM workspace the cores hand data through.
 
-Facts (reference/hardware.md §3 "Block indexing and launch", "Cross-core synchronisation",
+Facts (docs/reference/hardware.md §3 "Block indexing and launch", "Cross-core synchronisation",
 "Workspace"; asc-devkit ``docs/zh/api/SIMD-API/基础API/同步控制/核间同步/``
 CrossCoreSetFlag(ISASI).md, CrossCoreWaitFlag(ISASI).md, 关键特性说明.md,
 ``工具接口/系统资源与变量/`` GetSubBlockIdx(ISASI).md, GetSubBlockNum(ISASI).md,
@@ -49,7 +49,7 @@ __all__ = ["ASCEND_IS_AIC", "ASCEND_IS_AIV", "ASCEND_IS_NOT_AIC", "ASCEND_IS_NOT
 MAX_FLAG_ID = 10
 #: Sets a flagId's counter can hold before a wait takes one (a 4-bit counter, §3).
 COUNTER_MAX = 15
-#: The pipes of each kind of core (reference/hardware.md §2.1 pipe assignment).
+#: The pipes of each kind of core (docs/reference/hardware.md §2.1 pipe assignment).
 CORE_PIPES = {_core.AIV: frozenset({Pipe.PIPE_MTE2, Pipe.PIPE_MTE3, Pipe.PIPE_V, Pipe.PIPE_S}),
               _core.AIC: frozenset({Pipe.PIPE_MTE1, Pipe.PIPE_MTE2, Pipe.PIPE_MTE3, Pipe.PIPE_M,
                                     Pipe.PIPE_FIX, Pipe.PIPE_S})}
@@ -134,7 +134,7 @@ def GetUserWorkspace(workspace: int) -> int:
     """``GetUserWorkspace(workspace)``: where the user's part of the workspace starts, the
     system workspace (``soc.lib_api_workspace_size`` bytes) first, as on the device:
     ``(GetSysWorkSpacePtr() or workspace) + lib_api_workspace_size``. The host sizes the
-    workspace as user bytes + that size (reference/hardware.md §3 "Workspace"; hiascend
+    workspace as user bytes + that size (docs/reference/hardware.md §3 "Workspace"; hiascend
     GetUserWorkspace atlasascendc_api_07_0165)."""
     ctx = _core.current_core()
     base = ctx.sys_workspace if ctx.sys_workspace is not None else int(workspace)
@@ -155,7 +155,7 @@ def _mixed_state(ctx, instruction: str):
 def _check_ids(instruction: str, flag_id, mode_id) -> tuple[int, int]:
     if isinstance(flag_id, bool) or not 0 <= int(flag_id) <= MAX_FLAG_ID:
         raise LimitError(instruction, f"flagId {flag_id} is outside [0, {MAX_FLAG_ID}] on "
-                         "A2/A3 (11-14 are SyncAll's; reference/hardware.md §3)", pipe="PIPE_S")
+                         "A2/A3 (11-14 are SyncAll's; docs/reference/hardware.md §3)", pipe="PIPE_S")
     if int(mode_id) not in (0, 1, 2):
         raise LimitError(instruction, f"modeId {mode_id} is not 0, 1 or 2 (A2/A3 have modes "
                          "0-2; mode 4 is the 950's)", pipe="PIPE_S")
@@ -191,7 +191,7 @@ def CrossCoreSetFlag(flagId: int, *, modeId: int, pipe: Pipe) -> None:
     state = _mixed_state(ctx, "CrossCoreSetFlag")
     if pipe not in CORE_PIPES[ctx.core_kind]:
         raise SyncError("CrossCoreSetFlag", f"a {ctx.core_kind} has no {pipe.name} "
-                        "(reference/hardware.md §2.1 pipe assignment)", pipe=pipe.name)
+                        "(docs/reference/hardware.md §2.1 pipe assignment)", pipe=pipe.name)
     state.set_flag(ctx, flag, mode, pipe)
 
 

@@ -1,6 +1,6 @@
 """DataCopy and DataCopyPad between GM and UB, DataCopy and Copy from UB to UB.
 
-Rules (reference/hardware.md §3 "Memory and alignment"; asc-devkit
+Rules (docs/reference/hardware.md §3 "Memory and alignment"; asc-devkit
 ``docs/zh/api/SIMD-API/基础API/Memory矢量计算/数据搬运/``):
 
 * GM -> UB runs on PIPE_MTE2, UB -> GM on PIPE_MTE3, UB -> UB (DataCopy, Copy) on PIPE_V.
@@ -36,20 +36,20 @@ from npusim.errors import AlignmentError, KernelError, LimitError, kernel_source
 
 __all__ = ["DataCopy", "DataCopyPad", "SetPadValue", "Copy", "CopyRepeatParams"]
 
-#: UB -> UB copy rate on PIPE_V, bytes per cycle (reference/hardware.md §2.1 pipe table).
+#: UB -> UB copy rate on PIPE_V, bytes per cycle (docs/reference/hardware.md §2.1 pipe table).
 _UB_TO_UB_BYTES_PER_CYCLE = 256
 
 
 def _check_ub_aligned(t: LocalTensor, instruction: str, pipe: str) -> None:
     if t.offset % 32:
         raise AlignmentError(instruction, f"UB address 0x{t.offset:x} is not 32 B aligned "
-                             "(reference/hardware.md §3)", pipe=pipe)
+                             "(docs/reference/hardware.md §3)", pipe=pipe)
 
 
 def _check_range(name: str, value: int, hi: int, instruction: str) -> None:
     if not 0 <= int(value) <= hi:
         raise AlignmentError(instruction, f"{name} = {value} is outside [0, {hi}] "
-                             "(reference/hardware.md §3)")
+                             "(docs/reference/hardware.md §3)")
 
 
 def _track(ctx, src_is_gm: bool, ub: LocalTensor, rows: int, row: int, ub_pitch: int,
@@ -191,7 +191,7 @@ def DataCopy(dst, src, count_or_params) -> None:
             checker.report(ctx, AlignmentError(
                 "DataCopy", f"{count} x {ub.dtype.name} = {want} B is not a whole number of 32 B "
                 f"blocks: only {nbytes} B are copied, as on hardware; use DataCopyPad for the "
-                "tail (reference/hardware.md §3)", pipe=pipe))
+                "tail (docs/reference/hardware.md §3)", pipe=pipe))
         if nbytes == 0:
             return
         if ctx.is_group:
@@ -284,7 +284,7 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
     dropped. The MTE2/MTE3 cost is the GM bytes moved, padding or not.
 
     Raises:
-        AlignmentError: parameters out of range (reference/hardware.md §3 DataCopyPad).
+        AlignmentError: parameters out of range (docs/reference/hardware.md §3 DataCopyPad).
         AlignmentError: the UB address is not 32 B aligned, or blockLen is not a multiple
             of sizeof(T).
         LimitError: a non-zero paddingValue for a 64-bit type.
@@ -324,7 +324,7 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
         left, right = int(pad_params.leftPadding), int(pad_params.rightPadding)
         if left * isz > 32 or right * isz > 32 or left < 0 or right < 0:
             raise AlignmentError("DataCopyPad", f"leftPadding {left} / rightPadding {right} elements "
-                             "exceed 32 B (reference/hardware.md §3 DataCopyPad)")
+                             "exceed 32 B (docs/reference/hardware.md §3 DataCopyPad)")
     ub_row = -(-(left * isz + row + right * isz) // 32) * 32
     if src_is_gm:
         gm_pitch, ub_pitch = row + src_stride, ub_row + dst_stride * 32

@@ -11,7 +11,7 @@ and ``docs/api/context/``, Atlas A2/A3 rows):
   source elements whose pattern bit is 1, packed at the start of dst; the count kept is
   the ``rsvdCnt`` output and the register GetGatherMaskRemainCount reads.
 
-Costs (reference/hardware.md §2.1, elements per cycle per AIV): Brcb 8 elements in per
+Costs (docs/reference/hardware.md §2.1, elements per cycle per AIV): Brcb 8 elements in per
 cycle (one repeat); Gather 5; Gatherb 42 (uint16) / 21 (uint32); GatherMask 64 (16-bit) /
 32 (32-bit). A level-0 call costs per repeat whatever its mask (:func:`issue_vector`).
 
@@ -56,7 +56,7 @@ GATHERB_TYPES = {"Ascend910B": (U16, U32), "Ascend910_93": (U16, U32)}
 #: GatherMask: A2/A3 (GatherMask.md).
 GATHER_MASK_TYPES = {"Ascend910B": (*_B16_B32, BF16), "Ascend910_93": (*_B16_B32, BF16)}
 
-#: Elements per cycle (reference/hardware.md §2.1).
+#: Elements per cycle (docs/reference/hardware.md §2.1).
 BRCB_RATE = 8                      # source elements: one repeat per cycle
 GATHER_RATE = 5
 GATHERB_RATE = {2: 42, 4: 21}
@@ -85,11 +85,11 @@ def check_types(ctx, name: str, dtype: np.dtype, table: dict) -> None:
 
 
 def check_aligned(name: str, *tensors: LocalTensor) -> None:
-    """UB operands start 32 B aligned (通用说明和约束.md; reference/hardware.md §3)."""
+    """UB operands start 32 B aligned (通用说明和约束.md; docs/reference/hardware.md §3)."""
     for t in tensors:
         if t.offset % ONE_BLK_SIZE:
             raise AlignmentError(name, f"UB operand at 0x{t.offset:x} is not 32 B aligned "
-                                 "(reference/hardware.md §3)", pipe="PIPE_V")
+                                 "(docs/reference/hardware.md §3)", pipe="PIPE_V")
 
 
 def check_range(name: str, what: str, value, hi: int, lo: int = 0) -> int:

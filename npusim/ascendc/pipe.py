@@ -1,6 +1,6 @@
 """TPipe, TQue and TBuf: Ascend C's UB memory management and its implicit pipe sync.
 
-Rules (reference/hardware.md §3 "TPipe/TQue/TBuf"):
+Rules (docs/reference/hardware.md §3 "TPipe/TQue/TBuf"):
 
 * ``InitBuffer(que, num, len)`` rounds ``len`` up to 32 B; ``num = 2`` is double
   buffering. Buffers are laid out one after another from UB offset 0 and must fit in
@@ -14,7 +14,7 @@ Queue hand-offs are the sync edges the timing model sees, as TPipe's auto-sync i
 them on hardware: for VECIN, EnQue sets MTE2->V and DeQue waits for it, FreeTensor sets
 V->MTE2 and the next AllocTensor of that buffer waits for it; for VECOUT the same with
 V->MTE3 and MTE3->V. The cube positions hand over the same way along the cube's data path
-(reference/hardware.md §2.1 pipe assignment): A1/B1/C1/TSCM MTE2->MTE1 (GM -> L1, then
+(docs/reference/hardware.md §2.1 pipe assignment): A1/B1/C1/TSCM MTE2->MTE1 (GM -> L1, then
 LoadData), A2/B2/C2 MTE1->M (LoadData, then Mmad), CO1 M->FIX (Mmad, then Fixpipe).
 
 Each position's buffers live in its physical memory (:func:`npusim.ascendc.core.position_memory`):
@@ -103,7 +103,7 @@ class TPipe:
             raise UbError("InitBuffer", f"{num} x {length} B = {need} B requested with {self.used} B "
                           f"already in use: {self.used + need} B exceed the usable UB of "
                           f"{self.ctx.ub_capacity} B on {self.ctx.soc.soc_version} "
-                          "(reference/hardware.md §1.7)")
+                          "(docs/reference/hardware.md §1.7)")
         que._init(self, self.used, num, length)
         self.used += need
         self.buffer_count += num
@@ -127,7 +127,7 @@ class TPipe:
         if used + need > cap:
             raise UbError("InitBuffer", f"{num} x {length} B = {need} B requested in {mem} with "
                           f"{used} B already in use: {used + need} B exceed the {mem} capacity of "
-                          f"{cap} B on {ctx.soc.soc_version} (reference/hardware.md §1.6, §1.7)")
+                          f"{cap} B on {ctx.soc.soc_version} (docs/reference/hardware.md §1.6, §1.7)")
         que._init(self, used, num, length)
         que.mem = mem
         self.used_mem[mem] = used + need
@@ -138,20 +138,20 @@ class TPipe:
         if self.buffer_count + num > self.ctx.soc.max_total_buffers:
             raise LimitError("InitBuffer", f"{self.buffer_count + num} buffers exceed the limit of "
                              f"{self.ctx.soc.max_total_buffers} per kernel "
-                             "(reference/hardware.md §3 TPipe)")
+                             "(docs/reference/hardware.md §3 TPipe)")
         if isinstance(que, TQue):
             n_pos = self.que_buffers_by_position.get(que.position, 0) + num
             limit = self.ctx.soc.max_tque_buffers_per_position
             if n_pos > limit:
                 raise LimitError("InitBuffer", f"{n_pos} TQue buffers in {que.position.name} exceed "
                                  f"{limit} per position on {self.ctx.soc.soc_version} (each buffer "
-                                 "holds an eventID; reference/hardware.md §3 TPipe)")
+                                 "holds an eventID; docs/reference/hardware.md §3 TPipe)")
             self.que_buffers_by_position[que.position] = n_pos
             self.queues.append(que)
 
     def FetchEventID(self, event: HardEvent) -> int:
         """An eventID for a user SetFlag/WaitFlag pair of ``event``: rotates over 0..5 on
-        A2/A3 (IDs 6 and 7 are reserved, reference/hardware.md §3) and over the SoC's IDs
+        A2/A3 (IDs 6 and 7 are reserved, docs/reference/hardware.md §3) and over the SoC's IDs
         elsewhere (0..3 on the first-generation 910)."""
         n = self._next_event.get(event, 0)
         self._next_event[event] = (n + 1) % min(6, self.ctx.soc.max_event_id)

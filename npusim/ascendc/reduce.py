@@ -35,7 +35,7 @@ Numerics:
 * Lanes of a group that is entirely masked off leave their destination unchanged (the
   PairReduceSum page for A2/A3; assumed for BlockReduce*).
 
-Cost (reference/hardware.md §2.1, from the appendix Vector指令理论性能汇总.md 表6):
+Cost (docs/reference/hardware.md §2.1, from the appendix Vector指令理论性能汇总.md 表6):
 ReduceRepeat (Whole*/RepeatReduceSum) 128/7 (half) and 64/7 (float) elements per cycle,
 i.e. 7 cycles per repeat; ReduceDataBlock (BlockReduce*) 128/7 and 64; ReducePairElem
 (PairReduceSum) 128 and 64; a repeat costs its 256 B whatever the mask.
@@ -62,7 +62,7 @@ _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 _RAW = {2: np.dtype(np.uint16), 4: np.dtype(np.uint32)}
 _HALF_MAX = 65504.0
 
-# elements per cycle (reference/hardware.md §2.1); Fractions keep 7 cycles a repeat exact
+# elements per cycle (docs/reference/hardware.md §2.1); Fractions keep 7 cycles a repeat exact
 RATE_REDUCE_REPEAT = {2: Fraction(128, 7), 4: Fraction(64, 7)}
 RATE_REDUCE_BLOCK = {2: Fraction(128, 7), 4: 64}
 RATE_REDUCE_PAIR = {2: 128, 4: 64}

@@ -6,7 +6,7 @@ Every vector instruction of Ascend C has, beside the "first n elements" form
     Add(dst, src0, src1, mask, repeatTime, BinaryRepeatParams(...))
     Exp(dst, src, mask, repeatTime, UnaryRepeatParams(...))
 
-How the vector unit walks UB in that form (reference/hardware.md §3 "Vector
+How the vector unit walks UB in that form (docs/reference/hardware.md §3 "Vector
 instructions"; Ascend C pages 高维切分.md, 掩码.md, 通用说明和约束.md):
 
 * One **repeat** reads and writes 8 data blocks of 32 B per operand: 256 B, i.e. 128
@@ -178,7 +178,7 @@ def SetSaturationFlag(flag: bool) -> None:
 
     With it on, half results clamp inf to ±65504 and NaN to 0, and int16/int32 arithmetic
     saturates instead of wrapping; float keeps IEEE inf/NaN semantics either way
-    (reference/hardware.md §2.1 "Numerics", from Memory矢量计算接口边界值汇总.md).
+    (docs/reference/hardware.md §2.1 "Numerics", from Memory矢量计算接口边界值汇总.md).
     """
     ctx = _core.current_core()
     ctx.saturation = bool(flag)
@@ -270,7 +270,7 @@ def check_repeat_time(name: str, repeat_time) -> int:
     repeat = int(repeat_time)
     if not 0 <= repeat <= MAX_REPEAT_TIMES:
         raise LimitError(name, f"repeatTime = {repeat} is outside [0, {MAX_REPEAT_TIMES}] "
-                         "(MAX_REPEAT_TIMES; reference/hardware.md §3 \"Vector instructions\")",
+                         "(MAX_REPEAT_TIMES; docs/reference/hardware.md §3 \"Vector instructions\")",
                          pipe="PIPE_V")
     return repeat
 

@@ -3,7 +3,7 @@ GetMrgSortResult, Extract, the library routine Sort, and IndexCast.
 
 Sources: the Ascend C API pages Sort32, MrgSort, GetMrgSortResult, Extract, Sort and
 CreateVecIndex (atlasascendc_api_07_0231..0233 and neighbours, hiascend.com) and
-``reference/hardware.md`` §2.1 for the rates:
+``docs/reference/hardware.md`` §2.1 for the rates:
 
 * Sort32 and MrgSort run at **2 elements per cycle** per AIV; CreateVecIndex at 128
   (16-bit) / 64 (32-bit); GetMrgSortResult is a PIPE_S instruction.
@@ -29,7 +29,7 @@ only; on the first-generation 910 and the 310P ("Atlas 训练系列产品" / "At
 Vector Core: x in the support tables) they raise :class:`DtypeError`.
 
 IndexCast is Ascend C ``Cast`` for the index conversions ``l0op::Cast(indices, DT_INT32)``
-performs (reference/operators.md §2 "indices ... are cast to int32 for V2"), for the source
+performs (docs/reference/operators.md §2 "indices ... are cast to int32 for V2"), for the source
 types ``vector.Cast`` does not cover; see its docstring.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ _F32 = np.dtype(np.float32)
 _U32 = np.dtype(np.uint32)
 _I32 = np.dtype(np.int32)
 
-#: Elements per cycle of Sort32 and MrgSort (reference/hardware.md §2.1).
+#: Elements per cycle of Sort32 and MrgSort (docs/reference/hardware.md §2.1).
 RATE_SORT = 2
 #: GatherMask elements per cycle, by operand size: the cost basis of Extract [R].
 RATE_GATHER_MASK = {2: 64, 4: 32}
@@ -87,7 +87,7 @@ def _check_repeat(name: str, repeat: int, lo: int = 0) -> int:
     repeat = int(repeat)
     if not lo <= repeat <= 255:
         raise LimitError(name, f"repeatTimes {repeat} is outside [{lo}, 255] "
-                         "(reference/hardware.md §3 vector instructions)", pipe="PIPE_V")
+                         "(docs/reference/hardware.md §3 vector instructions)", pipe="PIPE_V")
     return repeat
 
 

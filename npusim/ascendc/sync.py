@@ -1,6 +1,6 @@
 """Intra-core pipe synchronisation: SetFlag, WaitFlag, PipeBarrier.
 
-Rules (reference/hardware.md §3 "SetFlag/WaitFlag"): SetFlag is issued on the event's
+Rules (docs/reference/hardware.md §3 "SetFlag/WaitFlag"): SetFlag is issued on the event's
 source pipe and sets the flag once all earlier work of that pipe has finished; WaitFlag
 blocks the destination pipe until the flag is set, then clears it. eventIDs are 0-7 on
 A2/A3 and 0-3 on the first-generation 910; with a TPipe, 6 and 7 are the framework's and a
@@ -20,7 +20,7 @@ from npusim.errors import SyncError, kernel_source_line
 
 
 #: eventIDs the TPipe framework keeps for its own synchronisation on SoCs with 8 IDs
-#: (reference/hardware.md §3: "IDs 6 and 7 are reserved; 7 is used by TPipe auto-sync").
+#: (docs/reference/hardware.md §3: "IDs 6 and 7 are reserved; 7 is used by TPipe auto-sync").
 RESERVED_EVENT_IDS = (6, 7)
 _library_depth = 0
 
@@ -44,7 +44,7 @@ def _check_event(ctx, instruction: str, event: HardEvent, event_id: int) -> None
     pipe = event.src.name if instruction == "SetFlag" else event.dst.name
     if not 0 <= int(event_id) < n:
         raise SyncError(instruction, f"eventID {event_id} is outside [0, {n - 1}] on "
-                        f"{ctx.soc.soc_version} (reference/hardware.md §3)", pipe=pipe)
+                        f"{ctx.soc.soc_version} (docs/reference/hardware.md §3)", pipe=pipe)
     # With a TPipe the framework's queues synchronise on eventIDs of their own: "在基于TPipe和
     # TQue编程场景中，禁止用户在使用SetFlag和WaitFlag时自行指定eventID，容易与框架同步事件冲突，
     # 导致卡死" (SetFlag/WaitFlag(ISASI), 约束说明); 6 and 7 are the ones it keeps.
@@ -52,7 +52,7 @@ def _check_event(ctx, instruction: str, event: HardEvent, event_id: int) -> None
             and not _library_depth):
         raise SyncError(instruction, f"eventID {event_id} is reserved for the TPipe's own "
                         f"synchronisation on {ctx.soc.soc_version} (IDs 6 and 7; "
-                        "reference/hardware.md §3, SetFlag/WaitFlag(ISASI) constraints): take "
+                        "docs/reference/hardware.md §3, SetFlag/WaitFlag(ISASI) constraints): take "
                         f"eventIDs from GetTPipePtr().FetchEventID(HardEvent.{event.name}) or "
                         "AllocEventID", pipe=pipe)
 
@@ -61,7 +61,7 @@ def SetFlag(event: HardEvent, event_id: int) -> None:
     """``SetFlag<event>(eventID)``: on ``event.src``, set the flag when that pipe is done.
 
     A second SetFlag of the same event and ID before its WaitFlag is a checker finding
-    (undefined on hardware, and a later PipeBarrier hangs; reference/hardware.md §3).
+    (undefined on hardware, and a later PipeBarrier hangs; docs/reference/hardware.md §3).
     """
     ctx = _core.current_core()
     _check_event(ctx, "SetFlag", event, event_id)
@@ -94,7 +94,7 @@ def WaitFlag(event: HardEvent, event_id: int) -> None:
                 f"which no SetFlag<{event.name}> has set; the SetFlag<{event.name}> waiting "
                 f"for its WaitFlag used eventID {pending[0]} (at {ctx.flag_lines.get(other)}): "
                 "a SetFlag and its WaitFlag take the same HardEvent and eventID "
-                "(reference/hardware.md §3)", pipe=event.dst.name))
+                "(docs/reference/hardware.md §3)", pipe=event.dst.name))
     ctx.flag_balance[key] = ctx.flag_balance.get(key, 0) - 1
     if key not in ctx.flag_lines:
         ctx.flag_lines[key] = kernel_source_line()

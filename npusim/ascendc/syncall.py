@@ -1,4 +1,4 @@
-"""SyncAll: a barrier across every block of the launch (reference/hardware.md §3
+"""SyncAll: a barrier across every block of the launch (docs/reference/hardware.md §3
 "Cross-core synchronisation"; asc-devkit ``docs/zh/api/SIMD-API/基础API/同步控制/核间同步/
 SyncAll.md``).
 
@@ -20,7 +20,7 @@ from npusim.ascendc.types import PIPE_ALL, PIPE_S
 from npusim.errors import KernelError
 
 #: Cycles one SyncAll costs once every block has arrived: the hardware version signals
-#: through cross-core flags; no figure is published (reference/hardware.md §5) [R].
+#: through cross-core flags; no figure is published (docs/reference/hardware.md §5) [R].
 SYNC_ALL_CYCLES = 1000
 
 

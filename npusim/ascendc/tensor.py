@@ -17,7 +17,7 @@ from npusim.ascendc.types import PIPE_S, CacheMode, TPosition
 from npusim.errors import GmAccessError, KernelError, UbError, kernel_source_line
 
 #: Cycles of one scalar GM access (a load through the scalar unit's data cache path).
-#: Not published (reference/hardware.md §5); 100 cycles, like one DMA latency [R].
+#: Not published (docs/reference/hardware.md §5); 100 cycles, like one DMA latency [R].
 GM_SCALAR_ACCESS_CYCLES = 100
 
 _UB_POSITIONS = _core._UB_POSITIONS
@@ -37,7 +37,7 @@ class GlobalTensor:
         DataCopy(xLocal, xGm[i * tileLen], tileLen)
 
     Accesses are checked against the GM allocation that holds the tensor's first byte
-    (reference/api.md §6: every pointer comes from aclrtMalloc).
+    (docs/reference/api.md §6: every pointer comes from aclrtMalloc).
     """
 
     __slots__ = ("dtype", "address", "length", "_alloc", "cache_mode")
@@ -53,7 +53,7 @@ class GlobalTensor:
 
     def SetL2CacheHint(self, mode: CacheMode) -> None:
         """Choose how this tensor's GM accesses use the L2 cache (CACHE_MODE_DISABLE
-        bypasses it, for data read once; reference/hardware.md §2)."""
+        bypasses it, for data read once; docs/reference/hardware.md §2)."""
         self.cache_mode = CacheMode(mode)
 
     def SetGlobalBuffer(self, address: int, length: int = 0) -> None:
@@ -203,7 +203,7 @@ class LocalTensor:
         end = addr + int(tile_size) * dtype.itemsize
         if addr % align:
             raise AlignmentError("LocalTensor", f"{mem} address 0x{addr:x} is not {align} B "
-                                 "aligned (reference/hardware.md §3)")
+                                 "aligned (docs/reference/hardware.md §3)")
         if addr < 0 or end > size:
             raise UbError("LocalTensor", f"[{addr}, {end}) is outside the {size} B {mem}")
         return cls(ctx, dtype, addr, int(tile_size), end, position, None, mem)

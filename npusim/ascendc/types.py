@@ -1,7 +1,7 @@
 """Ascend C enumerations and value types: data types, positions, pipes, events, round
 modes and the copy-parameter structs.
 
-Sources: ``reference/hardware.md`` §3 (positions, pipes, HardEvent, DataCopy parameter
+Sources: ``docs/reference/hardware.md`` §3 (positions, pipes, HardEvent, DataCopy parameter
 ranges) and §2 (pipe assignment). Names are Ascend C's.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ MAX_REPEAT_TIMES = 255
 
 
 class TPosition(enum.IntEnum):
-    """Logical buffer positions (reference/hardware.md §3 "Memory and alignment")."""
+    """Logical buffer positions (docs/reference/hardware.md §3 "Memory and alignment")."""
 
     GM = 0
     A1 = 1
@@ -56,7 +56,7 @@ QuePosition = TPosition
 
 
 class Pipe(enum.IntEnum):
-    """Hardware pipes of an AI core (reference/hardware.md §3 "Pipes")."""
+    """Hardware pipes of an AI core (docs/reference/hardware.md §3 "Pipes")."""
 
     PIPE_S = 0
     PIPE_V = 1
@@ -77,7 +77,7 @@ _PIPE_BY_SHORT = {"S": PIPE_S, "V": PIPE_V, "M": PIPE_M, "MTE1": PIPE_MTE1,
 
 
 class HardEvent(enum.Enum):
-    """Intra-core sync events, named SRC_DST (reference/hardware.md §3 "HardEvent enum")."""
+    """Intra-core sync events, named SRC_DST (docs/reference/hardware.md §3 "HardEvent enum")."""
 
     MTE2_MTE1 = "MTE2_MTE1"
     MTE1_MTE2 = "MTE1_MTE2"
@@ -127,7 +127,7 @@ class HardEvent(enum.Enum):
 
 
 class CacheMode(enum.Enum):
-    """L2 cache hint of a GlobalTensor (``SetL2CacheHint``; reference/hardware.md §2).
+    """L2 cache hint of a GlobalTensor (``SetL2CacheHint``; docs/reference/hardware.md §2).
 
     CACHE_MODE_DISABLE makes the tensor's GM accesses bypass the L2 cache. The simulator
     treats CACHE_MODE_LAST and CACHE_MODE_PERSISTENT like NORMAL (their replacement
@@ -154,7 +154,7 @@ class RoundMode(enum.Enum):
 
 @dataclass
 class DataCopyParams:
-    """Strided GM<->UB copy (reference/hardware.md §3 "DataCopy with DataCopyParams").
+    """Strided GM<->UB copy (docs/reference/hardware.md §3 "DataCopy with DataCopyParams").
 
     blockCount: number of blocks, [0, 4095]. blockLen: length of one block in 32 B units,
     [0, 65535]. srcStride / dstStride: gap between blocks in 32 B units, [0, 65535].
@@ -168,7 +168,7 @@ class DataCopyParams:
 
 @dataclass
 class DataCopyExtParams:
-    """DataCopyPad parameters (reference/hardware.md §3 "DataCopyPad").
+    """DataCopyPad parameters (docs/reference/hardware.md §3 "DataCopyPad").
 
     blockCount: [0, 4095]. blockLen: bytes per block, [0, 2097151]. For GM->UB srcStride
     is the GM gap in bytes and dstStride the UB gap in 32 B blocks; for UB->GM srcStride

@@ -1,6 +1,6 @@
 """UB bank conflicts of vector instructions, by the documented 2201 rules.
 
-Structure (Atlas A2/A3, NPU architecture 2201; reference/hardware.md §2 "UB banks (2201)"
+Structure (Atlas A2/A3, NPU architecture 2201; docs/reference/hardware.md §2 "UB banks (2201)"
 and §5 "UB banking"; Ascend C best practice 避免bank冲突（NPU架构版本2201）.md and the
 ``bank_conflict_ub`` sample's README in asc-devkit
 ``examples/01_simd_cpp_api/05_best_practices/04_memory_access/bank_conflict_ub``):

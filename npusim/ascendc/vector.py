@@ -4,11 +4,11 @@ Numerics: every instruction rounds its result to the destination dtype, as the v
 unit does; fp16 arithmetic is done by numpy's float16 loops, which round each result
 once (float32 carries enough bits that the intermediate is exact for + - * / sqrt).
 bfloat16 has no vector arithmetic on A2/A3, the first-generation 910 or the 310P
-(reference/hardware.md §1.1): such a call raises :class:`DtypeError`; Cast it to float
+(docs/reference/hardware.md §1.1): such a call raises :class:`DtypeError`; Cast it to float
 first, as real kernels do.
 
 Cost: ``vec_head_cycles + ceil(count / rate)`` cycles, where ``rate`` is the published
-elements per cycle per AIV (reference/hardware.md §2.1 "Vector instructions").
+elements per cycle per AIV (docs/reference/hardware.md §2.1 "Vector instructions").
 """
 from __future__ import annotations
 
@@ -31,10 +31,10 @@ _I8, _U8 = np.dtype(np.int8), np.dtype(np.uint8)
 
 _FLOATS = (_F16, _F32)
 #: dtypes of the arithmetic vector instructions on A2/A3 (Add: int16, half, int32, float;
-#: reference/hardware.md §1.1).
+#: docs/reference/hardware.md §1.1).
 ARITH_TYPES = (_F16, _F32, _I16, _I32)
 
-# elements per cycle for 16-bit and 32-bit operands (reference/hardware.md §2.1)
+# elements per cycle for 16-bit and 32-bit operands (docs/reference/hardware.md §2.1)
 RATE_SIMPLE = {2: 128, 4: 64}      # Add/Sub/Mul/Max/Min/Adds/Muls/Abs/Duplicate...
 RATE_SLOW = {2: 32, 4: 32}         # Exp, Ln, Sqrt, Div
 RATE_CAST = 64                     # half<->float, float<->bf16/int32
@@ -54,14 +54,14 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
     Cost: ``vec_head_cycles + ceil(count / rate) + conflicts``. A level-0 call (``repeats``
     given, ``lanes`` elements per repeat) costs what its repeats do whatever the mask:
     ``repeats * ceil(lanes / rate)`` (a repeat moves its 256 B however many lanes are on;
-    reference/hardware.md §2.1, §3). ``conflicts`` are the cycles by which the repeats'
+    docs/reference/hardware.md §2.1, §3). ``conflicts`` are the cycles by which the repeats'
     UB bank accesses outlast their compute (:mod:`npusim.ascendc.ubbank`: read-read and
     write-write in a bank group, read-write in a bank, with the delayed-write exemption);
     ``strides`` are the level-0 ``(blkStride, repStride)`` of dst and each source in 32 B
     blocks (contiguous when None). Operands given by ``dst_nbytes`` / ``src_nbytes`` span
     those bytes evenly over the repeats.
 
-    Checks: every operand starts 32 B aligned in UB (reference/hardware.md §3); the
+    Checks: every operand starts 32 B aligned in UB (docs/reference/hardware.md §3); the
     checker's race and uninitialised-read tracking sees ``count`` elements of each operand
     (or ``dst_nbytes`` / ``src_nbytes`` bytes, for instructions whose operands are not
     element-for-element, such as a compare's bit mask) unless the caller ``tracked`` the
@@ -128,7 +128,7 @@ def _conflict_cost(soc, count, rate, dst, srcs, dst_nbytes, src_nbytes, repeats,
 
 def _misaligned(name: str, t: LocalTensor):
     raise AlignmentError(name, f"UB operand at 0x{t.offset:x} is not 32 B aligned "
-                         "(reference/hardware.md §3)", pipe="PIPE_V")
+                         "(docs/reference/hardware.md §3)", pipe="PIPE_V")
 
 
 def _bank_conflict(banks: int, groups: int, dst_offset: int, src_offsets: tuple,
@@ -138,7 +138,7 @@ def _bank_conflict(banks: int, groups: int, dst_offset: int, src_offsets: tuple,
     ``banks`` / ``groups``: the SoC's UB banks and bank groups (48 / 16 on A2/A3, 128 rows
     of 32 B each); UB byte offsets of the destination and the sources; ``repeats`` the
     repeats to look at. The rules and the exemption are those of
-    :mod:`npusim.ascendc.ubbank` (reference/hardware.md §2 "UB banks (2201)"); the cost is
+    :mod:`npusim.ascendc.ubbank` (docs/reference/hardware.md §2 "UB banks (2201)"); the cost is
     :func:`npusim.ascendc.ubbank.conflict_cycles`.
     """
     lay = (groups, groups * 128)
@@ -150,7 +150,7 @@ def _bank_conflict(banks: int, groups: int, dst_offset: int, src_offsets: tuple,
 def check_dtype(ctx, name: str, dtype: np.dtype, allowed) -> None:
     if dtype == _BF16 and not ctx.soc.supports_bf16_vector:
         raise DtypeError(name, f"bfloat16 arithmetic is not supported by the vector unit of "
-                         f"{ctx.soc.soc_version} (reference/hardware.md §1.1); Cast to float first",
+                         f"{ctx.soc.soc_version} (docs/reference/hardware.md §1.1); Cast to float first",
                          pipe="PIPE_V")
     if dtype not in allowed:
         raise DtypeError(name, f"{dtype.name} is not a supported type of {name} "
@@ -219,7 +219,7 @@ def run_forms(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args, rate: flo
 def _compute(ctx, ufunc, ins, scalar, dt, out) -> None:
     """out = ufunc(*ins[, scalar]) in dt; with SetSaturationFlag(true) half results clamp
     inf to ±65504 and NaN to 0, and int16/int32 results saturate instead of wrapping
-    (Memory矢量计算接口边界值汇总.md; reference/hardware.md §2.1 "Numerics")."""
+    (Memory矢量计算接口边界值汇总.md; docs/reference/hardware.md §2.1 "Numerics")."""
     if scalar is not None:
         ins = [*ins, dt.type(scalar)]   # the instruction takes a scalar of type T: rounded first
     if not ctx.saturation:
@@ -487,7 +487,7 @@ def Power(dst, src, exponent, count=None):
 # -- Cast ------------------------------------------------------------------------------
 _TO_INT = {RoundMode.CAST_RINT, RoundMode.CAST_FLOOR, RoundMode.CAST_CEIL, RoundMode.CAST_ROUND,
            RoundMode.CAST_TRUNC}
-#: (src, dst) -> round modes accepted (reference/hardware.md §2.1 Cast rows).
+#: (src, dst) -> round modes accepted (docs/reference/hardware.md §2.1 Cast rows).
 CAST_MODES = {
     (_F16, _F32): {RoundMode.CAST_NONE},
     (_BF16, _F32): {RoundMode.CAST_NONE},

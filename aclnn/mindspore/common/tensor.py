@@ -3,7 +3,7 @@
 The operators copy it to the simulated device when they run (:mod:`aclnn.mindspore`).
 Construction follows MindSpore 2.10 as measured: a numpy array keeps its dtype, a Python
 float (or a list of them) becomes Float32, a Python int Int64, a bool Bool, unless
-``dtype`` is given. ``repr`` is MindSpore's form (the one the seeds print)::
+``dtype`` is given. ``repr`` is MindSpore's form (the one its API documents' examples print)::
 
     Tensor(shape=[2, 2], dtype=Float32, value=
     [[ 5.99403024e-01,  3.98607016e-01],

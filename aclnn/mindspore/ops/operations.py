@@ -20,7 +20,7 @@ from aclnn.ops.fused_sparse_adam import (aclnnFusedSparseAdam,
                                          aclnnFusedSparseAdamGetWorkspaceSize)
 
 
-#: aclnn tensors have at most 8 dimensions (reference/api.md §1).
+#: aclnn tensors have at most 8 dimensions (docs/reference/api.md §1).
 MAX_DIMS = 8
 
 
@@ -37,7 +37,7 @@ def _same_shape(op: str, ref: _convert.Arg, *others: _convert.Arg) -> None:
 class ApplyAddSign:
     r"""``mindspore.ops.ApplyAddSign()``: the AddSign update, in place on var and m.
 
-    Source: ``shared/seeds/mindspore.ops.ApplyAddSign.txt``::
+    Source: the MindSpore API document mindspore.ops.ApplyAddSign (mindspore.cn)::
 
         m = beta*m + (1 - beta)*grad
         var = var - lr*(alpha + sign_decay*sign(grad)*sign(m))*grad      # the updated m
@@ -111,7 +111,7 @@ class FusedSparseAdam:
     r"""``mindspore.ops.FusedSparseAdam(use_locking=False, use_nesterov=False)``: Adam on a
     sparse gradient, duplicates merged, in place on var, m and v.
 
-    Source: ``shared/seeds/mindspore.ops.FusedSparseAdam.txt``, reference/operators.md §4;
+    Source: the MindSpore API document mindspore.ops.FusedSparseAdam (mindspore.cn), docs/reference/operators.md §4;
     the operator is not lazy: every row's m and v decay and every row's var is updated,
     except that with ``use_nesterov`` the rows no index names keep their var (MindSpore
     2.10's CPU kernel as measured; :mod:`aclnn.ops.fused_sparse_adam`).

@@ -1,6 +1,6 @@
 """The cube half of the AI core: its data movement, Mmad and Fixpipe, in Ascend C's names.
 
-A cube kernel's data path (reference/hardware.md §2.1 pipe assignment; DESIGN.md "The
+A cube kernel's data path (docs/reference/hardware.md §2.1 pipe assignment; DESIGN.md "The
 cube half")::
 
     GM --DataCopy(Nd2NzParams), MTE2--> L1 (A1/B1, NZ)

@@ -5,7 +5,7 @@ Fractals (Mmad.md; Load2D.md): a fractal is 512 B — 16 rows of one 32 B block,
 16 x k0 elements with ``k0 = 32 / sizeof(T)`` (16 for half/bf16, 8 for float, 32 for
 int8). L0C holds 16 x 16 fractals of float/int32 (1024 B).
 
-Costs (reference/hardware.md §2.1; the heads are ours, [R], in :mod:`npusim.soc`):
+Costs (docs/reference/hardware.md §2.1; the heads are ours, [R], in :mod:`npusim.soc`):
 
 * PIPE_MTE1: ``mte1_head_cycles + ceil(bytes / rate)``, rate 256 B/cycle into L0A, 128 into
   L0B (the 2201 documents, not the ini's 512/256), 32 into the bias table.

@@ -1,7 +1,7 @@
 """The cube's data movement: GM <-> L1 (plain and ND -> NZ), L1 -> bias table, and
 LoadData / LoadDataWithTranspose from L1 (or GM) into L0A / L0B.
 
-Layouts (Mmad.md; Load2D.md; reference/hardware.md §3):
+Layouts (Mmad.md; Load2D.md; docs/reference/hardware.md §3):
 
 * **NZ** (L1, as ``DataCopy`` with ``Nd2NzParams`` writes it): the matrix is cut into
   column blocks of ``k0 = 32 B / sizeof(T)`` elements; a column block is a run of rows of
@@ -60,7 +60,7 @@ def _load2d_types(soc) -> frozenset:
 def data_copy(dst, src, params) -> None:
     """``DataCopy`` where an operand lives in L1 or the bias table, or with Nd2NzParams.
 
-    Paths (reference/hardware.md §2.1 pipe assignment; DataCopy 随路格式转换 pages):
+    Paths (docs/reference/hardware.md §2.1 pipe assignment; DataCopy 随路格式转换 pages):
 
     * GM -> L1 (A1/B1/C1/TSCM) on PIPE_MTE2: ``count`` elements (rounded down to whole
       32 B blocks, like GM -> UB) or ``DataCopyParams`` (blocks of 32 B units).

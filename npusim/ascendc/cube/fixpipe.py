@@ -59,7 +59,7 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR)
 
     Cost: to GM a DMA write on PIPE_FIX of the converted bytes (costed like MTE3 writes;
     SetAtomicAdd applies); to L1 ``fixpipe_head_cycles + ceil(elements / 64)`` on PIPE_FIX
-    (reference/hardware.md §2.1: 64 elements/cycle); a V* mode first copies its table to
+    (docs/reference/hardware.md §2.1: 64 elements/cycle); a V* mode first copies its table to
     the Fixpipe buffer at 32 B/cycle (§2.1 L1 -> FB).
 
     Source: asc-devkit docs/api/context/Fixpipe.md (hiascend atlasascendc_api_07_0251),

@@ -50,7 +50,7 @@ def Mmad(dst, fm, filter, *args) -> None:
     counted in pairs (k aligned to 16), as LoadDataWithTranspose leaves them.
 
     Cost: PIPE_M, ``mmad_head_cycles + ceil(m/16)*ceil(n/16)*ceil(k/k0)*(k0/k_per_cycle)``
-    (reference/hardware.md §2.1: half/bf16 16x16x16, int8 16x16x32, float 16x16x4 per
+    (docs/reference/hardware.md §2.1: half/bf16 16x16x16, int8 16x16x32, float 16x16x4 per
     cycle). m, n or k = 0: not executed, no cost.
 
     Source: asc-devkit docs/api/context/Mmad.md (hiascend Mmad page), pyasc

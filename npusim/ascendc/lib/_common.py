@@ -21,7 +21,7 @@ def stack_buffer(name: str) -> LocalTensor:
     if ctx.ub_capacity > ctx.soc.ub_usable - reserve:
         raise UbError(name, f"called without sharedTmpBuffer, {name} takes its temporary space "
                       f"from the {reserve} B UB that Ascend C reserves, but this kernel was "
-                      "built without the reserve (reference/hardware.md §1.7); pass a "
+                      "built without the reserve (docs/reference/hardware.md §1.7); pass a "
                       "sharedTmpBuffer", pipe="PIPE_V")
     start = ctx.ub_capacity
     return LocalTensor(ctx, _U8, start, reserve, start + reserve, TPosition.VECCALC)

@@ -14,7 +14,7 @@ the same, on the AIVs)::
     mm.IterateAll(cGm[offsetC])        # or: while mm.Iterate(): mm.GetTensorC(cGm[offsetC])
     mm.End()
 
-The data path (Matmul使用说明 "实现原理", figure 2; reference/hardware.md §2.1): for each
+The data path (Matmul使用说明 "实现原理", figure 2; docs/reference/hardware.md §2.1): for each
 ``baseM x baseN`` block of C (``Iterate``; iterateOrder 0 walks M first), for each ``baseK``
 step of K:
 
@@ -75,7 +75,7 @@ Where it runs (REGIST_MATMUL_OBJ; kernel_kfc.h ``REGIST_CUBE_OBJ``):
   cube work is recorded on the AIC (MTE2, MTE1, M, FIX), the AIV records its messages, its
   waits and the copy into its UB; the checker sees the messages order the GM accesses
   (:class:`npusim.ascendc.checker.GmOrder`). The kernel must ``SetSysWorkspace``: without
-  the system workspace REGIST_MATMUL_OBJ raises (reference/hardware.md §3 "Workspace").
+  the system workspace REGIST_MATMUL_OBJ raises (docs/reference/hardware.md §3 "Workspace").
 
 Sources: hiascend / asc-devkit docs "Matmul使用说明", "Matmul模板参数", "MatmulType",
 "REGIST_MATMUL_OBJ" (atlasascendc_api_07_0628: at most 4 objects; in the split mode the AIC
@@ -173,7 +173,7 @@ def REGIST_MATMUL_OBJ(tpipe, workspace, *objects, ASCENDC_CUBE_ONLY: bool = Fals
         KernelError: an argument that is not a Matmul object; more than 4 objects or an
             object without its tiling among several (REGIST_MATMUL_OBJ 约束说明); in the
             MIX form a null workspace (SetSysWorkspace was not called: kernel_kfc.h
-            KfcServer::Init asserts "workspaceGM cannot be nullptr"; reference/hardware.md
+            KfcServer::Init asserts "workspaceGM cannot be nullptr"; docs/reference/hardware.md
             §3 "Workspace": A2 must set the system workspace), a block without an AIC, or
             AIV objects that differ from the AIC's. GmAccessError: a workspace too small
             for the block's message queues and UB copies.
@@ -198,7 +198,7 @@ def REGIST_MATMUL_OBJ(tpipe, workspace, *objects, ASCENDC_CUBE_ONLY: bool = Fals
         raise KernelError("REGIST_MATMUL_OBJ", "the system workspace is null: the MIX form's "
                           "KFC server keeps the AIVs' message queues in it. Call "
                           "SetSysWorkspace(workspace) before GetSysWorkSpacePtr() (A2/A3 must "
-                          "set the system workspace: reference/hardware.md §3 \"Workspace\"; "
+                          "set the system workspace: docs/reference/hardware.md §3 \"Workspace\"; "
                           "kernel_kfc.h KfcServer::Init)", pipe="PIPE_S")
     if ctx.core_kind == _core.AIC:
         _KfcServer.start(ctx, tpipe, int(workspace), pairs)
@@ -364,7 +364,7 @@ class Matmul:
                                   "modelled (GM, ND only)")
         if c.position in _UB_POSITIONS and c.format == CubeFormat.ND and not mix:
             raise KernelError(name, f"C in {c.position.name}: the cube core has no UB "
-                              "(reference/hardware.md §3); C in an AIV's UB is the MIX form, "
+                              "(docs/reference/hardware.md §3); C in an AIV's UB is the MIX form, "
                               "where the AIVs call the API (REGIST_MATMUL_OBJ on every core of "
                               "a KERNEL_TYPE_MIX_AIC_1_2 kernel) and GetTensorC brings each "
                               "block into the caller's LocalTensor")

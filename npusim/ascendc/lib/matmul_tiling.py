@@ -24,7 +24,7 @@ order are asc-devkit ``include/adv_api/matmul/matmul_tiling_base.h`` and
 ``matmul_tilingdata.h``; pyasc docs/python-api ``asc.lib.host`` (GetCoreNum /
 GetSingleShape return a tuple, or None on failure, in Python).
 
-Published rules every tiling obeys (TCubeTiling table 2; reference/hardware.md §1.6, §1.7):
+Published rules every tiling obeys (TCubeTiling table 2; docs/reference/hardware.md §1.6, §1.7):
 
 * ``baseM * baseK * sizeof(A) * dbL0A <= L0A``, ``baseN * baseK * sizeof(B) * dbL0B <= L0B``,
   ``baseM * baseN * 4 * dbL0C <= L0C`` (the table writes ``<``, but its own recommended
