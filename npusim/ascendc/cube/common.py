@@ -91,8 +91,14 @@ def record_op(ctx, pipe, cycles: float, name: str) -> None:
 
 def mte1_cycles(soc, nbytes: int, dst_mem: str) -> int:
     """One MTE1 instruction moving ``nbytes`` into ``dst_mem`` (L0A, L0B or BT)."""
-    rate = {_core.L0A: soc.mte1_l0a_rate, _core.L0B: soc.mte1_l0b_rate,
-            _core.BT: soc.mte1_bt_rate}[dst_mem]
+    if dst_mem == _core.L0A:
+        rate = soc.mte1_l0a_rate
+    elif dst_mem == _core.L0B:
+        rate = soc.mte1_l0b_rate
+    elif dst_mem == _core.BT:
+        rate = soc.mte1_bt_rate
+    else:
+        raise KeyError(dst_mem)
     return soc.mte1_head_cycles + ceil_div(nbytes, rate)
 
 

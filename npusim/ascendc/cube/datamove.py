@@ -178,28 +178,57 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
     c0 = 32 // isz
     width = ceil_div(d, c0) * c0                       # a row padded to whole 32 B blocks
     span = (nd - 1) * s_nd + (n - 1) * s_d + d          # GM elements touched
-    gm = src.bytes_view(span * isz, name, pipe).view(src.dtype)
-    rows = as_strided(gm, shape=(nd, n, d), strides=(s_nd * isz, s_d * isz, isz))
-    data = np.zeros((nd, n, width), dtype=dst.dtype)
-    data[:, :, :d] = rows
+    gm = src.bytes_view(span * isz, name, pipe)             # the GM bytes read
+    whole = width == d      # whole 32 B blocks: no padding to add, the GM view is the data
+    data = None
+    if not whole:
+        data = np.zeros((nd, n, width), dtype=dst.dtype)
+        data[:, :, :d] = _gm_rows(gm, src.dtype, nd, n, d, s_nd, s_d)
     nblk = width // c0
     last = (nd - 1) * ms + (n - 1) * ns * c0 + (nblk - 1) * c0s * c0 + c0   # elements touched
     view = dst.elements(last, name, pipe)
     sh = shadow(ctx, dst)
     disjoint = c0s >= (n - 1) * ns + 1 and (nd == 1 or ms >= last - (nd - 1) * ms)
-    if sh is not None or not disjoint:
+    # whole 32 B blocks land on whole blocks: the checker is told the blocks, not the bytes
+    by_blocks = (ms * isz) % 32 == 0 and sh is not None and sh.init.size % 32 == 0
+    if by_blocks:
+        blk = ((dst.offset >> 5) + np.arange(nd)[:, None, None] * (ms * isz // 32)
+               + np.arange(n)[None, :, None] * ns + np.arange(nblk) * c0s)
+        lo, hi = int(blk.min()) * 32, int(blk.max()) * 32 + 32
+        sh.write_blocks(ctx, int(PIPE_MTE2), checker._blocks_of(blk << 5, lo, hi), lo, hi, name)
+        sh.init.reshape(-1, 32)[blk] = True
+    if (sh is not None and not by_blocks) or not disjoint:
         c = np.arange(width)
         off = (np.arange(nd)[:, None, None] * ms + np.arange(n)[None, :, None] * ns * c0
                + (c // c0) * c0s * c0 + c % c0)
-        if sh is not None:
+        if sh is not None and not by_blocks:
             sh.write_at(ctx, int(PIPE_MTE2), byte_addr(dst, off), name)
-    if disjoint:       # no two destinations overlap: one strided store of the 32 B blocks
+    if disjoint and whole:   # whole blocks straight from GM, each moved as one item
+        _block32(view.view(np.uint8), (nd, n, nblk), (ms * isz, ns * 32, c0s * 32))[...] = (
+            _block32(gm, (nd, n, nblk), (s_nd * isz, s_d * isz, 32)))
+    elif disjoint:     # no two destinations overlap: one strided store of the 32 B blocks
         as_strided(view, shape=(nd, n, nblk, c0),
                    strides=(ms * isz, ns * c0 * isz, c0s * c0 * isz, isz))[...] = (
             data.reshape(nd, n, nblk, c0))
-    else:
-        view[off] = data                               # later matrices/rows win, as in the loop
+    else:                                              # later matrices/rows win, as in the loop
+        view[off] = _gm_rows(gm, src.dtype, nd, n, d, s_nd, s_d) if whole else data
     _dc._dma(ctx, True, nd * n * d * isz, name, src, span * isz)
+
+
+#: one 32 B block as a single numpy item (a strided copy of these moves 32 B at a time)
+_BLOCK32 = np.dtype((np.void, 32))
+
+
+def _block32(buf: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
+    """The 32 B blocks of the contiguous byte array ``buf`` at ``shape``/``strides`` (bytes),
+    as items (numpy checks that they stay inside ``buf``)."""
+    return np.ndarray(shape, _BLOCK32, buffer=buf, strides=strides)
+
+
+def _gm_rows(gm: np.ndarray, dtype, nd: int, n: int, d: int, s_nd: int, s_d: int) -> np.ndarray:
+    """The (nd, n, d) rows of ND matrices in the GM bytes ``gm`` (strides in elements)."""
+    isz = dtype.itemsize
+    return as_strided(gm.view(dtype), shape=(nd, n, d), strides=(s_nd * isz, s_d * isz, isz))
 
 
 def _l1_to_bt(ctx, dst: LocalTensor, src: LocalTensor, params) -> None:
@@ -286,14 +315,73 @@ def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams) -> None:
                          pipe=pipe_name)
     if repeat == 0:
         return
-    src_frac = start + np.arange(repeat) * stride            # source fractals, 512 B units
-    dst_frac = np.arange(repeat) * (1 + gap)
-    data = _read_fractals(src, src_frac, 1, name, pipe_name)  # (repeat, 512) bytes
-    if p.ifTranspose:
-        data = data[:, _square_perm(2, 1)]
-    _write_fractals(ctx, dst, dst_frac, data, src, src_frac, 1, pipe, name, pipe_name,
-                    bool(p.ifTranspose))
-    _cost(ctx, dst, src, repeat * FRACTAL_BYTES, src_frac, pipe, name)
+    last = start + (repeat - 1) * stride                     # the furthest source fractal
+    # strided views of both sides and one copy: fractal ``start + r*srcStride`` of the
+    # source onto fractal ``r*(1 + dstGap)`` of the destination
+    s_frames = _frames(src.bytes_view((last + 1) * FRACTAL_BYTES, name, pipe_name), start,
+                       stride, repeat)
+    d_frames = dst.bytes_view(((repeat - 1) * (1 + gap) + 1) * FRACTAL_BYTES, name,
+                              pipe_name).reshape(-1, FRACTAL_BYTES)[::1 + gap]
+    transpose = bool(p.ifTranspose)
+    if ctx.tracker is not None:
+        _track_load(ctx, int(pipe), name, dst, src, start, stride, repeat, gap, transpose)
+    _store_frames(d_frames, s_frames, transpose)
+    _cost(ctx, dst, src, repeat * FRACTAL_BYTES, last, pipe, name)
+
+
+def _frames(buf: np.ndarray, start: int, stride: int, repeat: int) -> np.ndarray:
+    """(repeat, 512) view of fractals ``start + r*stride`` of ``buf`` (its last axis)."""
+    frames = buf.reshape(-1, FRACTAL_BYTES)
+    if stride == 0:                                   # one fractal read ``repeat`` times
+        return np.broadcast_to(frames[start], (repeat, FRACTAL_BYTES))
+    return frames[start:start + (repeat - 1) * stride + 1:stride]
+
+
+def _store_frames(d_frames: np.ndarray, s_frames: np.ndarray, transpose: bool) -> None:
+    """``d_frames[...] = s_frames``, each 16 x 16 fractal of 2-byte elements transposed on
+    the way when ``transpose`` (Load2D.md ifTranspose)."""
+    if transpose:       # as 2-byte words: each element's bytes move together
+        d3 = d_frames.view(np.uint16)
+        d3.shape = (len(d_frames), 16, 16)        # a view (assigning shape never copies)
+        d3[...] = s_frames.view(np.uint16).reshape(-1, 16, 16).transpose(0, 2, 1)
+    else:
+        d_frames[...] = s_frames
+
+
+def _fractal_blocks(offset: int, first: int, step: int, count: int):
+    """The 32 B blocks (sorted, distinct) of fractals ``first + r*step``, r < count, of an
+    operand at byte ``offset`` (32 B aligned): a slice when they are contiguous."""
+    base = (offset >> 5) + first * 16
+    if step == 1 or count == 1:
+        return slice(base, base + count * 16)
+    return ((base + np.arange(count) * (step * 16))[:, None] + np.arange(16)).reshape(-1)
+
+
+def _track_load(ctx, pipe: int, name: str, dst: LocalTensor, src, start: int, stride: int,
+                repeat: int, gap: int, transpose: bool) -> None:
+    """LoadData's checker work, by whole fractals (the same checks and state as
+    :func:`_write_fractals`: the source bytes read with their state carried along, the
+    destination bytes written; from GM the bytes are defined)."""
+    d_sh = shadow(ctx, dst)
+    if d_sh is None:
+        return
+    d_lo = dst.offset
+    d_hi = d_lo + ((repeat - 1) * (1 + gap) + 1) * FRACTAL_BYTES
+    d_blocks = _fractal_blocks(d_lo, 0, 1 + gap, repeat)
+    d_init = d_sh.init[d_lo:d_hi].reshape(-1, FRACTAL_BYTES)[::1 + gap]
+    if isinstance(src, GlobalTensor):
+        d_sh.write_blocks(ctx, pipe, d_blocks, d_lo, d_hi, name)
+        d_init[...] = True
+        return
+    s_sh = shadow(ctx, src)
+    last = start + (repeat - 1) * stride
+    s_lo, s_hi = src.offset + start * FRACTAL_BYTES, src.offset + (last + 1) * FRACTAL_BYTES
+    s_sh.read_blocks(ctx, pipe, _fractal_blocks(src.offset, start, max(stride, 1),
+                                                1 if stride == 0 else repeat),
+                     s_lo, s_hi, name)
+    s_init = _frames(s_sh.init[src.offset:s_hi], start, stride, repeat).copy()
+    d_sh.write_blocks(ctx, pipe, d_blocks, d_lo, d_hi, name)
+    _store_frames(d_init, s_init, transpose)
 
 
 def LoadDataWithTranspose(dst: LocalTensor, src: LocalTensor,
@@ -341,7 +429,7 @@ def LoadDataWithTranspose(dst: LocalTensor, src: LocalTensor,
     dst_frac = first[:, None] + np.arange(per) * (1 + frac_gap)
     _write_fractals(ctx, dst, dst_frac.reshape(-1), data.reshape(-1, FRACTAL_BYTES), src,
                     src_sq, per, PIPE_MTE1, name, pipe_name, True)
-    _cost(ctx, dst, src, repeat * per * FRACTAL_BYTES, src_sq, PIPE_MTE1, name)
+    _cost(ctx, dst, src, repeat * per * FRACTAL_BYTES, int(src_sq[-1]), PIPE_MTE1, name)
 
 
 @functools.lru_cache(maxsize=None)
@@ -401,9 +489,10 @@ def _write_fractals(ctx, dst: LocalTensor, dst_frac: np.ndarray, data: np.ndarra
     frames[dst_frac] = data
 
 
-def _cost(ctx, dst: LocalTensor, src, nbytes: int, src_unit: np.ndarray, pipe, name: str) -> None:
+def _cost(ctx, dst: LocalTensor, src, nbytes: int, last_unit: int, pipe, name: str) -> None:
+    """Record the move; ``last_unit``: the furthest source unit read (GM span)."""
     if isinstance(src, GlobalTensor):           # GM -> L1/L0: a DMA read on MTE2
-        span = (int(src_unit.max()) + 1) * FRACTAL_BYTES
+        span = (last_unit + 1) * FRACTAL_BYTES
         _dc._dma(ctx, True, nbytes, name, src, span)
     else:
-        record_op(ctx, pipe, mte1_cycles(ctx.soc, nbytes, dst.mem), name)
+        ctx.record(_core.OP, pipe, float(mte1_cycles(ctx.soc, nbytes, dst.mem)), 0, None, name)

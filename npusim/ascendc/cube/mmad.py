@@ -79,10 +79,18 @@ def Mmad(dst, fm, filter, *args) -> None:
     k0 = k0_of(fm.dtype)
     M1, N1, K1 = ceil_div(m, BLOCK_CUBE), ceil_div(n, BLOCK_CUBE), ceil_div(k, k0)
     k1a = 2 * ceil_div(k, 16) if (p.kDirectionAlign and fm.dtype == float32) else K1
-    a = _read_a(fm, m, k, M1, k1a, k0, name, pipe_name)
-    b = _from_zn(filter.elements(K1 * N1 * 16 * k0, name, pipe_name), K1, N1, k0)[:k]
-    init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1)
-    result = _multiply(a, b, init, k0)
+    if m > 1 and k1a * k0 == k and dst.dtype == float32:
+        # whole k fractals of a float product: the fractals straight into the per-step
+        # operands (the same products and sums as below, without the ND matrices)
+        zz = fm.elements(M1 * K1 * 16 * k0, name, pipe_name)
+        zn = filter.elements(K1 * N1 * 16 * k0, name, pipe_name)
+        init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1, zero_as_none=True)
+        result = _multiply_fractals(zz, zn, init, M1, N1, K1, k0)
+    else:
+        a = _read_a(fm, m, k, M1, k1a, k0, name, pipe_name)
+        b = _from_zn(filter.elements(K1 * N1 * 16 * k0, name, pipe_name), K1, N1, k0)[:k]
+        init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1)
+        result = _multiply(a, b, init, k0)
     out = dst.elements(M1 * N1 * 256, name, pipe_name)
     if ctx.tracker is not None:
         _track(ctx, dst, fm, filter, _a_index(m, k, M1, k1a, k0)[:m],
@@ -183,24 +191,28 @@ def _nz_index(M1: int, N1: int) -> np.ndarray:
     return idx
 
 
-def _initial(ctx, dst, bias, p: MmadParams, m: int, n: int, M1: int, N1: int):
+def _initial(ctx, dst, bias, p: MmadParams, m: int, n: int, M1: int, N1: int,
+             zero_as_none: bool = False):
     """C's starting value (M1*16 x N1*16, the L0C type) and what it was read from: (tensor,
-    element index, whether the checker requires those bytes written). A bias-table row is
+    element index, whether the checker requires those bytes written); with
+    ``zero_as_none`` a start of zeros (cmatrixInitVal) is None, not an array. A bias-table row is
     read for all n columns, but kernels pad n (int8: to 32, as the mmad sample does) past
     the bias they loaded: those columns only feed C's padding, so they are not flagged."""
     name, pipe = "Mmad", "PIPE_M"
     shape = (M1 * 16, N1 * 16)
-    init = np.zeros(shape, dtype=dst.dtype)
     if bias is None and p.cmatrixInitVal and not p.isBias:
-        return init, []
+        return (None if zero_as_none else np.zeros(shape, dtype=dst.dtype)), []
     if bias is None and p.cmatrixSource and not p.isBias:   # the bias table, address 0 [R]
         bias = _bias_table_start(ctx, dst.dtype)
     if bias is not None and bias.mem == _core.BT:
+        init = np.zeros(shape, dtype=dst.dtype)
         row = bias.elements(n, name, pipe)
         init[:, :n] = row
         return init, [(bias, np.arange(n), False)]
     src = dst if bias is None else bias                      # accumulate, or a CO1 bias matrix
-    init[...] = _from_nz(src.elements(M1 * N1 * 256, name, pipe), M1, N1)
+    init = np.empty(shape, dtype=dst.dtype)                  # one gathering copy of L0C's NZ
+    init.reshape(M1, 16, N1, 16)[...] = _to_nz(src.elements(M1 * N1 * 256, name, pipe), M1,
+                                               N1).transpose(1, 2, 0, 3)
     return init, [(src, _nz_index(M1, N1)[:m, :n], True)]
 
 
@@ -221,15 +233,41 @@ def _multiply(a: np.ndarray, b: np.ndarray, init: np.ndarray, k0: int) -> np.nda
         prod = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)   # exact
         return (init.astype(np.int64) + prod).astype(np.int32)   # wraps like the 32-bit adder
     steps = ceil_div(k, k0)
-    a64 = np.zeros((rows, steps * k0))      # the ignored tail of the last k fractal: zeros
-    a64[:, :k] = a
-    b64 = np.zeros((steps * k0, b.shape[1]))
-    b64[:k] = b
+    if steps * k0 == k:                     # whole k fractals: the operands as they are
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    else:
+        a64 = np.zeros((rows, steps * k0))  # the ignored tail of the last k fractal: zeros
+        a64[:, :k] = a
+        b64 = np.zeros((steps * k0, b.shape[1]))
+        b64[:k] = b
     partial = np.matmul(a64.reshape(rows, steps, k0).transpose(1, 0, 2),
                         b64.reshape(steps, k0, -1)).astype(np.float32)   # one rounding per step
     acc = init.copy()
     for step in partial:         # float32 adds in k order (np.add.accumulate over axis 0 is
         acc += step              # ~10x slower for the same roundings)
+    return acc
+
+
+def _multiply_fractals(zz: np.ndarray, zn: np.ndarray, init: np.ndarray | None, M1: int,
+                       N1: int, K1: int, k0: int) -> np.ndarray:
+    """:func:`_multiply` of A's ZZ fractals (``zz``: M1 x K1 fractals of 16 x k0) by B's ZN
+    fractals (``zn``: K1 x N1 fractals of k0 x 16, column by column) when k fills its
+    fractals and C is float: step s multiplies A's column block s (M1*16 x k0) by B's row
+    block s (k0 x N1*16), exactly (float64), rounded once to fp32, added in k order onto
+    ``init`` (None: zeros; ``step + 0.0`` is ``0.0 + step`` bit for bit, -0.0 included)."""
+    a64 = np.empty((K1, M1, 16, k0))        # step, row block, row, k: converted as gathered
+    a64[...] = zz.reshape(M1, K1, 16, k0).transpose(1, 0, 2, 3)
+    b64 = np.empty((K1, k0, N1, 16))        # step, k, column block, column
+    b64[...] = zn.reshape(K1, N1, 16, k0).transpose(0, 3, 1, 2)
+    partial = np.matmul(a64.reshape(K1, M1 * 16, k0),
+                        b64.reshape(K1, k0, N1 * 16)).astype(np.float32)  # one rounding a step
+    if init is None:
+        acc = partial[0]         # a fresh array: accumulated in place
+        acc += np.float32(0)
+    else:
+        acc = init + partial[0]
+    for step in partial[1:]:     # float32 adds in k order
+        acc += step
     return acc
 
 
