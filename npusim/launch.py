@@ -292,6 +292,10 @@ def _end_of_block_checks(ctx) -> None:
         if balance:
             _, event, event_id = key
             what = ("has no WaitFlag" if balance > 0 else "has no SetFlag")
+            if balance < 0:
+                used = sorted(ctx.flag_sets.get(event, ()))
+                what += (f" (SetFlag<{event.name}> used eventID {', '.join(map(str, used))})"
+                         if used else f" (no SetFlag<{event.name}> ran in this kernel)")
             checker.report(ctx, SyncError(
                 "SetFlag" if balance > 0 else "WaitFlag",
                 f"{event.name}({event_id}) {what} by the end of the kernel "

@@ -89,13 +89,17 @@ OVERRIDES = {
     "ShiftRight": ("int16, uint16, int32, uint32", None),
     "Rsqrt": (F16_F32, _SLOW),
     "Select": ("half, float (mask: uint8 bits)", None),
-    "GetCmpMask": ("-", "scalar"), "SetCmpMask": ("-", "scalar"),
+    "GetCmpMask": ("-", "head + 1 cycle on PIPE_V (the CMPMASK register moves through UB)"),
+    "SetCmpMask": ("-", "head + 1 cycle on PIPE_V (the CMPMASK register moves through UB)"),
     "DataCopyPad": ("any", _DMA + "; rows padded to 32 B in UB"),
     "Copy": ("16- and 32-bit types", "head + one repeat per 256 B (PIPE_V, UB -> UB)"),
     "SetPadValue": ("-", _NONE),
-    "GetTPipePtr": ("-", _NONE), "GetGatherMaskRemainCount": ("-", "scalar"),
+    "GetTPipePtr": ("-", _NONE), "GetGatherMaskRemainCount": ("-", "1 cycle (a register read)"),
     "PipeBarrier": ("-", "0 cycles: the pipe (PIPE_ALL: every pipe) drains first"),
 }
+
+#: API -> pipe where it differs from the family's.
+PIPE_OVERRIDES = {"GetGatherMaskRemainCount": "PIPE_S"}
 
 _KINDS = ("function", "class", "constant")
 
@@ -128,6 +132,7 @@ def rows() -> list[dict]:
         if kind == "function" and fam is not None:
             title, pipe, dtypes, cost = fam
             o_dtypes, o_cost = OVERRIDES.get(name, (None, None))
+            pipe = PIPE_OVERRIDES.get(name, pipe)
             out.append({"name": name, "family": title, "kind": kind, "pipe": pipe,
                         "dtypes": o_dtypes or dtypes, "cost": o_cost or cost,
                         "summary": _summary(obj), "module": module})

@@ -30,6 +30,13 @@ half -> float [R]). A level-0 call costs its repeats (256 B each).
 
 Dtypes are those of Atlas A2/A3 (the asc-devkit ``docs/api/context/<Name>.md`` pages);
 bfloat16 raises :class:`DtypeError` as for every vector instruction.
+
+Shared rules (the two forms, 32 B UB alignment, address overlap, the cost terms —
+head, repeats, UB bank conflicts — and the common errors): the
+:mod:`npusim.ascendc.vector` module docstring. The docstrings here give each instruction's
+forms, dtypes, rate and the errors of its own; "LimitError/UbError: level-0 limits,
+bounds" refers to those common rules. Axpy, FusedMulAdd and MulAddDst read dst as an
+operand too, so dst follows the source overlap rules.
 """
 from __future__ import annotations
 

@@ -24,6 +24,11 @@ call checks them when given)::
 
 Both tensors are compact row-major in UB. The optional ``sharedTmpBuffer`` is accepted
 for source compatibility; the simulator does not need it.
+
+Shared rules (the two forms, 32 B UB alignment, address overlap, the cost terms — head,
+repeats, UB bank conflicts — and the common errors): the :mod:`npusim.ascendc.vector` module
+docstring. Broadcast is a library routine: it costs the Brcb, copy and GatherMask steps
+above, each a PIPE_V record with its own head and bank conflicts.
 """
 from __future__ import annotations
 

@@ -20,8 +20,9 @@ pipe, the instruction and the kernel line):
   instruction that computes with them (Mmad, Fixpipe) checks exactly the bytes it uses.
 * ``Sync`` — a pipe reading a local memory another pipe wrote, or overwriting bytes another
   pipe reads, with no queue hand-off, flag or barrier in between (e.g. Mmad on PIPE_M
-  reading L0A that LoadData wrote on PIPE_MTE1 with no MTE1_M flag); SetFlag twice without
-  WaitFlag; flags unpaired at kernel end; eventIDs out of range; in a mixed launch, two
+  reading L0A that LoadData wrote on PIPE_MTE1 with no MTE1_M flag), naming the WaitFlag
+  when one came before any SetFlag it could pair with; SetFlag twice without WaitFlag; a
+  WaitFlag nothing can release (:mod:`npusim.ascendc.sync`); flags unpaired at kernel end; eventIDs out of range; in a mixed launch, two
   cores (an AIC and an AIV, or any two) touching the same GM bytes, one of them writing,
   with no CrossCoreSetFlag/CrossCoreWaitFlag or SyncAll ordering them (:class:`GmOrder`),
   and cross-core sets nobody waits for.
@@ -169,7 +170,8 @@ class MemoryShadow:
             self.on_race(ctx, pipe, writer, SyncError(
                 instruction, f"{Pipe(pipe).name} {verb} {self.mem} [{offset}, {end}) that {other} "
                 f"wrote, with no queue hand-off, flag or barrier from {other} to "
-                f"{Pipe(pipe).name} in between", pipe=Pipe(pipe).name))
+                f"{Pipe(pipe).name} in between{self._unset_wait(writer, pipe)}",
+                pipe=Pipe(pipe).name))
         if writing:
             rthr = self._rthr
             rthr[:, 0] = known[self._readers_idx]
@@ -182,7 +184,13 @@ class MemoryShadow:
                 self.on_race(ctx, pipe, r, SyncError(
                     instruction, f"{Pipe(pipe).name} overwrites {self.mem} [{offset}, {end}) that "
                     f"{Pipe(r).name} may still be reading: no queue hand-off, flag or barrier in "
-                    "between", pipe=Pipe(pipe).name))
+                    f"between{self._unset_wait(r, pipe)}", pipe=Pipe(pipe).name))
+
+    def _unset_wait(self, src: int, dst: int) -> str:
+        """The race's likely cause when a WaitFlag from ``src`` to ``dst`` came before any
+        SetFlag it could pair with (it orders nothing done before that SetFlag), else ""."""
+        text = self.clock.unset_waits.get((src, dst))
+        return f": the WaitFlag meant to order them does not, as {text}" if text else ""
 
     def on_race(self, ctx, pipe: int, other: int, exc: SyncError) -> None:
         """``pipe`` accesses bytes ``other`` wrote or reads with no sync in between: a
@@ -234,7 +242,14 @@ class MemoryShadow:
                 self._uninitialised(ctx, pipe, f"bytes in [{lo}, {hi})",
                                     int(byte_addr.reshape(-1)[int(np.argmin(ok.reshape(-1)))]),
                                     instruction)
-        blocks = _blocks_of(byte_addr, lo, hi)
+        self.read_blocks(ctx, pipe, _blocks_of(byte_addr, lo, hi), lo, hi, instruction)
+
+    def read_blocks(self, ctx, pipe: int, blocks: np.ndarray, lo: int, hi: int,
+                    instruction: str) -> None:
+        """The race check and bookkeeping of a read of the 32 B ``blocks`` (distinct,
+        sorted; bytes ``[lo, hi)`` for the message), without an initialised-bytes check:
+        :meth:`read_at` once its blocks are known (callers that know them skip the
+        per-byte addresses)."""
         self._race(ctx, pipe, blocks, lo, hi, instruction, False)
         row = self._reader_row.get(pipe)
         if row is not None:
@@ -245,11 +260,17 @@ class MemoryShadow:
         """A write of the bytes at ``byte_addr`` (the lanes a mask leaves on, a fractal
         layout); ``init`` is the new initialised state (a copy passes its source's)."""
         lo, hi = int(byte_addr.min()), int(byte_addr.max()) + 1
-        blocks = _blocks_of(byte_addr, lo, hi)
+        self.write_blocks(ctx, pipe, _blocks_of(byte_addr, lo, hi), lo, hi, instruction)
+        self.init[byte_addr] = init
+
+    def write_blocks(self, ctx, pipe: int, blocks: np.ndarray, lo: int, hi: int,
+                     instruction: str) -> None:
+        """The race check and bookkeeping of a write to the 32 B ``blocks`` (distinct,
+        sorted; bytes ``[lo, hi)`` for the message); the caller sets the bytes'
+        initialised state (:meth:`write_at` without the per-byte addresses)."""
         self._race(ctx, pipe, blocks, lo, hi, instruction, True)
         self.w_pipe[blocks] = pipe
         self.w_idx[blocks] = self.clock.count[pipe]
-        self.init[byte_addr] = init
 
     def fresh(self, offset: int, nbytes: int) -> None:
         """AllocTensor: the buffer's contents are undefined again."""
@@ -274,6 +295,9 @@ class _Clocks:
         self.count = np.zeros(_N_PIPES, dtype=np.int64)
         self.vc = np.zeros((_N_PIPES, _N_PIPES), dtype=np.int64)
         self.pending: dict = {}                    # flag key -> snapshots of vc
+        # (src pipe, dst pipe) -> what is wrong with a WaitFlag of theirs that no SetFlag
+        # preceded (sync.unset_wait_text), for the race reports it explains
+        self.unset_waits: dict = {}
 
 
 class UbTracker(MemoryShadow):
@@ -308,6 +332,12 @@ class UbTracker(MemoryShadow):
         return sh
 
     # -- sync edges ------------------------------------------------------------------
+    def note_unset_wait(self, event, text: str) -> None:
+        """A WaitFlag of ``event`` that no SetFlag of its event and eventID preceded
+        (:func:`npusim.ascendc.sync.WaitFlag`): later races from ``event.src`` to
+        ``event.dst`` say so with ``text``."""
+        self.clock.unset_waits[(int(event.src), int(event.dst))] = text
+
     def on_record(self, kind: int, pipe: int, key) -> None:
         clock = self.clock
         vc, count = clock.vc, clock.count
@@ -319,6 +349,9 @@ class UbTracker(MemoryShadow):
             snaps = clock.pending.get(key)
             if snaps:
                 np.maximum(vc[pipe], snaps.pop(0), out=vc[pipe])
+                if clock.unset_waits and isinstance(key, tuple) and key[0] == "flag":
+                    # a paired WaitFlag of these pipes: they are ordered again
+                    clock.unset_waits.pop((int(key[1].src), pipe), None)
             if pipe == _S:        # the scalar unit stops issuing: all later work knows it
                 np.maximum(vc, vc[_S], out=vc)
         elif kind == _BARRIER:

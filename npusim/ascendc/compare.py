@@ -43,7 +43,13 @@ cceapi_0119/0043/0118; Atlas A2/A3 rows):
 
 Cost: Compare/CompareScalar (hardware.md §2.1 "Compare/Compares") and Select at 128
 elements per cycle for half, 64 for float (and int32), per 256 B repeat, through
-:func:`npusim.ascendc.vector.issue_vector`; Get/SetCmpMask one cycle.
+:func:`npusim.ascendc.vector.issue_vector`; Get/SetCmpMask one cycle after the head.
+
+Shared rules (the two forms, 32 B UB alignment, address overlap, the cost terms —
+head, repeats, UB bank conflicts — and the common errors): the
+:mod:`npusim.ascendc.vector` module docstring. Specific to this family: the count form of
+Compare/CompareScalar needs whole 256 B repeats, the level-0 mask of Compare is reserved,
+and Get/SetCmpMask need 16 B (not 32 B) alignment.
 """
 from __future__ import annotations
 
@@ -268,7 +274,9 @@ def CompareScalar(dst: LocalTensor, src0: LocalTensor, src1Scalar, cmpMode: CMPM
     with UnaryRepeatParams (only the source strides matter; the mask is reserved: every
     lane is compared; the bits are packed as for :func:`Compare`). ``src1Scalar`` is
     converted to src0's type first (the C++ parameter is ``const T``). Dtypes, errors:
-    as :func:`Compare` (CompareScalar.md; vcmpvs, cceapi_0043).
+    as :func:`Compare` (CompareScalar.md; vcmpvs, cceapi_0043). Cost: as Compare, 128 half
+    / 64 float elements per cycle over whole 256 B repeats, plus head and bank conflicts
+    (:mod:`npusim.ascendc.vector` module docstring).
     """
     scalar = src0.dtype.type(src1Scalar)
     _compare_to_tensor("CompareScalar", dst, src0, scalar, cmpMode, tuple(args))
@@ -280,6 +288,9 @@ def GetCmpMask(dst: LocalTensor) -> None:
     Raises:
         AlignmentError: dst not 16 B aligned. UbError: less than 128 B of dst's buffer
         from its start (the page's "dst的空间大小不能少于128字节").
+
+    Cost: one PIPE_V record, ``vec_head_cycles + 1`` cycles. The checker sees a write of
+    dst's first 16 bytes.
     """
     name = "GetCmpMask"
     ctx = _core.current_core()
@@ -301,6 +312,10 @@ def SetCmpMask(src: LocalTensor) -> None:
 
     Raises:
         AlignmentError: src not 16 B aligned. UbError: src's buffer shorter than 16 B.
+
+    Cost: one PIPE_V record, ``vec_head_cycles + 1`` cycles. The checker sees a read of
+    src's first 16 bytes (they must have been written: an uninitialised-read finding
+    otherwise).
     """
     name = "SetCmpMask"
     ctx = _core.current_core()

@@ -139,6 +139,7 @@ class CoreContext:
         self.tracker = None          # UbTracker on the blocks whose races are tracked
         self.flag_balance: dict = {}  # user flag key -> SetFlag count - WaitFlag count
         self.flag_lines: dict = {}    # user flag key -> line of its last SetFlag
+        self.flag_sets: dict = {}     # HardEvent -> eventIDs its SetFlags used so far
         self.gm_writes: list = []     # plain GM stores: (addr, row bytes, pitch, rows)
         # the vector unit's control registers (npusim.ascendc.repeat)
         self.mask_counter = False     # SetMaskCount / SetMaskNorm

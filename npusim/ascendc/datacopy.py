@@ -12,6 +12,13 @@ Rules (docs/reference/hardware.md §3 "Memory and alignment"; asc-devkit
 * DataCopyPad: blockLen in bytes [0, 2097151]; each GM->UB row is padded to 32 B in UB
   (left/right padding, then "dummy" bytes: see :func:`DataCopyPad`).
 * Copy: the level-0 vector copy with masks and block strides (Copy.md).
+
+The UB -> UB forms are PIPE_V instructions: Shared rules (the two forms, 32 B UB alignment, address overlap, the cost terms —
+head, repeats, UB bank conflicts — and the common errors): the
+:mod:`npusim.ascendc.vector` module docstring. DataCopy UB -> UB costs
+``vec_head_cycles + ceil(bytes / 256)`` cycles (256 B a cycle, docs/reference/hardware.md
+§2.1 pipe table; docs/calibration.md "Costs of instruction classes"), with no bank-conflict
+term; Copy is costed as a level-0 instruction at the Duplicate rates.
 """
 from __future__ import annotations
 
@@ -144,6 +151,14 @@ def DataCopy(dst, src, count_or_params) -> None:
         UbError / GmAccessError: the copy leaves its buffer or allocation.
         A length that is not a whole number of 32 B blocks is a checker finding
         (category Alignment): the copy is rounded down, as on hardware.
+
+    UB -> UB (two LocalTensors; DataCopy_UBToUB_continuous.md / _highdim_split.md): one
+    PIPE_V record of ``vec_head_cycles + ceil(bytes / 256)`` cycles, bytes = the whole
+    blocks copied (``blockCount * blockLen * 32`` for DataCopyParams; module docstring).
+    Both addresses 32 B aligned; DataCopyParams ranges as for GM. The whole source is read
+    before the destination is written, so overlapping operands copy as a memmove would
+    (the page sets no overlap rule; the simulator does not check one). ``blockCount`` or
+    ``blockLen`` 0 is a NOP and records nothing. Any dtype (a byte copy).
     """
     if (getattr(dst, "mem", None) in _core.CUBE_MEMORIES or isinstance(count_or_params, Nd2NzParams)
             or getattr(src, "mem", None) in _core.CUBE_MEMORIES):   # L1/BT or ND->NZ: the cube's
@@ -447,7 +462,10 @@ def Copy(dst: LocalTensor, src: LocalTensor, mask, repeatTime: int,
     约束说明); a count above the lanes of a repeat is clamped [R].
 
     Source: Copy.md (Atlas A2/A3: uint16/int16/half/bfloat16/uint32/int32/float).
-    Cost: one 256 B repeat per cycle (128 / 64 elements, as Duplicate; §2.1).
+    Cost: one 256 B repeat per cycle (128 / 64 elements, as Duplicate; §2.1), plus the
+    head and bank conflicts (:mod:`npusim.ascendc.vector` module docstring). Strides:
+    dstStride/srcStride in 32 B blocks [0, 65535], dstRepeatSize/srcRepeatSize in 32 B
+    blocks [0, 4095]; overlap rules of the level-0 form (module docstring of vector).
 
     Raises:
         DtypeError / KernelError: dtype or SoC not supported. AlignmentError: an operand

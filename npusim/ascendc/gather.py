@@ -17,6 +17,11 @@ cycle (one repeat); Gather 5; Gatherb 42 (uint16) / 21 (uint32); GatherMask 64 (
 
 The helpers at the top (dtype tables per SoC, alignment, ranges, overlap) are shared with
 :mod:`npusim.ascendc.transpose` and :mod:`npusim.ascendc.datacopy`.
+
+Shared rules (the two forms, 32 B UB alignment, address overlap, the cost terms — head,
+repeats, UB bank conflicts — and the common errors): the :mod:`npusim.ascendc.vector` module
+docstring. The helpers below apply those rules with this family's exceptions (dtype tables
+per SoC, no overlap between source and destination at all).
 """
 from __future__ import annotations
 
@@ -439,7 +444,12 @@ def GatherMask(dst: LocalTensor, src0: LocalTensor, src1Pattern, reduceMode: boo
 
 def GetGatherMaskRemainCount() -> int:
     """Elements the last GatherMask of this core kept (its rsvdCnt register; PIPE_S,
-    1 cycle)."""
+    1 cycle).
+
+    Returns 0 before any GatherMask. Cost: one PIPE_S record of 1 cycle (a register
+    read; docs/reference/hardware.md §2.1 "Mask/scalar setup ops cost 1 cycle"). Raises
+    nothing.
+    """
     ctx = _core.current_core()
     ctx.record(_core.OP, PIPE_S, 1, 0, None, "GetGatherMaskRemainCount")
     return int(ctx.rsvd_cnt)

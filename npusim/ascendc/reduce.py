@@ -39,6 +39,14 @@ Cost (docs/reference/hardware.md §2.1, from the appendix Vector指令理论性�
 ReduceRepeat (Whole*/RepeatReduceSum) 128/7 (half) and 64/7 (float) elements per cycle,
 i.e. 7 cycles per repeat; ReduceDataBlock (BlockReduce*) 128/7 and 64; ReducePairElem
 (PairReduceSum) 128 and 64; a repeat costs its 256 B whatever the mask.
+
+Shared rules (the two forms, 32 B UB alignment, address overlap, the cost terms —
+head, repeats, UB bank conflicts — and the common errors): the
+:mod:`npusim.ascendc.vector` module docstring. Specific to this family: the instructions
+take only the level-0 form, with the strides as separate arguments (no RepeatParams);
+the source is 32 B aligned but the destination only to its result's size (stated per
+instruction); a destination overlapping the source runs repeat by repeat, as the unit
+issues them.
 """
 from __future__ import annotations
 
@@ -251,6 +259,12 @@ def WholeReduceMax(dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRe
     uint32 (two halves) with ORDER_ONLY_INDEX. dstRepStride is in units of one result
     (2 elements with value and index). dst must be 4 B (half) / 8 B (float) aligned.
     Ties give the first lane; NaN propagates (WholeReduceMax.md, atlasascendc_api_07_0079).
+    Other arguments, cost (7 cycles per repeat) and source alignment: as
+    :func:`WholeReduceSum`.
+
+    Raises:
+        DtypeError, AlignmentError (src 32 B; dst 4 B / 8 B), LimitError (repeatTime,
+        strides, mask), UbError.
     """
     _reduce_instruction("WholeReduceMax", "max", dst, src, mask, repeatTime, dstRepStride,
                         srcBlkStride, srcRepStride, None, RATE_REDUCE_REPEAT,

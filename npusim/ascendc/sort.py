@@ -28,6 +28,12 @@ Support: Sort32, MrgSort, GetMrgSortResult and Extract exist on Atlas A2/A3 (Npu
 only; on the first-generation 910 and the 310P ("Atlas 训练系列产品" / "Atlas 推理系列产品"
 Vector Core: x in the support tables) they raise :class:`DtypeError`.
 
+Shared rules (32 B UB alignment, the cost terms — head and UB bank conflicts — and the
+common errors): the :mod:`npusim.ascendc.vector` module docstring. These instructions take
+``repeatTimes`` groups of 32 elements (no mask, no strides): a repeat costs 32 / rate
+cycles, the head once per call; operands given as (score, index) structures count 8 B per
+element for the bank-conflict term.
+
 IndexCast is Ascend C ``Cast`` for the index conversions ``l0op::Cast(indices, DT_INT32)``
 performs (docs/reference/operators.md §2 "indices ... are cast to int32 for V2"), for the source
 types ``vector.Cast`` does not cover; see its docstring.
@@ -107,7 +113,15 @@ def _descending_order(scores: np.ndarray, axis: int = -1) -> np.ndarray:
 def CreateVecIndex(dst: LocalTensor, firstValue, count: int) -> None:
     """``CreateVecIndex(dst, firstValue, count)``: dst[i] = firstValue + i for i < count.
 
-    dst: int16, int32, half or float. 128 (16-bit) or 64 (32-bit) elements per cycle.
+    dst: int16, int32, half or float (the value is computed exactly, then converted to
+    dst's type: a half index above 2048 rounds). Count form only. Cost: ``vec_head_cycles +
+    ceil(count / rate)`` + bank conflicts, rate 128 (16-bit) / 64 (32-bit) elements per
+    cycle (docs/reference/hardware.md §2.1). dst 32 B aligned. Source: CreateVecIndex page
+    (atlasascendc_api_07_0231 and neighbours).
+
+    Raises:
+        DtypeError: another dtype. AlignmentError: dst not 32 B aligned. UbError: count
+            elements overrun dst's buffer.
     """
     ctx = _core.current_core()
     if dst.dtype not in (np.dtype(np.int16), _I32, _F16, _F32):
@@ -257,7 +271,13 @@ def MrgSort(dst: LocalTensor, sortList: MrgSortSrcList, elementCountList, sorted
 
 def GetMrgSortResult() -> tuple[int, int, int, int]:
     """``GetMrgSortResult(list1, list2, list3, list4)``: structures of each queue merged by the
-    last exhausted-mode MrgSort, returned as a tuple (PIPE_S, one scalar instruction)."""
+    last exhausted-mode MrgSort, returned as a tuple (PIPE_S, one scalar instruction).
+
+    Returns (0, 0, 0, 0) before any MrgSort. Cost: one PIPE_S record of ``scalar_cycles``.
+
+    Raises:
+        DtypeError: the SoC has no sort instructions (A2/A3 only; module docstring).
+    """
     ctx = _core.current_core()
     _check_sort_support(ctx, "GetMrgSortResult")
     ctx.record(_core.OP, PIPE_S, ctx.soc.scalar_cycles, 0, None, "GetMrgSortResult")
@@ -270,7 +290,14 @@ def Extract(dstValue: LocalTensor, dstIndex: LocalTensor, sorted_: LocalTensor,
     """``Extract(dstValue, dstIndex, sorted, repeatTimes)``: split ``32 * repeatTimes``
     (score, index) structures into a score tensor (half/float) and a uint32 index tensor.
 
-    Cost [R]: two GatherMask passes (see the module docstring).
+    Cost [R]: two GatherMask passes (see the module docstring): ``Extract.GatherMask``
+    at the score's GatherMask rate (64 half / 32 float elements per cycle) and again at
+    32 for the indices, each with its head. All three tensors 32 B aligned.
+
+    Raises:
+        DtypeError: no sort instructions on the SoC; scores not half/float; dstValue of
+            another dtype than the scores; dstIndex not 4 bytes. LimitError: repeatTimes
+            outside its range. AlignmentError, UbError: common rules.
     """
     ctx = _core.current_core()
     _check_sort_support(ctx, "Extract")

@@ -24,6 +24,11 @@ Transpose costs 2 cycles, a TransDataTo5HD repeat (512 B read) 2 cycles. The ext
 NCHW<->NHWC Transpose is a library routine (TransDataTo5HD into the temporary buffer, block
 copies, TransDataTo5HD out); it is costed as those three passes over the data at 256 B per
 cycle each.
+
+Shared rules (the two forms, 32 B UB alignment, address overlap, the cost terms — head,
+repeats, UB bank conflicts — and the common errors): the :mod:`npusim.ascendc.vector` module
+docstring. Specific to this family: whole 512 B repeats (16 x 32 B blocks), addresses given
+as lists in the TransDataTo5HD forms (each 32 B aligned).
 """
 from __future__ import annotations
 

@@ -1,14 +1,76 @@
 """Vector instructions on PIPE_V (the "first n elements" form of each Ascend C API).
 
+This docstring holds the rules every PIPE_V instruction of :mod:`npusim.ascendc` shares
+(this module, :mod:`~npusim.ascendc.arith`, :mod:`~npusim.ascendc.compare`,
+:mod:`~npusim.ascendc.reduce`, :mod:`~npusim.ascendc.gather`,
+:mod:`~npusim.ascendc.transpose`, :mod:`~npusim.ascendc.broadcast`,
+:mod:`~npusim.ascendc.sort`, UB -> UB :func:`~npusim.ascendc.datacopy.DataCopy` and
+:func:`~npusim.ascendc.datacopy.Copy`); each instruction's docstring states only what
+differs.
+
+Forms. ``Xxx(dst, src..., count)`` (level 2) works on the first ``count`` elements of
+each operand (``count * sizeof(T)`` bytes from the tensor's start) and leaves the mask
+register in Normal mode with every lane on (掩码.md: the level-2 APIs switch to Counter
+mode internally and restore it; :func:`level2_done`). ``Xxx(dst, src..., mask,
+repeatTime[, repeatParams])`` (level 0) walks UB in repeats of 256 B with block and repeat
+strides in 32 B units, under a continuous or ``[low, high]`` bit mask, or the mask
+register when ``isSetMask=False``: the rules are those of :mod:`npusim.ascendc.repeat`
+(高维切分.md, 掩码.md; docs/reference/hardware.md §3 "Vector instructions").
+``repeatParams`` is a BinaryRepeatParams (two sources) or UnaryRepeatParams (one),
+contiguous (blkStride 1, repStride 8) when omitted.
+
+Dtypes. Every operand of an element-wise instruction has one dtype, the tensor's
+(operands that mix dtypes raise :class:`DtypeError`). The tables below are those of
+Atlas A2/A3 (Add.md and the other API pages; docs/reference/hardware.md §1.1
+"Intrinsic"); bfloat16 has no vector arithmetic on A2/A3, the first-generation 910 or the
+310P: such a call raises :class:`DtypeError` — Cast it to float first, as real kernels do.
+
+Alignment. Every UB operand starts 32 B aligned (通用说明和约束.md; docs/reference/hardware.md
+§3 "Memory and alignment"), for a LocalTensor view too (``t[3]`` of a float tensor is
+not): :class:`AlignmentError` otherwise (:func:`issue_vector`). The element count of the
+level-2 form needs no alignment. Each operand's lanes stay inside its tensor's buffer:
+:class:`UbError` otherwise.
+
+Overlap (通用说明和约束.md "地址重叠约束"; docs/reference/hardware.md §3). A source and the
+destination overlap completely (in place: ``Add(x, x, y, n)``) or not at all. In the
+level-0 form the simulator checks it lane by lane: a partial overlap within a repeat, or
+a later repeat reading what an earlier one wrote, is a checker finding (:class:`UbError`,
+:func:`npusim.ascendc.repeat.report_overlap`), except the accumulation idiom of
+Add/Sub/Mul/Max/Min/AddRelu/SubRelu (dst on src1, src1RepStride or dstRepStride 0), which
+runs repeat by repeat as the unit issues them. The level-2 form is not checked for
+overlap; use it in place or on disjoint buffers.
+
 Numerics: every instruction rounds its result to the destination dtype, as the vector
 unit does; fp16 arithmetic is done by numpy's float16 loops, which round each result
 once (float32 carries enough bits that the intermediate is exact for + - * / sqrt).
-bfloat16 has no vector arithmetic on A2/A3, the first-generation 910 or the 310P
-(docs/reference/hardware.md §1.1): such a call raises :class:`DtypeError`; Cast it to float
-first, as real kernels do.
+Floating-point exceptions are ignored (inf and NaN propagate); with
+``SetSaturationFlag(true)`` half results clamp inf to ±65504 and NaN to 0 and int16/int32
+results saturate (:func:`_compute`; docs/reference/hardware.md §2.1 "Numerics").
 
-Cost: ``vec_head_cycles + ceil(count / rate)`` cycles, where ``rate`` is the published
-elements per cycle per AIV (docs/reference/hardware.md §2.1 "Vector instructions").
+Pipe and cost (docs/reference/hardware.md §2.1; docs/calibration.md "Costs of instruction
+classes", "UB bank conflicts"). Every instruction is one record on PIPE_V costing::
+
+    vec_head_cycles + ceil(count / rate) + conflicts          (level 2)
+    vec_head_cycles + repeatTime * ceil(lanes / rate) + conflicts   (level 0)
+
+``rate`` is the published elements per cycle per AIV of the instruction and dtype
+(:data:`RATE_SIMPLE` 128 for 16-bit / 64 for 32-bit types, :data:`RATE_SLOW` 32,
+:data:`RATE_CAST` 64, and the rates each module lists); ``lanes`` the lanes of one 256 B
+repeat of the widest operand: a level-0 repeat costs its 256 B whatever the mask.
+``vec_head_cycles`` is the SoC's fixed head (22 on A2/A3, assumed: calibration.md).
+``conflicts`` are the cycles by which the repeats' UB bank accesses outlast their
+compute (:mod:`npusim.ascendc.ubbank`: read-read and write-write in a bank group,
+read-write in a bank, the delayed-write exemption): lay operands out in different bank
+groups to avoid them. ``count = 0`` or ``repeatTime = 0`` is a NOP that still costs the
+head (§2.1).
+
+Errors, common to all: :class:`DtypeError` (dtype not in the table, mixed dtypes,
+bfloat16 arithmetic); :class:`AlignmentError` (an operand not 32 B aligned);
+:class:`UbError` (a lane beyond its buffer; a forbidden overlap, a checker finding);
+:class:`LimitError` (level 0: repeatTime outside [0, 255], a stride outside [0, 255], a
+mask out of range, repeat params that do not fit the number of sources;
+:mod:`npusim.ascendc.repeat`). Race and uninitialised-read findings come from the
+checker (:mod:`npusim.ascendc.checker`).
 """
 from __future__ import annotations
 
@@ -341,93 +403,214 @@ def _accumulate(name, fn, dst, d_idx, src0, s0_idx, call) -> None:
 
 
 def Add(dst, src0, src1, *args, isSetMask=True):
-    """dst[i] = src0[i] + src1[i] for i < count. half/float/int16/int32."""
+    """dst[i] = src0[i] + src1[i] for i < count.
+
+    Forms: ``Add(dst, src0, src1, count)``; ``Add(dst, src0, src1, mask, repeatTime,
+    BinaryRepeatParams)``. Dtypes: half, float, int16, int32 (A2/A3). Cost: 128 (16-bit) /
+    64 (32-bit) elements per cycle. May accumulate into src1 across repeats (dst on src1,
+    src1RepStride or dstRepStride 0; 通用说明和约束.md lists it for half/int32/float), run repeat
+    by repeat with one rounding each. Alignment, overlap, cost terms and errors: the module
+    docstring. Source: Ascend C API page Add (Add.md, 双目指令; docs/reference/hardware.md §2.1,
+    §3).
+    """
     elementwise("Add", np.add, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), args,
                 isSetMask=isSetMask)
 
 
 def Sub(dst, src0, src1, *args, isSetMask=True):
-    """dst[i] = src0[i] - src1[i]. half/float/int16/int32."""
+    """dst[i] = src0[i] - src1[i].
+
+    Forms: ``Sub(dst, src0, src1, count)``; ``Sub(dst, src0, src1, mask, repeatTime,
+    BinaryRepeatParams)``. Dtypes: half, float, int16, int32 (A2/A3). Cost: 128 (16-bit) /
+    64 (32-bit) elements per cycle. May accumulate into src1 across repeats (dst on src1,
+    src1RepStride or dstRepStride 0; 通用说明和约束.md lists it for half/int32/float), run repeat
+    by repeat with one rounding each. Alignment, overlap, cost terms and errors: the module
+    docstring. Source: Ascend C API page Sub (Sub.md, 双目指令; docs/reference/hardware.md §2.1,
+    §3).
+    """
     elementwise("Sub", np.subtract, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), args,
                 isSetMask=isSetMask)
 
 
 def Mul(dst, src0, src1, *args, isSetMask=True):
-    """dst[i] = src0[i] * src1[i]. half/float/int16/int32."""
+    """dst[i] = src0[i] * src1[i].
+
+    Forms: ``Mul(dst, src0, src1, count)``; ``Mul(dst, src0, src1, mask, repeatTime,
+    BinaryRepeatParams)``. Dtypes: half, float, int16, int32 (A2/A3). Cost: 128 (16-bit) /
+    64 (32-bit) elements per cycle. May accumulate into src1 across repeats (dst on src1,
+    src1RepStride or dstRepStride 0; 通用说明和约束.md lists it for half/int32/float), run repeat
+    by repeat with one rounding each. Alignment, overlap, cost terms and errors: the module
+    docstring. Source: Ascend C API page Mul (Mul.md, 双目指令; docs/reference/hardware.md §2.1,
+    §3).
+    """
     elementwise("Mul", np.multiply, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), args,
                 isSetMask=isSetMask)
 
 
 def Div(dst, src0, src1, *args, isSetMask=True):
-    """dst[i] = src0[i] / src1[i]. half/float; 32 elements/cycle."""
+    """dst[i] = src0[i] / src1[i].
+
+    Forms: ``Div(dst, src0, src1, count)``; ``Div(dst, src0, src1, mask, repeatTime,
+    BinaryRepeatParams)``. Dtypes: half, float (A2/A3). Cost: 32 elements per cycle for half
+    and float (§2.1). Alignment, overlap, cost terms and errors: the module docstring.
+    Source: Ascend C API page Div (Div.md, 双目指令; docs/reference/hardware.md §2.1, §3).
+    """
     elementwise("Div", np.divide, _FLOATS, RATE_SLOW, dst, (src0, src1), args,
                 isSetMask=isSetMask)
 
 
 def Max(dst, src0, src1, *args, isSetMask=True):
-    """dst[i] = max(src0[i], src1[i]). half/float/int16/int32."""
+    """dst[i] = max(src0[i], src1[i]).
+
+    Forms: ``Max(dst, src0, src1, count)``; ``Max(dst, src0, src1, mask, repeatTime,
+    BinaryRepeatParams)``. Dtypes: half, float, int16, int32 (A2/A3). Cost: 128 (16-bit) /
+    64 (32-bit) elements per cycle. May accumulate into src1 across repeats (dst on src1,
+    src1RepStride or dstRepStride 0; 通用说明和约束.md lists it for half/int32/float), run repeat
+    by repeat with one rounding each. Alignment, overlap, cost terms and errors: the module
+    docstring. Source: Ascend C API page Max (Max.md, 双目指令; docs/reference/hardware.md §2.1,
+    §3).
+    """
     elementwise("Max", np.maximum, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), args,
                 isSetMask=isSetMask)
 
 
 def Min(dst, src0, src1, *args, isSetMask=True):
-    """dst[i] = min(src0[i], src1[i]). half/float/int16/int32."""
+    """dst[i] = min(src0[i], src1[i]).
+
+    Forms: ``Min(dst, src0, src1, count)``; ``Min(dst, src0, src1, mask, repeatTime,
+    BinaryRepeatParams)``. Dtypes: half, float, int16, int32 (A2/A3). Cost: 128 (16-bit) /
+    64 (32-bit) elements per cycle. May accumulate into src1 across repeats (dst on src1,
+    src1RepStride or dstRepStride 0; 通用说明和约束.md lists it for half/int32/float), run repeat
+    by repeat with one rounding each. Alignment, overlap, cost terms and errors: the module
+    docstring. Source: Ascend C API page Min (Min.md, 双目指令; docs/reference/hardware.md §2.1,
+    §3).
+    """
     elementwise("Min", np.minimum, ARITH_TYPES, RATE_SIMPLE, dst, (src0, src1), args,
                 isSetMask=isSetMask)
 
 
 def Adds(dst, src, scalar, *args, isSetMask=True):
-    """dst[i] = src[i] + scalar (scalar rounded to the tensor's type)."""
+    """dst[i] = src[i] + scalar (scalar rounded to the tensor's type).
+
+    ``scalar`` is converted to T before the operation (so 0.1 becomes half(0.1) for a half
+    tensor). Forms: ``Adds(dst, src, scalar, count)``; ``Adds(dst, src, scalar, mask,
+    repeatTime, UnaryRepeatParams)``. Dtypes: half, float, int16, int32 (A2/A3). Cost: 128
+    (16-bit) / 64 (32-bit) elements per cycle. Alignment, overlap, cost terms and errors:
+    the module docstring. Source: Ascend C API page Adds (Adds.md, 标量双目指令;
+    docs/reference/hardware.md §2.1, §3).
+    """
     elementwise("Adds", np.add, ARITH_TYPES, RATE_SIMPLE, dst, (src,), args, scalar, isSetMask)
 
 
 def Muls(dst, src, scalar, *args, isSetMask=True):
-    """dst[i] = src[i] * scalar (scalar rounded to the tensor's type)."""
+    """dst[i] = src[i] * scalar (scalar rounded to the tensor's type).
+
+    ``scalar`` is converted to T before the operation (so 0.1 becomes half(0.1) for a half
+    tensor). Forms: ``Muls(dst, src, scalar, count)``; ``Muls(dst, src, scalar, mask,
+    repeatTime, UnaryRepeatParams)``. Dtypes: half, float, int16, int32 (A2/A3). Cost: 128
+    (16-bit) / 64 (32-bit) elements per cycle. Alignment, overlap, cost terms and errors:
+    the module docstring. Source: Ascend C API page Muls (Muls.md, 标量双目指令;
+    docs/reference/hardware.md §2.1, §3).
+    """
     elementwise("Muls", np.multiply, ARITH_TYPES, RATE_SIMPLE, dst, (src,), args, scalar, isSetMask)
 
 
 def Maxs(dst, src, scalar, *args, isSetMask=True):
-    """dst[i] = max(src[i], scalar)."""
+    """dst[i] = max(src[i], scalar).
+
+    ``scalar`` is converted to T before the operation (so 0.1 becomes half(0.1) for a half
+    tensor). Forms: ``Maxs(dst, src, scalar, count)``; ``Maxs(dst, src, scalar, mask,
+    repeatTime, UnaryRepeatParams)``. Dtypes: half, float, int16, int32 (A2/A3). Cost: 128
+    (16-bit) / 64 (32-bit) elements per cycle. Alignment, overlap, cost terms and errors:
+    the module docstring. Source: Ascend C API page Maxs (Maxs.md, 标量双目指令;
+    docs/reference/hardware.md §2.1, §3).
+    """
     elementwise("Maxs", np.maximum, ARITH_TYPES, RATE_SIMPLE, dst, (src,), args, scalar, isSetMask)
 
 
 def Mins(dst, src, scalar, *args, isSetMask=True):
-    """dst[i] = min(src[i], scalar)."""
+    """dst[i] = min(src[i], scalar).
+
+    ``scalar`` is converted to T before the operation (so 0.1 becomes half(0.1) for a half
+    tensor). Forms: ``Mins(dst, src, scalar, count)``; ``Mins(dst, src, scalar, mask,
+    repeatTime, UnaryRepeatParams)``. Dtypes: half, float, int16, int32 (A2/A3). Cost: 128
+    (16-bit) / 64 (32-bit) elements per cycle. Alignment, overlap, cost terms and errors:
+    the module docstring. Source: Ascend C API page Mins (Mins.md, 标量双目指令;
+    docs/reference/hardware.md §2.1, §3).
+    """
     elementwise("Mins", np.minimum, ARITH_TYPES, RATE_SIMPLE, dst, (src,), args, scalar, isSetMask)
 
 
 def Sqrt(dst, src, *args, isSetMask=True):
-    """dst[i] = sqrt(src[i]). half/float; 32 elements/cycle."""
+    """dst[i] = sqrt(src[i]).
+
+    Forms: ``Sqrt(dst, src, count)``; ``Sqrt(dst, src, mask, repeatTime,
+    UnaryRepeatParams)``. Dtypes: half, float (A2/A3). Cost: 32 elements per cycle for half
+    and float (§2.1). Alignment, overlap, cost terms and errors: the module docstring.
+    Source: Ascend C API page Sqrt (Sqrt.md, 单目指令; docs/reference/hardware.md §2.1, §3).
+    """
     elementwise("Sqrt", np.sqrt, _FLOATS, RATE_SLOW, dst, (src,), args,
                 isSetMask=isSetMask)
 
 
 def Exp(dst, src, *args, isSetMask=True):
-    """dst[i] = exp(src[i]). half/float; 32 elements/cycle."""
+    """dst[i] = exp(src[i]).
+
+    Forms: ``Exp(dst, src, count)``; ``Exp(dst, src, mask, repeatTime, UnaryRepeatParams)``.
+    Dtypes: half, float (A2/A3). Cost: 32 elements per cycle for half and float (§2.1).
+    Alignment, overlap, cost terms and errors: the module docstring. Source: Ascend C API
+    page Exp (Exp.md, 单目指令; docs/reference/hardware.md §2.1, §3).
+    """
     elementwise("Exp", np.exp, _FLOATS, RATE_SLOW, dst, (src,), args,
                 isSetMask=isSetMask)
 
 
 def Ln(dst, src, *args, isSetMask=True):
-    """dst[i] = ln(src[i]). half/float; 32 elements/cycle."""
+    """dst[i] = ln(src[i]).
+
+    Forms: ``Ln(dst, src, count)``; ``Ln(dst, src, mask, repeatTime, UnaryRepeatParams)``.
+    Dtypes: half, float (A2/A3). Cost: 32 elements per cycle for half and float (§2.1).
+    Alignment, overlap, cost terms and errors: the module docstring. Source: Ascend C API
+    page Ln (Ln.md, 单目指令; docs/reference/hardware.md §2.1, §3).
+    """
     elementwise("Ln", np.log, _FLOATS, RATE_SLOW, dst, (src,), args,
                 isSetMask=isSetMask)
 
 
 def Abs(dst, src, *args, isSetMask=True):
-    """dst[i] = |src[i]|. half/float."""
+    """dst[i] = |src[i]|.
+
+    Forms: ``Abs(dst, src, count)``; ``Abs(dst, src, mask, repeatTime, UnaryRepeatParams)``.
+    Dtypes: half, float (A2/A3). Cost: 128 (16-bit) / 64 (32-bit) elements per cycle.
+    Alignment, overlap, cost terms and errors: the module docstring. Source: Ascend C API
+    page Abs (Abs.md, 单目指令; docs/reference/hardware.md §2.1, §3).
+    """
     elementwise("Abs", np.abs, _FLOATS, RATE_SIMPLE, dst, (src,), args,
                 isSetMask=isSetMask)
 
 
 def Reciprocal(dst, src, *args, isSetMask=True):
-    """dst[i] = 1 / src[i]. half/float."""
+    """dst[i] = 1 / src[i].
+
+    Forms: ``Reciprocal(dst, src, count)``; ``Reciprocal(dst, src, mask, repeatTime,
+    UnaryRepeatParams)``. Dtypes: half, float (A2/A3). Cost: 128 (16-bit) / 64 (32-bit)
+    elements per cycle. Alignment, overlap, cost terms and errors: the module docstring.
+    Source: Ascend C API page Reciprocal (Reciprocal.md, 单目指令; docs/reference/hardware.md
+    §2.1, §3).
+    """
     elementwise("Reciprocal", np.reciprocal, _FLOATS, RATE_SIMPLE, dst, (src,), args,
                 isSetMask=isSetMask)
 
 
 def Relu(dst, src, *args, isSetMask=True):
-    """dst[i] = max(src[i], 0). half/float/int32."""
+    """dst[i] = max(src[i], 0).
+
+    Forms: ``Relu(dst, src, count)``; ``Relu(dst, src, mask, repeatTime,
+    UnaryRepeatParams)``. Dtypes: half, float, int32 (A2/A3). Cost: 128 (16-bit) / 64
+    (32-bit) elements per cycle. Alignment, overlap, cost terms and errors: the module
+    docstring. Source: Ascend C API page Relu (Relu.md, 单目指令; docs/reference/hardware.md
+    §2.1, §3).
+    """
     elementwise("Relu", lambda x, out: np.maximum(x, x.dtype.type(0), out=out),
                  (_F16, _F32, _I32), RATE_SIMPLE, dst, (src,), args,
                 isSetMask=isSetMask)
@@ -436,9 +619,17 @@ def Relu(dst, src, *args, isSetMask=True):
 def Duplicate(dst, scalar, *args, isSetMask=True):
     """dst[i] = scalar (16- and 32-bit types, bfloat16 included).
 
-    Forms: ``Duplicate(dst, scalar, count)``; level 0 ``Duplicate(dst, scalar, mask,
-    repeatTime, dstBlockStride, dstRepeatStride)`` (Duplicate page, atlasascendc_api_07_0080
-    family; strides in 32 B blocks).
+    ``scalar`` is converted to dst's type first. Forms: ``Duplicate(dst, scalar, count)``;
+    level 0 ``Duplicate(dst, scalar, mask, repeatTime, dstBlockStride, dstRepeatStride)``
+    (strides in 32 B blocks, 1 and 8 when omitted; no source, so no overlap rule). Dtypes:
+    any 2- or 4-byte type, bfloat16 included (a fill needs no arithmetic). Cost: 128
+    (16-bit) / 64 (32-bit) elements per cycle. Alignment, cost terms and errors: the module
+    docstring. Source: Duplicate page (atlasascendc_api_07_0080 family);
+    docs/reference/hardware.md §2.1, §3.
+
+    Raises:
+        DtypeError: dst is not a 2- or 4-byte type. AlignmentError, UbError, LimitError:
+            the module docstring's common rules.
     """
     ctx = _core.current_core()
     if dst.dtype.itemsize not in (2, 4):
@@ -467,6 +658,16 @@ def Power(dst, src, exponent, count=None):
     Ascend C's ``Power<float, false>`` is a library routine over Ln/Mul/Exp; it is costed
     as those three instructions. Its result is numpy's float32 ``power`` [R: the library's
     exact rounding is not published].
+
+    Form: ``Power(dst, src, exponent[, count])`` only (``count`` defaults to src's
+    length; no level-0 form, and the mask register is left as it is). Dtypes: half or
+    float, dst and src alike (``exponent`` is converted to T). Cost: three PIPE_V records,
+    ``Power.Ln`` and ``Power.Exp`` at 32 elements per cycle and ``Power.Muls`` at 128
+    (half) / 64 (float), each with its own head and bank conflicts (module docstring).
+    Alignment and errors: the module docstring.
+
+    Raises:
+        DtypeError: not half/float, or mixed. AlignmentError, UbError: common rules.
     """
     ctx = _core.current_core()
     dt = same_dtype("Power", dst, src)
@@ -579,10 +780,16 @@ def Cast(dst, src, round_mode: RoundMode, *args, isSetMask=True):
 
     Forms: ``Cast(dst, src, roundMode, count)``; level 0 ``Cast(dst, src, roundMode, mask,
     repeatTime, UnaryRepeatParams)`` — a repeat covers 256 B of the wider type (e.g. 64
-    half -> float lanes: the half source advances 128 B, so ``srcRepStride`` is 4).
+    half -> float lanes: the half source advances 128 B, so ``srcRepStride`` is 4). Cost:
+    the rate above (docs/reference/hardware.md §2.1 Cast rows), the head and bank conflicts
+    as the module docstring says; the level-0 form costs ``repeatTime`` repeats of the
+    wider type's lanes. Alignment and overlap: the module docstring (src and dst of
+    different widths cannot overlap in place). Source: Cast page (Cast.md, 精度转换指令);
+    docs/reference/hardware.md §2.1, §3.
 
     Raises:
         DtypeError: the pair or the round mode is not supported.
+        AlignmentError, UbError, LimitError: the module docstring's common rules.
     """
     ctx = _core.current_core()
     key = (src.dtype, dst.dtype)
