@@ -23,13 +23,12 @@ Fixpipe of a block not overlapping the next block's first Mmad, the last round o
 (512 / 24 = 21.3 rounds -> 22), and MTE2 close to the per-core L2 rate (110 B/cycle) that
 this block shape needs (96 B/cycle for half).
 
-Host time (measured 2026-11-23 on the 2-core host: about 21 s for fp16 4096^3 against
-0.7 s for numpy, ~30x; ~17 s with the checker off): the functional run executes 32768
-Mmads (each a float64 product per k fractal, rounded to float32 in order: the cube's
-documented numerics, ~150 µs), ~260000 LoadData and 16000 ND->NZ DataCopy calls one block
-after another, and the checker shadows the first and last block (~20 %). The 20x target
-needs the engine's lockstep execution (DESIGN.md: one instruction for all blocks, stacked
-operands), which is not implemented.
+Host time: the functional run executes 32768 Mmads (each a float64 product per k
+fractal, rounded to float32 in order: the cube's documented numerics, ~90 µs per 256 x 128
+x 64 step, about 3 s of fp16 4096^3), ~262000 LoadData calls (~9 µs each, mostly argument
+checks) and 16000 ND->NZ DataCopy calls block after block: the cube instructions do not run
+in lockstep groups (npusim/lockstep.py), so each block issues its own. RESULTS.md has the
+latest figures.
 
 Run: ``python benchmarks/bench_matmul.py [--cases fp16-4096,fp16-8192,fp32-4096]
 [--repeats N] [--json F]`` (8192^3 takes several minutes of host time per run).

@@ -5,7 +5,7 @@ cores (N = 1 .. 48), checks it against the numpy golden and keeps its profile. T
 runs twice — serially in this process, then on a local process pool (``--jobs``, default
 the machine's CPUs) — and the script prints both wall times, the speed-up of the parallel
 run, and whether the two runs gave identical records (they must: the simulator is
-deterministic). Target (issue 6): the sweep finishes in under 60 s on a 2-core machine.
+deterministic). Target: the sweep finishes in under 60 s on a 2-core machine.
 
 ``--dask`` also runs it on a Dask ``LocalCluster`` of ``--jobs`` worker processes
 (cluster start-up included in the time).

@@ -46,6 +46,15 @@ class MatmulTiling:
     singleN: int
     baseK: int
 
+    def __post_init__(self):
+        # the kernel has no tail blocks or partial fractals (the module docstring's shapes):
+        # a tiling outside them would compute a wrong C, so the host refuses it
+        for name, value, of in (("singleM", self.singleM, 16), ("singleN", self.singleN, 16),
+                                ("baseK", self.baseK, 16), ("M", self.M, self.singleM),
+                                ("N", self.N, self.singleN), ("K", self.K, self.baseK)):
+            if value <= 0 or value % of:
+                raise ValueError(f"{name} = {value} must be a positive multiple of {of}")
+
     @property
     def blockDim(self) -> int:
         return (self.M // self.singleM) * (self.N // self.singleN)

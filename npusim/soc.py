@@ -84,7 +84,7 @@ class SocSpec:
     ``[VectorCoreSpec]`` / ``[VectorCoreMemoryRates]`` (None where absent):
         vec_freq (MHz), vc_ub_size (bytes), vc_ddr_rate (B/cycle).
 
-    The cube half (issue 14; defaults are the A2/A3 values, the field comments give each
+    The cube half (defaults are the A2/A3 values, the field comments give each
     one's source): bt_size, fb0..fb3_size (bytes), support_fixpipe, the ini's
     l1_to_l0_a/b_rate and l0_c_to_ub_rate, the documented MTE1 rates mte1_l0a/l0b/bt_rate
     (B/cycle), fixpipe_elements_per_cycle, cube_m/n_size and cube_k_per_cycle (Mmad MACs
@@ -183,7 +183,7 @@ class SocSpec:
     #: UB banks (rows of 32 B interleave over them) and bank groups: 48 banks x 128 rows x
     #: 32 B in 16 groups of 3 on 2201 (§2 "UB banks (2201)").
     ub_banks: int = 48
-    # -- The cube half of the AI core (issue 14). Defaults are the A2/A3 values. --------
+    # -- The cube half of the AI core. Defaults are the A2/A3 values. --------
     #: [AICoreSpec] bt_size (bias table) and fb0..fb3_size (Fixpipe buffers), bytes (§1.1);
     #: 0 where the ini has no such key (910A, 310P).
     bt_size: int = 1024

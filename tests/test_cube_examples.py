@@ -1,4 +1,4 @@
-"""The cube examples of docs/tutorial.md §14 (issue 14 item 6): examples/matmul_custom.py (a
+"""The cube examples of docs/tutorial.md §14: examples/matmul_custom.py (a
 double-buffered AIC_ONLY matmul from the basic instructions) and examples/matmul_leakyrelu.py
 (MIX_AIC_1_2: the AIC's Matmul API into the workspace, the AIVs' LeakyRelu behind a
 cross-core flag). Each main is run on small shapes and checked against a numpy rendering of
@@ -88,7 +88,15 @@ def test_matmul_custom_l0a_overflow_is_caught():
         CUSTOM.main(M=128, N=16, K=256, singleM=128, singleN=16, baseK=256)
 
 
-# -- examples/matmul_leakyrelu.py ------------------------------------------------------------
+@pytest.mark.parametrize("shape, name", [
+    (dict(M=96, N=80, K=160, singleM=48, singleN=48, baseK=32), "N = 80"),    # a tail block
+    (dict(M=64, N=64, K=96, singleM=64, singleN=64, baseK=64), "K = 96"),     # a tail k step
+    (dict(M=40, N=64, K=64, singleM=40, singleN=64, baseK=64), "singleM = 40"),  # part fractal
+])
+def test_matmul_custom_host_refuses_shapes_its_kernel_cannot_tile(shape, name):
+    with pytest.raises(ValueError, match=name):
+        CUSTOM.main(**shape)
+
 
 def leaky_reference(M, N, K, alpha):
     a, b, bias = inputs(M, N, K, bias=True)

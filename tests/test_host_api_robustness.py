@@ -1,4 +1,4 @@
-"""Bad input at the host API (issue 7, item 2): every entry point answers every bad argument
+"""Bad input at the host API: every entry point answers every bad argument
 with its documented status code, a message that names the argument and the rule, no
 Python exception, and not one changed byte of device memory.
 

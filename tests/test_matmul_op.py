@@ -1,4 +1,4 @@
-"""aclnnMatmul, aclnnMm and aclnnBatchMatMul (issue 14 item 5): the official samples, the
+"""aclnnMatmul, aclnnMm and aclnnBatchMatMul: the official samples, the
 MatMulV3 tiling (hand-computed cases, and the L0/L1 capacities over drawn shapes), the
 cube kernel bit for bit against the cube's order of operations written out here (every
 dtype, transposed views, partial tiles, several L1 chunks), against numpy's float64 product

@@ -1,4 +1,4 @@
-"""Mixed AIC/AIV launches (issue 14 item 3): KERNEL_TYPE_MIX_AIC_1_2 blocks of one AIC and two
+"""Mixed AIC/AIV launches: KERNEL_TYPE_MIX_AIC_1_2 blocks of one AIC and two
 AIVs, the core identity functions, CrossCoreSetFlag/CrossCoreWaitFlag in modes 0-2, SyncAll
 across both kinds, the GM workspace hand-off; results against numpy, the flags' order in the
 timeline, the checker's GM races between cores, hangs, and the profile / trace / op summary of

@@ -1,5 +1,5 @@
 """The simulator's speed-ups change nothing: the timeline with merged vector runs equals the
-instruction-by-instruction one, bit for bit, and so do results (issue: every optimisation
+instruction-by-instruction one, bit for bit, and so do results (every optimisation
 keeps results bit-identical and the timeline identical)."""
 import gc
 import importlib.util

@@ -1,4 +1,4 @@
-"""Property tests (issue 7, item 3): random shapes, dtypes and attributes for every operator,
+"""Property tests: random shapes, dtypes and attributes for every operator,
 run through the aclnn two-phase API on the simulated Ascend910B1 and compared with the
 operator's numpy golden (``kernels/*/golden.py``, written from the documented formula).
 

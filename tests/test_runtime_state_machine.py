@@ -1,4 +1,4 @@
-"""Random sequences of runtime calls (issue 7, item 3): a hypothesis state machine drives
+"""Random sequences of runtime calls: a hypothesis state machine drives
 ``acl.rt`` -- malloc, free, memcpy H2D/D2H/D2D (synchronous and on streams), memset, streams,
 events (record, wait, synchronize, query) -- and ``aclnnAdd`` launches on live buffers, with
 some bad calls mixed in (a freed pointer, a destroyed stream or event, count > destMax).

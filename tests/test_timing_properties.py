@@ -1,4 +1,4 @@
-"""Sanity properties of the timing model on small shapes (issue: time falls with cores and
+"""Sanity properties of the timing model on small shapes (time falls with cores and
 flattens at the HBM limit; never below the HBM or vector floors; linear in the data;
 double buffering never slower)."""
 import importlib.util

@@ -61,9 +61,9 @@ __all__ += [*_repeat.__all__, *_arith.__all__, *_reduce.__all__, *_gather.__all_
             *_lib.__all__]
 from npusim.ascendc.datacopy import Copy, CopyRepeatParams, SetPadValue  # noqa: E402
 __all__ += ["Copy", "CopyRepeatParams", "SetPadValue"]
-from npusim.ascendc.cube import *           # noqa: E402,F401,F403  (the cube half: issue 14)
+from npusim.ascendc.cube import *           # noqa: E402,F401,F403  (the cube half)
 from npusim.ascendc import cube as _cube    # noqa: E402
 __all__ += _cube.__all__
-from npusim.ascendc.crosscore import *      # noqa: E402,F401,F403  (mixed launches: issue 14)
+from npusim.ascendc.crosscore import *      # noqa: E402,F401,F403  (mixed launches)
 from npusim.ascendc import crosscore as _crosscore  # noqa: E402
 __all__ += _crosscore.__all__

@@ -22,7 +22,7 @@ numpy arrays and torch CPU tensors to device memory and back, as pyasc does
 
 Design: how a kernel runs
 -------------------------
-Two designs were possible (issue 15): interpret pyasc's own ASC-IR, or execute the
+Two designs were possible: interpret pyasc's own ASC-IR, or execute the
 decorated Python functions with an ``asc`` namespace bound to npusim's implementations.
 npusim does the second, and still runs pyasc's front end first:
 
@@ -35,7 +35,7 @@ npusim does the second, and still runs pyasc's front end first:
   few typed attribute getters by name, ``Block`` no operation list), so interpreting the IR
   would mean parsing MLIR text for some four hundred ``ascendc`` operations; (2) running the
   Python itself makes every error — npusim's checker findings, a missing API, a Python
-  mistake — point at the user's own line with a normal traceback (issue 15 §4), and lets a
+  mistake — point at the user's own line with a normal traceback, and lets a
   user step through a kernel in a debugger; (3) it adds no interpretation layer, so a
   launch costs what the same kernel costs written against :mod:`npusim.ascendc`.
 * **pyasc's front end** (its code generator to ASC-IR and its lowering passes, which need
