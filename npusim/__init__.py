@@ -6,7 +6,8 @@ Layers (see the project README):
 * :mod:`npusim.gm` — global memory with aclrtMalloc's allocation rules.
 * :mod:`npusim.ascendc` — the Ascend C programming surface kernels are written in.
 * :mod:`npusim.launch` / :mod:`npusim.timing` — running a kernel on its blocks and timing
-  it with a simpy model of the pipes, the DMA and the shared HBM.
+  it with a discrete-event model of the pipes, the DMA and the shared L2 and HBM
+  (:mod:`npusim.lockstep` runs blocks that issue the same instructions together).
 * :mod:`npusim.device` — a device with streams and events on a simulated clock.
 
 This package imports neither ``kernels`` nor ``aclnn``: a user who writes a kernel of

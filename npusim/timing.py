@@ -1,4 +1,4 @@
-"""The timing model: a simpy replay of the instructions each core recorded.
+"""The timing model: a discrete-event replay of the instructions each core recorded.
 
 Model (the parameters live in the SoC preset, :mod:`npusim.soc`):
 
@@ -23,7 +23,7 @@ Model (the parameters live in the SoC preset, :mod:`npusim.soc`):
 * A DMA costs its core at least ``latency + bytes / rate``: the MTE2 (GM -> UB) latency is
   ``dma_latency_cycles``, MTE3's ``dma_write_latency_cycles``; the rate is the per-core
   ini rate of the path (``ddr_read_rate`` for HBM reads, ``l2_read_rate`` for L2 hits,
-  ``ddr_write_rate`` for writes; reference/hardware.md §1.6), derated by
+  ``ddr_write_rate`` for writes; docs/reference/hardware.md §1.6), derated by
   ``gm_unaligned_rate_factor`` when the GM address is not 512 B aligned (§2).
 * Between the cores and HBM sits an L2 cache of ``l2_size`` bytes (LRU over
   ``l2_line_bytes`` lines, cold at the start of each launch). Reads that hit are served
@@ -38,16 +38,26 @@ Model (the parameters live in the SoC preset, :mod:`npusim.soc`):
   it.
 
 Consecutive vector or scalar instructions without a sync between them are costed as one
-simpy timeout, so the replay costs a few events per tile, not per instruction.
+timeout, so the replay costs a few events per tile, not per instruction.
+
+The replay runs on its own event loop (:class:`_Loop`), which handles events in the order a
+simpy ``Environment`` does — by time, then priority (a process starting before other
+events of its instant), then the order they were scheduled — with the same events: a
+process per pipe per core, one per core for its waves of blocks, and the memory system's
+recompute and wake-up processes. Equal times are frequent (flag hand-offs, transfers that
+start together and reach L2 in that order), so the order is part of the result; the loop
+gives results bit-identical to a simpy replay of the same model (tests/test_replay_identity
+compares digests of both on a set of launches) at a fraction of the cost per event.
 """
 from __future__ import annotations
 
+import gc
 import heapq
+import itertools
 from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-import simpy
 
 from npusim.ascendc.core import BARRIER, DMA_IN, DMA_OUT, OP, SET, WAIT
 from npusim.ascendc.types import Pipe
@@ -84,26 +94,110 @@ class KernelTiming:
     l2_hit_bytes: float = 0.0
 
 
+#: Event priorities, as simpy orders them: at one instant a process starts (URGENT) before
+#: any other event (NORMAL) is handled; events of one priority in the order they were made.
+_URGENT, _NORMAL = 0, 1
+_INF = float("inf")
+
+
+class _Event:
+    """Something processes wait for: when it fires, its callbacks run in the order they
+    were added."""
+
+    __slots__ = ("callbacks",)
+
+    def __init__(self):
+        self.callbacks = []
+
+
+def _fire(event: _Event) -> None:
+    callbacks, event.callbacks = event.callbacks, None
+    for callback in callbacks:
+        callback(None)
+
+
+class _Loop:
+    """The replay's discrete-event loop.
+
+    Events are handled in the order of ``(time, priority, sequence)`` — the order of a simpy
+    ``Environment`` (https://simpy.readthedocs.io, ``Environment.schedule``/``step``), which
+    the replay's results depend on at equal times (flag hand-offs, the order in which
+    transfers reach L2). A queue entry is ``(time, priority, sequence, fn, arg)``: handling
+    it calls ``fn(arg)``. A process is a generator resumed by ``send(None)``; it schedules
+    its own wake-up (a timeout, or a callback on an :class:`_Event`) before it yields, and
+    starts with an URGENT entry, as a simpy process does. The end of a process that nothing
+    waits for is not an event here: leaving it out changes no other event's order.
+    """
+
+    __slots__ = ("now", "queue", "seq")
+
+    def __init__(self):
+        self.now = 0
+        self.queue: list = []
+        self.seq = itertools.count()
+
+    def schedule(self, delay, priority: int, fn, arg) -> None:
+        """Call ``fn(arg)`` ``delay`` cycles from now."""
+        heapq.heappush(self.queue, (self.now + delay, priority, next(self.seq), fn, arg))
+
+    def succeed(self, event: _Event) -> None:
+        """Fire ``event`` at this instant, after the events already scheduled for it."""
+        heapq.heappush(self.queue, (self.now, _NORMAL, next(self.seq), _fire, event))
+
+    def start(self, gen) -> None:
+        """Start the process ``gen`` (a generator) at this instant."""
+        heapq.heappush(self.queue, (self.now, _URGENT, next(self.seq), gen.send, None))
+
+    def run(self) -> None:
+        queue, pop = self.queue, heapq.heappop
+        while queue:
+            self.now, _, _, fn, arg = pop(queue)
+            fn(arg)
+
+
+class _AllOf(_Event):
+    """Fires once all of ``events`` have fired."""
+
+    __slots__ = ("loop", "count")
+
+    def __init__(self, loop, events):
+        super().__init__()
+        self.loop, self.count = loop, len(events)
+        for event in events:
+            event.callbacks.append(self._check)
+
+    def _check(self, _) -> None:
+        self.count -= 1
+        if not self.count:
+            self.loop.succeed(self)
+
+
 class _Flag:
+    """A flag's sets not yet consumed, and the processes waiting for it (each as the
+    callable that resumes it), first come first served."""
+
     __slots__ = ("count", "waiters")
 
     def __init__(self):
         self.count = 0
         self.waiters = []
 
-    def set(self):
+    def set(self, loop):
         if self.waiters:
-            self.waiters.pop(0).succeed()
+            # the waiter resumes at this instant, after the events already scheduled for
+            # it (as a simpy event that succeeds)
+            heapq.heappush(loop.queue, (loop.now, _NORMAL, next(loop.seq), self.waiters.pop(0),
+                                        None))
         else:
             self.count += 1
 
-    def wait(self, env):
+    def wait(self, resume) -> bool:
+        """Consume a set, or queue ``resume`` (and return True: the caller waits)."""
         if self.count:
             self.count -= 1
-            return None
-        ev = env.event()
-        self.waiters.append(ev)
-        return ev
+            return False
+        self.waiters.append(resume)
+        return True
 
 
 def _flag(flags: dict, key) -> _Flag:
@@ -118,7 +212,8 @@ class _CrossCoreEvents:
     """The counter updates of a launch's cross-core flags: each fires (is set, once) when
     all the CrossCoreSetFlags it needs have fired."""
 
-    def __init__(self):
+    def __init__(self, loop):
+        self.loop = loop
         self.flags: dict = {}
         self.sets: dict = {}
 
@@ -127,22 +222,22 @@ class _CrossCoreEvents:
             got = self.sets.get(event, 0) + 1
             self.sets[event] = got
             if got == needed:
-                _flag(self.flags, event).set()
+                _flag(self.flags, event).set(self.loop)
 
-    def wait(self, env, event):
-        return _flag(self.flags, event).wait(env)
+    def wait(self, event, resume) -> bool:
+        return _flag(self.flags, event).wait(resume)
 
 
 class _Barrier:
-    __slots__ = ("parties", "arrived", "event")
+    __slots__ = ("loop", "parties", "arrived", "event")
 
-    def __init__(self, env, parties):
-        self.parties, self.arrived, self.event = parties, 0, env.event()
+    def __init__(self, loop, parties):
+        self.loop, self.parties, self.arrived, self.event = loop, parties, 0, _Event()
 
     def arrive(self):
         self.arrived += 1
         if self.arrived == self.parties:
-            self.event.succeed()
+            self.loop.succeed(self.event)
         return self.event
 
 
@@ -153,7 +248,7 @@ class L2Cache:
     written on to HBM at once (its lines stay resident, clean): write-back while the cache
     has room, write-through under replacement pressure (docs/calibration.md).
 
-    Lines of ``l2_line_bytes`` (512 B on C220, reference/hardware.md §1.6 [S]) are kept as
+    Lines of ``l2_line_bytes`` (512 B on C220, docs/reference/hardware.md §1.6 [S]) are kept as
     runs of consecutive lines that share one recency stamp and one dirty flag, so that a
     streaming transfer of many lines costs a few operations, not one per line. The result
     is exactly that of a per-line LRU cache (tests compare the two).
@@ -247,6 +342,17 @@ class L2Cache:
         a, b = addr // self.line, (addr + max(span, 1) - 1) // self.line + 1
         self.clock += 1
         stamp = self.clock
+        run = self.runs.get(a)
+        if run is not None and run[0] == b:
+            # the range is one resident run (a tile written back where it was read): all
+            # hits; the run takes the new recency in place, as cutting it out and adding
+            # it back would
+            dirty, through = run[1] or write, 0
+            if write and self.write_through_when_full and self.size > self.capacity:
+                through, dirty = (b - a) * self.line, False
+            run[1], run[2] = dirty, stamp
+            heapq.heappush(self.heap, (stamp, a))
+            return 1.0, (self._evict() if self.size > self.capacity else 0), through
         pieces = self._cut(a, b)
         if not pieces:
             # the common case, a range no resident line touches: all misses, one new run
@@ -255,18 +361,33 @@ class L2Cache:
                 through, write = (b - a) * self.line, False
             self._add(a, b, write, stamp)
             return 0.0, (self._evict() if self.size > self.capacity else 0), through
+        # the new runs over [a, b): the misses (dirty if written) and the hits (dirty if they
+        # were, or if written), neighbours of equal dirtiness joined
         hits = 0
         pos = a
         merged: list[list] = []
-        for s, e, dirty in pieces + [(b, b, write)]:
+        last = None
+        for s, e, dirty in pieces:
             hits += e - s
-            for ps, pe, pd in ((pos, s, write), (s, e, dirty or write)):   # miss gap, then hit
-                if pe > ps:
-                    if merged and merged[-1][1] == ps and merged[-1][2] == pd:
-                        merged[-1][1] = pe
-                    else:
-                        merged.append([ps, pe, pd])
+            if s > pos:                                 # a miss gap before this piece
+                if last is not None and last[1] == pos and last[2] == write:
+                    last[1] = s
+                else:
+                    last = [pos, s, write]
+                    merged.append(last)
+            if e > s:
+                d = dirty or write
+                if last is not None and last[1] == s and last[2] == d:
+                    last[1] = e
+                else:
+                    last = [s, e, d]
+                    merged.append(last)
             pos = e
+        if b > pos:                                     # the miss gap after the last piece
+            if last is not None and last[1] == pos and last[2] == write:
+                last[1] = b
+            else:
+                merged.append([pos, b, write])
         through = 0
         if write and self.write_through_when_full and self.size + sum(
                 e - s for s, e, _ in merged) > self.capacity:
@@ -314,11 +435,11 @@ class _Memory:
     path they share):
 
     * its core's path: ``ddr_read_rate`` for the bytes read from HBM, ``l2_read_rate`` for
-      L2 hits, ``ddr_write_rate`` for writes (B/cycle per core, reference/hardware.md §1.6),
+      L2 hits, ``ddr_write_rate`` for writes (B/cycle per core, docs/reference/hardware.md §1.6),
       x ``gm_unaligned_rate_factor`` when the GM address is not 512 B aligned (§2);
     * the interconnect between the vector cores (AIV) and L2/HBM, ``noc_bandwidth``, which
       carries every byte an AIV reads or writes (the cube cores' reads of L2 reach 4 TB/s
-      and more in the matmul measurements of reference/hardware.md §4.2, so they do not
+      and more in the matmul measurements of docs/reference/hardware.md §4.2, so they do not
       share it);
     * the L2 data array, ``l2_bandwidth``, for hits, allocations and absorbed writes;
     * HBM, ``hbm_bandwidth``, for reads that miss or bypass L2, plus
@@ -337,12 +458,14 @@ class _Memory:
 
     NOC, HBM, L2 = 0, 1, 2
 
-    def __init__(self, soc, env, l2: L2Cache | None = None):
-        self.soc, self.env = soc, env
+    def __init__(self, soc, loop: _Loop, l2: L2Cache | None = None):
+        self.soc, self.loop = soc, loop
         self.l2 = L2Cache(soc) if l2 is None else l2
         f = soc.freq_hz
-        self.capacity = np.array([soc.noc_bandwidth / f, soc.hbm_bandwidth / f,
-                                  soc.l2_bandwidth / f])
+        # B/cycle of the interconnect, HBM and L2 (plain floats: the rate sharing runs on
+        # a few flows at a time, where Python arithmetic is faster than numpy's)
+        self.capacity = [soc.noc_bandwidth / f, soc.hbm_bandwidth / f, soc.l2_bandwidth / f]
+        self.floor = [1e-9 * c for c in self.capacity]   # a resource this close to 0 is full
         self.hbm_overhead_bytes = soc.hbm_transfer_overhead_cycles * soc.hbm_bandwidth / f
         self.hbm_mixed = soc.hbm_mixed_efficiency
         self.hbm_bytes = 0.0
@@ -355,7 +478,7 @@ class _Memory:
         self.is_read: list[bool] = []
         self.hbm_dir: list[int] = []         # bit 1: reads HBM, bit 2: writes HBM
         self.done: list = []
-        self.rate = np.zeros(0)
+        self.rate: list[float] = []
         self.since = 0.0
         self.generation = 0
         self.pending = False
@@ -368,7 +491,7 @@ class _Memory:
     # -- one transfer ---------------------------------------------------------------------
     def transfer(self, now: float, kind: int, nbytes: int, key, cube: bool = False):
         """Start a DMA of ``nbytes`` described by ``key`` (from an AIC when ``cube``); return
-        the simpy event of its end."""
+        the event of its end."""
         soc = self.soc
         addr, span, bypass = key
         factor = 1.0 if not addr & 511 else soc.gm_unaligned_rate_factor
@@ -399,9 +522,9 @@ class _Memory:
             latency = soc.dma_write_latency_cycles
         if on_hbm:
             on_hbm += self.hbm_overhead_bytes
-        done = self.env.event()
+        done = _Event()
         if nbytes <= 0:
-            self.env.process(self._finish(now + latency, done))
+            self._finish(now + latency, done)
             return done
         # the flow starts at once (its requests queue while the latency runs); the DMA ends
         # when its bytes are through, and not before latency + bytes / its own limit
@@ -411,10 +534,10 @@ class _Memory:
             return done
         # victims that found the write queue full: the controller drains them ahead of the
         # reads (a write drain), and the access waits for them
-        drained = self.env.event()
+        drained = _Event()
         self._flow(wait, _UNLIMITED, (0.0, 1.0 + self.hbm_overhead_bytes / wait, 0.0), True, 2,
                    now, drained)
-        return simpy.AllOf(self.env, (done, drained))
+        return _AllOf(self.loop, (done, drained))
 
     def _flow(self, nbytes, limit, weight, first, direction, not_before, done) -> None:
         """Put a flow in flight (``first``: served in the first class, the reads')."""
@@ -442,15 +565,22 @@ class _Memory:
         self._changed()
         return nbytes - max(room, 0.0)
 
-    def _finish(self, at, done):
-        if at > self.env.now:
-            yield self.env.timeout(at - self.env.now)
-        done.succeed()
+    def _finish(self, at, done) -> None:
+        """Fire ``done`` at ``at`` (a process: it starts at this instant, then waits)."""
+        self.loop.schedule(0, _URGENT, self._finish_start, (at, done))
+
+    def _finish_start(self, arg) -> None:
+        at, done = arg
+        loop = self.loop
+        if at > loop.now:
+            loop.schedule(at - loop.now, _NORMAL, loop.succeed, done)
+        else:
+            loop.succeed(done)
 
     # -- the fluid model ------------------------------------------------------------------
     def _advance(self) -> None:
         """Move every flow on by its rate since the last change."""
-        now = self.env.now
+        now = self.loop.now
         dt = now - self.since
         if dt > 0:
             if self.left:
@@ -461,97 +591,169 @@ class _Memory:
         self.since = now
 
     def _changed(self) -> None:
-        """Recompute the rates once for all changes at this instant."""
+        """Recompute the rates once for all changes at this instant (a process: it starts
+        at this instant, then waits for the instant's other events)."""
         if not self.pending:
             self.pending = True
-            self.env.process(self._recompute())
+            self.loop.schedule(0, _URGENT, self._recompute_start, None)
 
-    def _recompute(self):
+    def _recompute_start(self, _) -> None:
+        self.loop.schedule(0, _NORMAL, self._recompute, None)
+
+    def _recompute(self, _) -> None:
         """At the end of this instant: retire the finished flows, share the capacities
         anew, and wake again when the next flow (or the write queue) runs out."""
-        yield self.env.timeout(0)
         self.pending = False
         self._advance()
         # finished flows leave
         eps = 1e-6
-        keep = [i for i, x in enumerate(self.left) if x > eps]
-        if len(keep) < len(self.left):
-            now = self.env.now
-            for i, x in enumerate(self.left):
+        left = self.left
+        if left and min(left) <= eps:
+            keep = [i for i, x in enumerate(left) if x > eps]
+            loop = self.loop
+            now = loop.now
+            for i, x in enumerate(left):
                 if x <= eps:
                     at, done = self.done[i]
                     if at > now + eps:
-                        self.env.process(self._finish(at, done))
+                        self._finish(at, done)
                     else:
-                        done.succeed()
-            self.left = [self.left[i] for i in keep]
+                        loop.succeed(done)
+            self.left = left = [left[i] for i in keep]
             self.limit = [self.limit[i] for i in keep]
             self.weight = [self.weight[i] for i in keep]
             self.is_read = [self.is_read[i] for i in keep]
             self.hbm_dir = [self.hbm_dir[i] for i in keep]
             self.done = [self.done[i] for i in keep]
         self.generation += 1
-        self.rate, self.drain = self._share()
+        self.rate, self.drain = rate, _ = self._share()
         wake = [self.backlog / self.drain] if self.backlog > 1e-6 and self.drain > 0 else []
         if self.backlog <= 1e-6:
             self.backlog = 0.0
-        moving = self.rate > 0      # a write may wait with no rate while reads fill a path
-        if moving.any():
-            left = np.maximum(np.asarray(self.left)[moving], 0.0)
-            wake.append(float((left / self.rate[moving]).min()))
+        # a write may wait with no rate while reads fill a path
+        times = [(x if x > 0.0 else 0.0) / r for x, r in zip(left, rate) if r > 0]
+        if times:
+            wake.append(min(times))
         if wake:
-            self.env.process(self._wake(min(wake), self.generation))
+            # a process: it starts at this instant, then waits ``min(wake)`` cycles
+            self.loop.schedule(0, _URGENT, self._wake_start, (min(wake), self.generation))
 
-    def _wake(self, t, generation):
-        yield self.env.timeout(t)
+    def _wake_start(self, arg) -> None:
+        self.loop.schedule(arg[0], _NORMAL, self._wake, arg[1])
+
+    def _wake(self, generation) -> None:
         if generation == self.generation:
             self._changed()
 
-    def _share(self) -> tuple[np.ndarray, float]:
+    def _share(self) -> tuple[list, float]:
         """Max-min fair rates of the flows in flight (progressive filling), and the rate at
         which the HBM write queue drains in the HBM capacity they leave."""
-        reads = writes = False
-        for d in self.hbm_dir:
-            reads |= bool(d & 1)
-            writes |= bool(d & 2)
-        capacity = self.capacity.copy()
+        dirs = set(self.hbm_dir)
+        reads = 1 in dirs or 3 in dirs
+        writes = 2 in dirs or 3 in dirs
+        capacity = list(self.capacity)
+        HBM = self.HBM
         if reads and writes:
-            capacity[self.HBM] *= self.hbm_mixed
+            capacity[HBM] *= self.hbm_mixed
         rate, left = self._fill(capacity)
-        if self.backlog > 0 and left[self.HBM] > 1e-9 * self.capacity[self.HBM]:
+        if self.backlog > 0 and left[HBM] > self.floor[HBM]:
             if reads and not writes:      # the drain turns the bus to writes as well
-                capacity[self.HBM] *= self.hbm_mixed
+                capacity[HBM] *= self.hbm_mixed
                 rate, left = self._fill(capacity)
-            return rate, max(0.0, left[self.HBM])
+            return rate, max(0.0, left[HBM])
         return rate, 0.0
 
     def _fill(self, capacity):
         """Rates of the flows for the resource ``capacity`` left: the reads share it max-min
-        fairly (progressive filling), then the writes share what the reads leave."""
-        n = len(self.limit)
-        capacity = capacity.copy()
-        rate = np.zeros(n)
-        if not n:
-            return rate, capacity
-        limit = np.asarray(self.limit)
-        weight = np.asarray(self.weight)
-        reads = np.asarray(self.is_read)
-        for cls in (reads, ~reads):
-            active = cls.copy()
-            while active.any():
-                use = weight[active].sum(axis=0)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    room = np.where(use > 0, capacity / use, np.inf)
-                step = min(room.min(), (limit - rate)[active].min())
-                rate[active] += step
-                capacity -= step * use
-                full = (use > 0) & (capacity <= 1e-9 * self.capacity)
-                stop = active & (rate >= limit * (1 - 1e-12))
-                if full.any():
-                    stop |= active & (weight[:, full] > 0).any(axis=1)
-                active &= ~stop
-        return rate, capacity
+        fairly (progressive filling), then the writes share what the reads leave.
 
+        Each step raises the rates of the flows still active by the same amount, until a
+        flow reaches its limit or a resource it uses is full; those stop. The resources'
+        use sums the active flows' weights in flow order (as numpy's sum over the flows
+        of an (n, 3) array does), which one pass per step computes for the next step while
+        it raises the rates and drops the flows that stop."""
+        n = len(self.limit)
+        c0, c1, c2 = capacity
+        rate = [0.0] * n
+        if not n:
+            return rate, [c0, c1, c2]
+        limit, weight, is_read = self.limit, self.weight, self.is_read
+        f0, f1, f2 = self.floor
+        near = 1 - 1e-12
+        reads = [i for i in range(n) if is_read[i]]
+        for active in (reads, [i for i in range(n) if not is_read[i]]) if len(reads) < n else (
+                reads,):
+            if not active:
+                continue
+            u0 = u1 = u2 = 0.0
+            for i in active:
+                w = weight[i]
+                u0 += w[0]
+                u1 += w[1]
+                u2 += w[2]
+            head = min([limit[i] for i in active])     # limit - rate, the rates being 0
+            while active:
+                room = min(c0 / u0 if u0 > 0 else _INF, c1 / u1 if u1 > 0 else _INF,
+                           c2 / u2 if u2 > 0 else _INF)
+                step = min(room, head)
+                c0 -= step * u0
+                c1 -= step * u1
+                c2 -= step * u2
+                full0, full1, full2 = (u0 > 0 and c0 <= f0, u1 > 0 and c1 <= f1,
+                                       u2 > 0 and c2 <= f2)
+                full = full0 or full1 or full2
+                going = []
+                u0 = u1 = u2 = 0.0
+                head = _INF
+                for i in active:
+                    r = rate[i] + step
+                    rate[i] = r
+                    lim = limit[i]
+                    if r >= lim * near:
+                        continue
+                    w = weight[i]
+                    if full and ((full0 and w[0] > 0) or (full1 and w[1] > 0)
+                                 or (full2 and w[2] > 0)):
+                        continue
+                    going.append(i)
+                    u0 += w[0]
+                    u1 += w[1]
+                    u2 += w[2]
+                    if lim - r < head:
+                        head = lim - r
+                active = going
+        return rate, [c0, c1, c2]
+        limit, weight, is_read = self.limit, self.weight, self.is_read
+        f0, f1, f2 = self.floor
+        inf = float("inf")
+        near = 1 - 1e-12
+        reads = [i for i in range(n) if is_read[i]]
+        for active in (reads, [i for i in range(n) if not is_read[i]]) if len(reads) < n else (
+                reads,):
+            while active:
+                u0 = u1 = u2 = 0.0
+                for i in active:
+                    w = weight[i]
+                    u0 += w[0]
+                    u1 += w[1]
+                    u2 += w[2]
+                room = min(c0 / u0 if u0 > 0 else inf, c1 / u1 if u1 > 0 else inf,
+                           c2 / u2 if u2 > 0 else inf)
+                step = min(room, min([limit[i] - rate[i] for i in active]))
+                for i in active:
+                    rate[i] += step
+                c0 -= step * u0
+                c1 -= step * u1
+                c2 -= step * u2
+                full0, full1, full2 = (u0 > 0 and c0 <= f0, u1 > 0 and c1 <= f1,
+                                       u2 > 0 and c2 <= f2)
+                if full0 or full1 or full2:
+                    active = [i for i in active if not (
+                        rate[i] >= limit[i] * near or (full0 and weight[i][0] > 0)
+                        or (full1 and weight[i][1] > 0) or (full2 and weight[i][2] > 0))]
+                else:
+                    active = [i for i in active if rate[i] < limit[i] * near]
+        return rate, [c0, c1, c2]
 
 #: Leave out the issue flags that cannot delay their pipe (:class:`_IssuePruner`); the
 #: replay's times are the same either way (tests compare the two).
@@ -561,7 +763,7 @@ PRUNE_ISSUE_WAITS = True
 def _split(records, pipes, merge: bool = True):
     """Per-pipe item lists ``(kind, cost_or_bytes, key, label, n_merged, record_index)``.
 
-    With ``merge``, consecutive OP records of one pipe become one item (one simpy timeout).
+    With ``merge``, consecutive OP records of one pipe become one item (one timeout).
     The scalar unit issues every instruction in program order and stalls while it computes
     or waits on a flag, so after scalar work (or a WaitFlag on PIPE_S) the next instruction
     of another pipe also waits for it: an ``issue`` flag from PIPE_S to the other pipes.
@@ -571,48 +773,61 @@ def _split(records, pipes, merge: bool = True):
     """
     S = Pipe.PIPE_S
     lists = {p: [] for p in pipes}
-    others = [p for p in pipes if p != S]
+    # the pipes as plain ints from here on: an int hashes in C, an enum member in Python
+    Si, ALLi = int(S), int(Pipe.PIPE_ALL)
+    by_int = {int(p): lst for p, lst in lists.items()}
+    others = [(p, int(p)) for p in pipes if p != S]
+    s_list = lists.get(S)
     scalar_pending = False
-    prune = _IssuePruner(lists, S) if merge and PRUNE_ISSUE_WAITS else None
+    prune = _IssuePruner(lists, S, others) if merge and PRUNE_ISSUE_WAITS else None
+    pending = prune.pending if prune is not None else {}
+    before = prune.before if prune is not None else None
     for i, (kind, pipe, cycles, nbytes, key, name) in enumerate(records):
-        if scalar_pending and pipe != S and kind not in (SET, BARRIER):
+        pi = int(pipe)
+        if scalar_pending and pi != Si and kind != SET and kind != BARRIER:
             if prune is not None:
-                prune.issue(i, others)
+                prune.issue(i)
             else:
-                for p in others:
+                for p, q in others:
                     token = ("issue", i, p)
-                    lists[S].append((SET, 0, token, "issue", 1, i))
-                    lists[p].append((WAIT, 0, token, "issue", 1, i))
+                    s_list.append((SET, 0, token, "issue", 1, i))
+                    by_int[q].append((WAIT, 0, token, "issue", 1, i))
             scalar_pending = False
-        if prune is not None and kind != OP and pipe != Pipe.PIPE_ALL:
-            prune.before(kind, pipe, key)
         if kind == OP:
-            lst = lists[pipe]
-            if prune is not None and pipe != S and pipe in prune.pending:
-                prune.flush(pipe)
+            lst = by_int[pi]
+            if pending and pi in pending and pi != Si:
+                prune.flush(pi)
             if merge and lst and lst[-1][0] == OP:
                 _, c, _, label, n, first = lst[-1]
                 lst[-1] = (OP, c + cycles, None, label, n + 1, first)
             else:
                 lst.append((OP, cycles, None, name, 1, i))
-            if pipe == S:
+            if pi == Si:
                 scalar_pending = True
-        elif kind in (DMA_IN, DMA_OUT):
-            lists[pipe].append((kind, nbytes, key, name, 1, i))
+            continue
+        if before is not None and pi != ALLi:
+            before(kind, pi, key)
+        if kind == DMA_IN or kind == DMA_OUT:
+            by_int[pi].append((kind, nbytes, key, name, 1, i))
         elif kind == BARRIER:
-            if pipe == Pipe.PIPE_ALL:   # SyncAll passes its shared key; PipeBarrier a fresh one
+            if pi == ALLi:   # SyncAll passes its shared key; PipeBarrier a fresh one
                 if prune is not None:
                     prune.barrier()
                 token = key if key is not None else object()
                 for lst in lists.values():
                     lst.append((BARRIER, 0, token, name, 1, i))
         else:
-            lists[pipe].append((kind, 0, key, name, 1, i))
-            if kind == WAIT and pipe == S:
+            by_int[pi].append((kind, 0, key, name, 1, i))
+            if kind == WAIT and pi == Si:
                 scalar_pending = True
     if prune is not None:
         prune.finish()
     return lists
+
+
+#: The item :meth:`_IssuePruner.issue` leaves in PIPE_S's list for one issue point, until
+#: :meth:`_IssuePruner.finish` replaces it with the issue flags kept.
+_ISSUE_POINT = -1
 
 
 class _IssuePruner:
@@ -630,10 +845,15 @@ class _IssuePruner:
     pipe's knowledge to the WAIT that consumes it (the n-th wait of a key consumes its
     n-th set), and PipeBarrier(PIPE_ALL) / SyncAll pass the scalar unit's to every pipe.
     Such a wait would find its flag already set, so the replay's times are the same.
+
+    Pipes are given as ints here (``others``: (pipe, int) of the pipes other than PIPE_S).
     """
 
-    def __init__(self, lists, S):
-        self.lists, self.S = lists, S
+    def __init__(self, lists, S, others):
+        self.lists, self.S, self.others = lists, S, others
+        self.by_int = {int(p): lst for p, lst in lists.items()}
+        self.Si = int(S)
+        self.pipe_of = {int(p): p for p in lists}
         self.pending: dict = {}          # pipe -> issue point whose wait is held back
         self.known: dict = {}            # pipe -> last issue point it knows S passed
         self.s_point = -1                # the last issue point (S passes them in order)
@@ -641,35 +861,38 @@ class _IssuePruner:
         self.debt: dict = {}             # flag key -> waits recorded before their set
         self.used: set = set()           # (point, pipe) of the issue flags kept
 
-    def issue(self, i: int, others) -> None:
-        lst = self.lists[self.S]
-        for p in others:
-            lst.append((SET, 0, ("issue", i, p), "issue", 1, i))
-            self.pending[p] = i          # replaces (drops) an earlier held-back wait
+    def issue(self, i: int) -> None:
+        """The scalar unit sets its issue flags to every other pipe at point ``i``: one
+        placeholder item now, the flags kept in :meth:`finish`."""
+        self.by_int[self.Si].append((_ISSUE_POINT, i))
+        pending = self.pending
+        for _, q in self.others:
+            pending[q] = i               # replaces (drops) an earlier held-back wait
         self.s_point = i
 
-    def flush(self, p) -> None:
+    def flush(self, p: int) -> None:
         """``p`` issues an instruction that is not a wait: keep its held-back issue wait
         unless ``p`` already knows the scalar unit passed that point."""
         point = self.pending.pop(p)
         if point > self.known.get(p, -1):
-            self.lists[p].append((WAIT, 0, ("issue", point, p), "issue", 1, point))
+            self.by_int[p].append((WAIT, 0, ("issue", point, self.pipe_of[p]), "issue", 1,
+                                   point))
             self.used.add((point, p))
             self.known[p] = point
 
-    def before(self, kind: int, pipe, key) -> None:
-        """Book-keeping before a DMA, SET or WAIT record of ``pipe`` is listed."""
-        S = self.S
+    def before(self, kind: int, pipe: int, key) -> None:
+        """Book-keeping before a DMA, SET, WAIT or BARRIER record of ``pipe`` is listed."""
+        Si = self.Si
         if kind == WAIT:
             queue = self.sets.get(key)
             if queue:
                 value = queue.popleft()
-                if pipe != S and value > self.known.get(pipe, -1):
+                if pipe != Si and value > self.known.get(pipe, -1):
                     self.known[pipe] = value
             else:
                 self.debt[key] = self.debt.get(key, 0) + 1
             return
-        if pipe != S and pipe in self.pending:
+        if pipe != Si and pipe in self.pending:
             self.flush(pipe)
         if kind == SET:
             if self.debt.get(key):
@@ -678,12 +901,12 @@ class _IssuePruner:
             queue = self.sets.get(key)
             if queue is None:
                 queue = self.sets[key] = deque()
-            queue.append(self.s_point if pipe == S else self.known.get(pipe, -1))
+            queue.append(self.s_point if pipe == Si else self.known.get(pipe, -1))
 
     def barrier(self) -> None:
         for p in list(self.pending):
             self.flush(p)
-        for p in self.lists:
+        for p in self.by_int:
             self.known[p] = self.s_point
 
     def finish(self) -> None:
@@ -694,7 +917,11 @@ class _IssuePruner:
             return
         kept: list = []
         for it in self.lists[S]:
-            if it[0] == SET and it[3] == "issue" and (it[2][1], it[2][2]) not in used:
+            if it[0] == _ISSUE_POINT:
+                i = it[1]
+                for p, q in self.others:
+                    if (i, q) in used:
+                        kept.append((SET, 0, ("issue", i, p), "issue", 1, i))
                 continue
             if it[0] == OP and kept and kept[-1][0] == OP:
                 # scalar work no longer split by an issue flag: one timeout, as a run
@@ -713,7 +940,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
         blocks: one record list per block, in block order (see :mod:`npusim.ascendc.core`).
         soc: the SocSpec whose rates and core count apply.
         keep_spans: also return every instruction's span, for traces (slower: each
-            instruction is then its own simpy event).
+            instruction is then its own event).
         cores: physical cores the blocks run on, in waves (default: the vector cores,
             ``soc.vector_block_num``; an AIC_ONLY launch passes ``soc.cube_block_num``, a
             mixed one its number of cores, which all run at once).
@@ -724,8 +951,22 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
     Raises:
         SyncError: a pipe waits for a flag that is never set (the kernel would hang).
     """
-    env = simpy.Environment()
-    memory = _Memory(soc, env, l2)
+    # The cyclic garbage collector would walk the records (10^5 and more, all alive) again
+    # and again while the replay allocates its events; nothing the replay frees needs it
+    # before the end, so it is paused, which changes no result.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _replay(blocks, soc, keep_spans, cores, profile_pipes, l2)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
+    """:func:`simulate`, the garbage collector paused."""
+    loop = _Loop()
+    memory = _Memory(soc, loop, l2)
     n_blocks = len(blocks)
     n_cores = max(1, soc.vector_block_num if cores is None else cores)
     block_start = np.zeros(n_blocks)
@@ -734,33 +975,57 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
     spans = [[] for _ in range(n_blocks)] if keep_spans else None
     waiting: dict[int, tuple] = {}     # block -> (pipe, label, flag key) of its last wait
 
-    def pipe_proc(b, pipe, items, flags, barriers):
+    queue, push, seq = loop.queue, heapq.heappush, loop.seq
+
+    def pipe_proc(b, pipe, items, flags, barriers, me, end):
+        # ``me``: [this generator's send], to resume it (filled before it starts)
+        me = me[0]
         total = 0.0
         out = spans[b] if keep_spans else None
-        timeout, transfer = env.timeout, memory.transfer
+        transfer = memory.transfer
+        is_cube = cube[b]
         for kind, value, key, label, n, idx in items:
             if kind == OP:
-                t0 = env.now
-                yield timeout(value)
+                t0 = loop.now
+                push(queue, (t0 + value, _NORMAL, next(seq), me, None))
+                yield
                 total += value
                 if out is not None:
-                    out.append((pipe, t0, env.now, label, idx))
+                    out.append((pipe, t0, loop.now, label, idx))
             elif kind == DMA_IN or kind == DMA_OUT:
-                t0 = env.now
-                yield transfer(t0, kind, value, key, cube[b])
-                total += env.now - t0
+                t0 = loop.now
+                transfer(t0, kind, value, key, is_cube).callbacks.append(me)
+                yield
+                total += loop.now - t0
                 if out is not None:
-                    out.append((pipe, t0, env.now, label, idx))
+                    out.append((pipe, t0, loop.now, label, idx))
             elif kind == SET:
                 if key[0] == "xset":
                     cross.contribute(key[1])
                 else:
-                    _flag(flags, key).set()
+                    flag = flags.get(key)
+                    if flag is None:
+                        flags[key] = flag = _Flag()
+                    if flag.waiters:
+                        push(queue, (loop.now, _NORMAL, next(seq), flag.waiters.pop(0), None))
+                    else:
+                        flag.count += 1
             elif kind == WAIT:
-                ev = (cross.wait(env, key) if key[0] == "xcore" else _flag(flags, key).wait(env))
-                if ev is not None:
+                if key[0] == "xcore":
+                    blocked = cross.wait(key, me)
+                else:
+                    flag = flags.get(key)
+                    if flag is None:
+                        flags[key] = flag = _Flag()
+                    if flag.count:
+                        flag.count -= 1
+                        blocked = False
+                    else:
+                        flag.waiters.append(me)
+                        blocked = True
+                if blocked:
                     waiting[b] = (pipe, label, key)     # described only if it never ends
-                    yield ev
+                    yield
             else:  # BARRIER: PipeBarrier(PIPE_ALL) within the block, or SyncAll across blocks
                 if isinstance(key, tuple):
                     # a mixed launch's SyncAll lists its cores; a vector one joins them all
@@ -770,11 +1035,14 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
                     table, parties = barriers, len(block_pipes[b])
                 bar = table.get(key)
                 if bar is None:
-                    bar = table[key] = _Barrier(env, parties)
+                    bar = table[key] = _Barrier(loop, parties)
                 waiting[b] = (pipe, label, None)
-                yield bar.arrive()
+                bar.arrive().callbacks.append(me)
+                yield
         if pipe in busy:
             busy[pipe][b] = total
+        loop.succeed(end)
+        yield                   # done: never resumed
 
     # pipes of each block; a SyncAll barrier joins every pipe of every block
     ALL = Pipe.PIPE_ALL
@@ -785,24 +1053,36 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
     cube_pipes = {Pipe.PIPE_MTE1, Pipe.PIPE_M, Pipe.PIPE_FIX}
     cube = [profile_pipes is AIC_PROFILE_PIPES or bool(p & cube_pipes) for p in block_pipes]
     shared_barriers: dict = {}
-    cross = _CrossCoreEvents()
+    cross = _CrossCoreEvents(loop)
 
-    def core_proc(block_ids):
+    def core_proc(block_ids, me):
+        me = me[0]
         for b in block_ids:
-            block_start[b] = env.now
+            block_start[b] = loop.now
             records = blocks[b]
             pipes = block_pipes[b]
             lists = _split(records, pipes, merge=not keep_spans)
             flags, barriers = {}, {}
-            procs = [env.process(pipe_proc(b, p, items, flags, barriers))
-                     for p, items in lists.items()]
-            if procs:
-                yield simpy.AllOf(env, procs)
-            block_end[b] = env.now
+            ends = []
+            for p, items in lists.items():
+                end = _Event()
+                box = []
+                gen = pipe_proc(b, p, items, flags, barriers, box, end)
+                box.append(gen.send)
+                loop.start(gen)
+                ends.append(end)
+            if ends:
+                _AllOf(loop, ends).callbacks.append(me)
+                yield
+            block_end[b] = loop.now
+        yield                   # done: never resumed
 
     for c in range(min(n_cores, n_blocks)):
-        env.process(core_proc(range(c, n_blocks, n_cores)))
-    env.run()
+        box = []
+        gen = core_proc(range(c, n_blocks, n_cores), box)
+        box.append(gen.send)
+        loop.start(gen)
+    loop.run()
     if np.isnan(block_end).any():
         b = int(np.flatnonzero(np.isnan(block_end))[0])
         if b in waiting:
