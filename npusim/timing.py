@@ -56,6 +56,8 @@ import heapq
 import itertools
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import compress as _compress, repeat as _repeat
+from operator import itemgetter, mul as _mul, not_ as _not, sub as _sub, truediv as _truediv
 
 import numpy as np
 
@@ -98,6 +100,12 @@ class KernelTiming:
 #: any other event (NORMAL) is handled; events of one priority in the order they were made.
 _URGENT, _NORMAL = 0, 1
 _INF = float("inf")
+#: Fields of a group of flows in :class:`_Memory` (flows with the same limit, weights and
+#: class): limit, the three weights, in the reads' class, flows, rate, still rising.
+_GLIMIT, _GW0, _GW1, _GW2, _GREAD, _GN, _GRATE, _GON = range(8)
+#: Fields of a flow in flight in :class:`_Memory`.
+_FLIMIT, _FWEIGHT, _FREAD, _FDIR, _FAT, _FDONE = range(6)
+_w1 = itemgetter(_GW1)
 
 
 class _Event:
@@ -470,15 +478,24 @@ class _Memory:
         self.hbm_mixed = soc.hbm_mixed_efficiency
         self.hbm_bytes = 0.0
         self.l2_hit_bytes = 0.0
-        # flows in flight: bytes left, limit (B/cycle), bytes per byte on each resource,
-        # whether they write to HBM / read from HBM, completion event
+        # flows in flight, in the order they started: bytes left, rate (B/cycle), and the
+        # rest of each flow as a tuple indexed by the _F* constants: limit (B/cycle), bytes
+        # per byte on each resource, in the reads' class, whether it reads / writes HBM
+        # (bit 1: reads HBM, bit 2: writes HBM), end not before (cycle), completion event
         self.left: list[float] = []
-        self.limit: list[float] = []
-        self.weight: list[tuple] = []
-        self.is_read: list[bool] = []
-        self.hbm_dir: list[int] = []         # bit 1: reads HBM, bit 2: writes HBM
-        self.done: list = []
         self.rate: list[float] = []
+        self.flows: list[tuple] = []
+        self.dirs = [0, 0, 0, 0]             # flows in flight per HBM direction
+        # the flows grouped by (limit, weight, class): the flows of a group take the same
+        # rate, so the rate sharing steps over the groups (see :meth:`_fill`). A group is a
+        # list indexed by the _G* constants; ``group`` gives each flow's, ``heavy`` the
+        # groups of the flows with an HBM weight, in flow order.
+        self.groups: dict = {}
+        self.group: list = []
+        self.heavy: list = []
+        # flows whose interconnect or L2 weight is not 0 or 1 (none today): the grouped
+        # sums are exact only for counts, so these take the per-flow sharing
+        self.odd = 0
         self.since = 0.0
         self.generation = 0
         self.pending = False
@@ -543,11 +560,18 @@ class _Memory:
         """Put a flow in flight (``first``: served in the first class, the reads')."""
         self._advance()
         self.left.append(float(nbytes))
-        self.limit.append(limit)
-        self.weight.append(weight)
-        self.is_read.append(first)
-        self.hbm_dir.append(direction)
-        self.done.append((not_before, done))
+        self.flows.append((limit, weight, first, direction, not_before, done))
+        self.dirs[direction] += 1
+        key = (limit, weight, first)
+        g = self.groups.get(key)
+        if g is None:
+            g = self.groups[key] = [limit, weight[0], weight[1], weight[2], first, 0, 0.0, False]
+        g[_GN] += 1
+        self.group.append(g)
+        if weight[1]:
+            self.heavy.append(g)
+        if weight[0] not in (0.0, 1.0) or weight[2] not in (0.0, 1.0):
+            self.odd += 1
         self._changed()
 
     def _queue(self, nbytes: float) -> float:
@@ -584,8 +608,8 @@ class _Memory:
         dt = now - self.since
         if dt > 0:
             if self.left:
-                rate = self.rate
-                self.left = [x - r * dt for x, r in zip(self.left, rate)]
+                # x - r * dt for each flow (map: the same operations, without a Python loop)
+                self.left = list(map(_sub, self.left, map(_mul, self.rate, _repeat(dt))))
             if self.backlog:
                 self.backlog = max(0.0, self.backlog - self.drain * dt)
         self.since = now
@@ -609,31 +633,42 @@ class _Memory:
         eps = 1e-6
         left = self.left
         if left and min(left) <= eps:
-            keep = [i for i, x in enumerate(left) if x > eps]
+            keep = list(map(eps.__lt__, left))      # x > eps
             loop = self.loop
             now = loop.now
-            for i, x in enumerate(left):
-                if x <= eps:
-                    at, done = self.done[i]
-                    if at > now + eps:
-                        self._finish(at, done)
-                    else:
-                        loop.succeed(done)
-            self.left = left = [left[i] for i in keep]
-            self.limit = [self.limit[i] for i in keep]
-            self.weight = [self.weight[i] for i in keep]
-            self.is_read = [self.is_read[i] for i in keep]
-            self.hbm_dir = [self.hbm_dir[i] for i in keep]
-            self.done = [self.done[i] for i in keep]
+            group, flows, groups, dirs = self.group, self.flows, self.groups, self.dirs
+            for i in _compress(range(len(left)), map(_not, keep)):
+                f = flows[i]
+                at, done = f[_FAT], f[_FDONE]
+                if at > now + eps:
+                    self._finish(at, done)
+                else:
+                    loop.succeed(done)
+                g, w = group[i], f[_FWEIGHT]
+                g[_GN] -= 1
+                if not g[_GN]:
+                    del groups[(g[_GLIMIT], w, g[_GREAD])]
+                dirs[f[_FDIR]] -= 1
+                if w[0] not in (0.0, 1.0) or w[2] not in (0.0, 1.0):
+                    self.odd -= 1
+            self.left = left = list(_compress(left, keep))
+            self.flows = list(_compress(flows, keep))
+            self.group = group = list(_compress(group, keep))
+            self.heavy = list(filter(_w1, group))
         self.generation += 1
         self.rate, self.drain = rate, _ = self._share()
         wake = [self.backlog / self.drain] if self.backlog > 1e-6 and self.drain > 0 else []
         if self.backlog <= 1e-6:
             self.backlog = 0.0
-        # a write may wait with no rate while reads fill a path
-        times = [(x if x > 0.0 else 0.0) / r for x, r in zip(left, rate) if r > 0]
-        if times:
-            wake.append(min(times))
+        # a write may wait with no rate while reads fill a path; the flows left all have
+        # bytes left (> eps), so x / r is their time to run out
+        if rate:
+            if min(rate) > 0:
+                wake.append(min(map(_truediv, left, rate)))
+            else:
+                times = [x / r for x, r in zip(left, rate) if r > 0]
+                if times:
+                    wake.append(min(times))
         if wake:
             # a process: it starts at this instant, then waits ``min(wake)`` cycles
             self.loop.schedule(0, _URGENT, self._wake_start, (min(wake), self.generation))
@@ -648,9 +683,9 @@ class _Memory:
     def _share(self) -> tuple[list, float]:
         """Max-min fair rates of the flows in flight (progressive filling), and the rate at
         which the HBM write queue drains in the HBM capacity they leave."""
-        dirs = set(self.hbm_dir)
-        reads = 1 in dirs or 3 in dirs
-        writes = 2 in dirs or 3 in dirs
+        dirs = self.dirs
+        reads = dirs[1] or dirs[3]
+        writes = dirs[2] or dirs[3]
         capacity = list(self.capacity)
         HBM = self.HBM
         if reads and writes:
@@ -668,16 +703,96 @@ class _Memory:
         fairly (progressive filling), then the writes share what the reads leave.
 
         Each step raises the rates of the flows still active by the same amount, until a
-        flow reaches its limit or a resource it uses is full; those stop. The resources'
-        use sums the active flows' weights in flow order (as numpy's sum over the flows
-        of an (n, 3) array does), which one pass per step computes for the next step while
-        it raises the rates and drops the flows that stop."""
-        n = len(self.limit)
+        flow reaches its limit or a resource it uses is full; those stop. Flows with the
+        same limit, weights and class rise and stop together, so the steps run over their
+        groups. The resources' use is the sum of the active flows' weights in flow order
+        (as numpy's sum over the flows of an (n, 3) array does): on the interconnect and
+        L2 the weights are 0 or 1, whose sums are counts, exact in any order; on HBM the
+        sum runs over the flows in flow order, anew only when a flow with an HBM weight
+        stops while others go on. The rates are those of the per-flow filling
+        (:meth:`_fill_flows`) to the bit; flows with other weights take it."""
+        n = len(self.flows)
+        c0, c1, c2 = capacity
+        if not n:
+            return [], [c0, c1, c2]
+        if self.odd:
+            return self._fill_flows(capacity)
+        f0, f1, f2 = self.floor
+        near = 1 - 1e-12
+        heavy = self.heavy
+        groups = list(self.groups.values())
+        reads = [g for g in groups if g[_GREAD]]
+        for active in (reads, [g for g in groups if not g[_GREAD]]) if len(reads) < len(
+                groups) else (reads,):
+            if not active:
+                continue
+            u0 = u2 = 0.0
+            head = _INF
+            for g in active:
+                g[_GRATE] = 0.0
+                g[_GON] = True
+                k = g[_GN]
+                u0 += k * g[_GW0]
+                u2 += k * g[_GW2]
+                if g[_GLIMIT] < head:
+                    head = g[_GLIMIT]
+            u1 = 0.0
+            for g in heavy:
+                if g[_GON]:
+                    u1 += g[_GW1]
+            while active:
+                room = min(c0 / u0 if u0 > 0 else _INF, c1 / u1 if u1 > 0 else _INF,
+                           c2 / u2 if u2 > 0 else _INF)
+                step = min(room, head)
+                c0 -= step * u0
+                c1 -= step * u1
+                c2 -= step * u2
+                full0, full1, full2 = (u0 > 0 and c0 <= f0, u1 > 0 and c1 <= f1,
+                                       u2 > 0 and c2 <= f2)
+                full = full0 or full1 or full2
+                going = []
+                u0 = u2 = 0.0
+                head = _INF
+                stopped1 = going1 = False
+                for g in active:
+                    r = g[_GRATE] + step
+                    g[_GRATE] = r
+                    lim = g[_GLIMIT]
+                    if r >= lim * near or (full and (
+                            (full0 and g[_GW0] > 0) or (full1 and g[_GW1] > 0)
+                            or (full2 and g[_GW2] > 0))):
+                        g[_GON] = False
+                        if g[_GW1]:
+                            stopped1 = True
+                        continue
+                    going.append(g)
+                    k = g[_GN]
+                    u0 += k * g[_GW0]
+                    u2 += k * g[_GW2]
+                    if g[_GW1]:
+                        going1 = True
+                    if lim - r < head:
+                        head = lim - r
+                if stopped1:
+                    u1 = 0.0
+                    if going1:
+                        for g in heavy:
+                            if g[_GON]:
+                                u1 += g[_GW1]
+                active = going
+        return [g[_GRATE] for g in self.group], [c0, c1, c2]
+
+    def _fill_flows(self, capacity):
+        """:meth:`_fill` flow by flow, for any weights."""
+        n = len(self.flows)
         c0, c1, c2 = capacity
         rate = [0.0] * n
         if not n:
             return rate, [c0, c1, c2]
-        limit, weight, is_read = self.limit, self.weight, self.is_read
+        flows = self.flows
+        limit = [f[_FLIMIT] for f in flows]
+        weight = [f[_FWEIGHT] for f in flows]
+        is_read = [f[_FREAD] for f in flows]
         f0, f1, f2 = self.floor
         near = 1 - 1e-12
         reads = [i for i in range(n) if is_read[i]]
@@ -723,37 +838,7 @@ class _Memory:
                         head = lim - r
                 active = going
         return rate, [c0, c1, c2]
-        limit, weight, is_read = self.limit, self.weight, self.is_read
-        f0, f1, f2 = self.floor
-        inf = float("inf")
-        near = 1 - 1e-12
-        reads = [i for i in range(n) if is_read[i]]
-        for active in (reads, [i for i in range(n) if not is_read[i]]) if len(reads) < n else (
-                reads,):
-            while active:
-                u0 = u1 = u2 = 0.0
-                for i in active:
-                    w = weight[i]
-                    u0 += w[0]
-                    u1 += w[1]
-                    u2 += w[2]
-                room = min(c0 / u0 if u0 > 0 else inf, c1 / u1 if u1 > 0 else inf,
-                           c2 / u2 if u2 > 0 else inf)
-                step = min(room, min([limit[i] - rate[i] for i in active]))
-                for i in active:
-                    rate[i] += step
-                c0 -= step * u0
-                c1 -= step * u1
-                c2 -= step * u2
-                full0, full1, full2 = (u0 > 0 and c0 <= f0, u1 > 0 and c1 <= f1,
-                                       u2 > 0 and c2 <= f2)
-                if full0 or full1 or full2:
-                    active = [i for i in active if not (
-                        rate[i] >= limit[i] * near or (full0 and weight[i][0] > 0)
-                        or (full1 and weight[i][1] > 0) or (full2 and weight[i][2] > 0))]
-                else:
-                    active = [i for i in active if rate[i] < limit[i] * near]
-        return rate, [c0, c1, c2]
+
 
 #: Leave out the issue flags that cannot delay their pipe (:class:`_IssuePruner`); the
 #: replay's times are the same either way (tests compare the two).
