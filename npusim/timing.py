@@ -493,9 +493,6 @@ class _Memory:
         self.groups: dict = {}
         self.group: list = []
         self.heavy: list = []
-        # flows whose interconnect or L2 weight is not 0 or 1 (none today): the grouped
-        # sums are exact only for counts, so these take the per-flow sharing
-        self.odd = 0
         self.since = 0.0
         self.generation = 0
         self.pending = False
@@ -570,8 +567,6 @@ class _Memory:
         self.group.append(g)
         if weight[1]:
             self.heavy.append(g)
-        if weight[0] not in (0.0, 1.0) or weight[2] not in (0.0, 1.0):
-            self.odd += 1
         self._changed()
 
     def _queue(self, nbytes: float) -> float:
@@ -649,8 +644,6 @@ class _Memory:
                 if not g[_GN]:
                     del groups[(g[_GLIMIT], w, g[_GREAD])]
                 dirs[f[_FDIR]] -= 1
-                if w[0] not in (0.0, 1.0) or w[2] not in (0.0, 1.0):
-                    self.odd -= 1
             self.left = left = list(_compress(left, keep))
             self.flows = list(_compress(flows, keep))
             self.group = group = list(_compress(group, keep))
@@ -709,14 +702,13 @@ class _Memory:
         (as numpy's sum over the flows of an (n, 3) array does): on the interconnect and
         L2 the weights are 0 or 1, whose sums are counts, exact in any order; on HBM the
         sum runs over the flows in flow order, anew only when a flow with an HBM weight
-        stops while others go on. The rates are those of the per-flow filling
-        (:meth:`_fill_flows`) to the bit; flows with other weights take it."""
+        stops while others go on, so the rates are those of a per-flow filling to the bit.
+        The interconnect and L2 weights are 0 or 1 by construction (:meth:`transfer`: a
+        transfer uses the interconnect or not, and its L2 bytes are all or none of it)."""
         n = len(self.flows)
         c0, c1, c2 = capacity
         if not n:
             return [], [c0, c1, c2]
-        if self.odd:
-            return self._fill_flows(capacity)
         f0, f1, f2 = self.floor
         near = 1 - 1e-12
         heavy = self.heavy
@@ -781,63 +773,6 @@ class _Memory:
                                 u1 += g[_GW1]
                 active = going
         return [g[_GRATE] for g in self.group], [c0, c1, c2]
-
-    def _fill_flows(self, capacity):
-        """:meth:`_fill` flow by flow, for any weights."""
-        n = len(self.flows)
-        c0, c1, c2 = capacity
-        rate = [0.0] * n
-        if not n:
-            return rate, [c0, c1, c2]
-        flows = self.flows
-        limit = [f[_FLIMIT] for f in flows]
-        weight = [f[_FWEIGHT] for f in flows]
-        is_read = [f[_FREAD] for f in flows]
-        f0, f1, f2 = self.floor
-        near = 1 - 1e-12
-        reads = [i for i in range(n) if is_read[i]]
-        for active in (reads, [i for i in range(n) if not is_read[i]]) if len(reads) < n else (
-                reads,):
-            if not active:
-                continue
-            u0 = u1 = u2 = 0.0
-            for i in active:
-                w = weight[i]
-                u0 += w[0]
-                u1 += w[1]
-                u2 += w[2]
-            head = min([limit[i] for i in active])     # limit - rate, the rates being 0
-            while active:
-                room = min(c0 / u0 if u0 > 0 else _INF, c1 / u1 if u1 > 0 else _INF,
-                           c2 / u2 if u2 > 0 else _INF)
-                step = min(room, head)
-                c0 -= step * u0
-                c1 -= step * u1
-                c2 -= step * u2
-                full0, full1, full2 = (u0 > 0 and c0 <= f0, u1 > 0 and c1 <= f1,
-                                       u2 > 0 and c2 <= f2)
-                full = full0 or full1 or full2
-                going = []
-                u0 = u1 = u2 = 0.0
-                head = _INF
-                for i in active:
-                    r = rate[i] + step
-                    rate[i] = r
-                    lim = limit[i]
-                    if r >= lim * near:
-                        continue
-                    w = weight[i]
-                    if full and ((full0 and w[0] > 0) or (full1 and w[1] > 0)
-                                 or (full2 and w[2] > 0)):
-                        continue
-                    going.append(i)
-                    u0 += w[0]
-                    u1 += w[1]
-                    u2 += w[2]
-                    if lim - r < head:
-                        head = lim - r
-                active = going
-        return rate, [c0, c1, c2]
 
 
 #: Leave out the issue flags that cannot delay their pipe (:class:`_IssuePruner`); the
