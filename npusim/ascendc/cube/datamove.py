@@ -302,10 +302,7 @@ def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams) -> None:
         require_local(src, {_L1}, name, "src", "A1/B1 (or a GlobalTensor)")
         require_local(dst, _L0, name, "dst", "A2/B2")
     _check_load_types(ctx, name, dst, src, pipe_name)
-    start = check_range(name, "startIndex", p.startIndex, 0, 65535, pipe_name)
-    repeat = check_range(name, "repeatTimes", p.repeatTimes, 0, 255, pipe_name)
-    stride = check_range(name, "srcStride", p.srcStride, 0, 65535, pipe_name)
-    gap = check_range(name, "dstGap", p.dstGap, 0, 65535, pipe_name)
+    start, repeat, stride, gap = _check_2d_fields(name, p, pipe_name)
     if int(p.addrMode) != 0:
         raise not_modelled(name, "addrMode 1 (decrementing source addresses)", pipe_name)
     if p.ifTranspose and (from_gm or dst.dtype.itemsize != 2):
@@ -413,10 +410,7 @@ def LoadDataWithTranspose(dst: LocalTensor, src: LocalTensor,
     require_local(src, {_L1}, name, "src", "A1/B1")
     require_local(dst, _L0, name, "dst", "A2/B2")
     _check_load_types(ctx, name, dst, src, pipe_name)
-    start = check_range(name, "startIndex", p.startIndex, 0, 65535, pipe_name)
-    repeat = check_range(name, "repeatTimes", p.repeatTimes, 0, 255, pipe_name)
-    stride = check_range(name, "srcStride", p.srcStride, 0, 65535, pipe_name)
-    gap = check_range(name, "dstGap", p.dstGap, 0, 65535, pipe_name)
+    start, repeat, stride, gap = _check_2d_fields(name, p, pipe_name)
     frac_gap = check_range(name, "dstFracGap", p.dstFracGap, 0, 65535, pipe_name)
     if repeat == 0:
         return
@@ -444,6 +438,15 @@ def _square_perm(isz: int, per: int) -> np.ndarray:
     w = idx.reshape(2, 16, 8, 4)                   # 2 x (16 x 8) side by side: 16 x 16
     t = np.concatenate([w[0], w[1]], axis=1).transpose(1, 0, 2)
     return np.stack([t[:, :8], t[:, 8:]]).reshape(-1)   # split by columns 0-7, 8-15
+
+
+def _check_2d_fields(name: str, p, pipe_name: str) -> tuple:
+    """(startIndex, repeatTimes, srcStride, dstGap) of a LoadData2DParams-like ``p``, each
+    checked against its documented range (AlignmentError naming the field otherwise)."""
+    return (check_range(name, "startIndex", p.startIndex, 0, 65535, pipe_name),
+            check_range(name, "repeatTimes", p.repeatTimes, 0, 255, pipe_name),
+            check_range(name, "srcStride", p.srcStride, 0, 65535, pipe_name),
+            check_range(name, "dstGap", p.dstGap, 0, 65535, pipe_name))
 
 
 def _check_load_types(ctx, name: str, dst, src, pipe: str) -> None:
