@@ -1,5 +1,6 @@
 """Simulator fast path for kernels that walk sorted rows one at a time and sum runs of
-equal indices in UB (EmbeddingDenseGradV2 keys 0/1 and 10/11).
+equal indices in UB (EmbeddingDenseGradV2 keys 0/1 and 10/11, and the small-dim keys
+100/101 over each sorted UB chunk: :func:`walk_small_dim_chunk`).
 
 The Ascend C kernels issue about twenty instructions per row (three DataCopyPads, scalar
 reads, an Add, queue hand-offs) and a flush (atomic DataCopyPad) per run; run one by one in
@@ -384,3 +385,142 @@ def walk_determinist_rows(k, dimJ: int) -> None:
 def _bypass_of(k) -> dict:
     idx = getattr(k, "indiceGm", None) or k.indiceGlobalGm
     return {"idx": _bypass(idx)}
+
+
+# -- the small-dim kernel's chunk walk ----------------------------------------------------------
+#: Flushes per recorded batch of the small-dim walk.
+BATCH_FLUSHES = 16
+
+_add_cost_cache: dict = {}
+
+
+def _add_cost(ctx, add_local, grad_local, elem_offset: int, count: int) -> float:
+    """V cycles of ``Add(addLocal, addLocal, gradLocal[elem_offset], count)``, as the
+    instruction records them (UB bank conflicts depend on the offsets), memoised."""
+    key = (id(ctx.soc), count, add_local.offset, grad_local.offset + elem_offset * 4)
+    c = _add_cost_cache.get(key)
+    if c is None:
+        from npusim.ascendc.vector import RATE_SIMPLE, level2_cycles
+        c = _add_cost_cache[key] = float(level2_cycles(
+            ctx.soc, count, RATE_SIMPLE[4], add_local, (add_local, grad_local[elem_offset])))
+    return c
+
+
+def walk_small_dim_chunk(k, indices_local, idx_local, grad_local, n: int) -> None:
+    """The row loop of ``EmbeddingDenseGradV2SmallDimKernel::ComputeAndCopyOut`` for one UB
+    chunk of ``n`` rows whose indices (``indices_local``, int32) and original positions
+    (``idx_local``) the kernel has just sorted in UB, descending.
+
+    The loop reads each sorted entry through the scalar unit, skips padding rows, Adds each
+    run of equal indices into the fp32 accumulator (``((0 + r1) + r2) + ...``, in sorted
+    order) and flushes it with an atomic DataCopyPad to ``out`` (fp32) or to the fp32
+    ``outCasted`` workspace (fp16/bf16 grads), plus its row count to the counts with
+    scaleGradByFreq. Here the runs come from the sorted entries at once and the sums are
+    formed run by run in numpy, in the same fp32 order: the results are bit-identical to the
+    row-by-row loop (each index forms one run per chunk, so the chunk's atomic adds reach
+    distinct rows and their order does not matter). An index outside ``[0, numWeights)``
+    stops the kernel at the same sorted entry, after the flushes before it.
+
+    Timing: per batch of :data:`BATCH_FLUSHES` flushes, one scalar op (the GetValues,
+    SetAtomicAdd/SetAtomicNone and, with scale, the SetValue of each flush), one V op (the
+    Adds, each costed at its own UB offsets, and the accumulator resets), then one MTE3
+    transfer of the batch's flushes past the L2 model with the latency of each atomic
+    DataCopyPad; V waits for the previous batch's flushes, as the single accumulator makes
+    it wait for each flush row by row [R]. The bytes equal the row-by-row loop's; the tests
+    bound the kernel time and the per-pipe times against it. The UB scratch the loop's
+    count SetValue leaves (scale) is not written [R].
+    """
+    ctx = _core.current_core()
+    t = k.tiling
+    E = t.embeddingDim
+    ids = indices_local.elements(n, "GetValue", "PIPE_S").astype(np.int64)
+    pos = idx_local.elements(n, "GetValue", "PIPE_S").astype(np.int64)
+    bad = np.flatnonzero((ids < 0) | (ids >= t.numWeights))
+    stop = int(bad[0]) if bad.size else n
+    ids_s = ids[:stop]
+    # runs of equal indices in sorted order; padding rows are skipped one by one
+    if stop:
+        starts = np.r_[0, np.flatnonzero(ids_s[1:] != ids_s[:-1]) + 1]
+    else:
+        starts = np.zeros(0, np.int64)
+    ends = np.r_[starts[1:], stop].astype(np.int64)
+    pad = t.paddingIdx
+    keep = ids_s[starts] != pad if pad < t.numWeights else np.ones(len(starts), bool)
+    r_start, r_end = starts[keep], ends[keep]
+    length = r_end - r_start
+    out_rows = ids_s[r_start]
+    # numerics: the fp32 sums in sorted order, then the atomic adds
+    align = k.embeddingDimAlign
+    grad = grad_local.elements(k.copyRowNum * align, "Add").reshape(k.copyRowNum, align)[:, :E]
+    target = k.outCastedGm if k.isDifferentDtype else k.outputGm
+    out = target.bytes_view(4 * t.numWeights * E, "DataCopyPad", "PIPE_MTE3").view(
+        np.float32).reshape(t.numWeights, E)
+    if len(out_rows):
+        acc = np.zeros((len(out_rows), E), np.float32)
+        for s in range(int(length.max())):
+            sel = np.flatnonzero(length > s)
+            acc[sel] += grad[pos[r_start[sel] + s]]
+        out[out_rows] += acc
+        if t.scaleGradByFreq:
+            counts = k.idxNumGm.bytes_view(4 * t.numWeights, "DataCopyPad", "PIPE_MTE3").view(
+                np.float32)
+            counts[out_rows] += length.astype(np.float32)
+    _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, out_rows, n, stop)
+    if bad.size:
+        k.CheckChunkIndex(int(ids[stop]), int(pos[stop]))     # raises, naming the index
+
+
+def _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, out_rows, n, stop) -> None:
+    """Record a chunk's walk in batches (:func:`walk_small_dim_chunk`, "Timing")."""
+    t = k.tiling
+    E = t.embeddingDim
+    soc = ctx.soc
+    sc = soc.scalar_cycles
+    lat_out = float(soc.dma_write_latency_cycles)
+    rec = ctx.record
+    scale = bool(t.scaleGradByFreq)
+    row_bytes = 4 * E
+    add_local = k.addResQue._queue[-1]
+    from npusim.ascendc.vector import RATE_SIMPLE, level2_cycles
+    reset = float(level2_cycles(soc, E, RATE_SIMPLE[4], add_local))
+    align = k.embeddingDimAlign
+    uniq, inverse = np.unique(pos[:stop], return_inverse=True)
+    add = np.array([_add_cost(ctx, add_local, grad_local, int(p) * align, E) for p in uniq],
+                   dtype=np.float64)[inverse] if stop else np.zeros(0)
+    add_cum = np.r_[0.0, np.cumsum(add)]
+    target = k.outCastedGm if k.isDifferentDtype else k.outputGm
+    flush_addr = target.address + row_bytes * out_rows
+    nf_all = len(out_rows)
+    name = "EmbeddingDenseGradV2SmallDim rows"
+    tag = ("smalldim", id(k), ctx.block_idx, k.chunkStart)
+    row0 = 0                                    # first sorted entry of the batch
+    prev = None
+    for bi, f0 in enumerate(range(0, nf_all, BATCH_FLUSHES)):
+        f1 = min(nf_all, f0 + BATCH_FLUSHES)
+        row1 = int(r_end[f1 - 1])
+        nf = f1 - f0
+        # GetValues: two per entry the loop starts at or steps through, one more for the
+        # compare that ends each run before the chunk's end
+        breaks = int(np.count_nonzero(r_end[f0:f1] < n))
+        v_cycles = float(add_cum[r_end[f0:f1]].sum() - add_cum[r_start[f0:f1]].sum()) + nf * reset
+        k_ = (tag, bi)
+        rec(_core.OP, PIPE_S, float(sc * (2 * (row1 - row0) + breaks
+                                          + nf * (2 + (3 if scale else 0)))), 0, None, "GetValue")
+        if prev is not None:
+            rec(_core.WAIT, PIPE_V, 0.0, 0, prev, name)
+        rec(_core.OP, PIPE_V, v_cycles, 0, None, "Add")
+        rec(_core.SET, PIPE_V, 0.0, 0, (k_, "v"), name)
+        rec(_core.WAIT, PIPE_MTE3, 0.0, 0, (k_, "v"), name)
+        n_out = nf * (2 if scale else 1)
+        rec(_core.DMA_OUT, PIPE_MTE3, 0.0, nf * (row_bytes + (4 if scale else 0)),
+            (int(flush_addr[f0:f1].min()), row_bytes, True), "DataCopyPad")
+        if n_out > 1:
+            rec(_core.OP, PIPE_MTE3, (n_out - 1) * lat_out, 0, None, "DataCopyPad")
+        rec(_core.SET, PIPE_MTE3, 0.0, 0, (k_, "m"), name)
+        ctx.bytes_written += nf * (row_bytes + (4 if scale else 0))
+        prev = (k_, "m")
+        row0 = row1
+    if stop > row0:                             # padding rows after the last flush
+        rec(_core.OP, PIPE_S, float(sc * 2 * (stop - row0)), 0, None, "GetValue")
+    if prev is not None:
+        rec(_core.WAIT, PIPE_V, 0.0, 0, prev, name)

@@ -54,9 +54,10 @@ Deviations, all marked [R] where they are choices:
   accepts CAST_NONE/CAST_RINT for that pair, which give the same value below 2^24 (the
   small-dim kernel's numWeights limit).
 * Simulator fast path (``fast=True``, the default): for the fp32 row walks (keys 0/1 and
-  10/11) the per-row loop is executed by :mod:`npusim.kernels.common.row_walk` — the same state
-  machine, the same fp32 additions in the same order (bit-identical results), and the
-  instructions recorded in batches whose per-pipe costs add up to the per-row ones.
+  10/11) and the small-dim kernel's walk over each sorted UB chunk (keys 100/101, every
+  dtype) the per-row loop is executed by :mod:`npusim.kernels.common.row_walk` — the same
+  state machine, the same fp32 additions in the same order (bit-identical results), and
+  the instructions recorded in batches whose per-pipe costs add up to the per-row ones.
   ``fast=False`` runs the row-by-row code below; tests compare the two.
 """
 from __future__ import annotations
@@ -706,9 +707,10 @@ class KernelEmbeddingDenseGradV2Determinist(_RowRange):
 class KernelEmbeddingDenseGradV2SmallDim:
     """``EmbeddingDenseGradV2SmallDimKernel<MT, CT = float>``: tiling keys 100 and 101."""
 
-    def __init__(self, gradDtype):
+    def __init__(self, gradDtype, fast: bool = True):
         self.MT = np.dtype(gradDtype)
         self.CT = _F32
+        self.fast = fast
         self.isDifferentDtype = self.MT != self.CT
 
     def Init(self, grad, indices, backProps, workSpace, tiling, pipe: TPipe):
@@ -848,6 +850,10 @@ class KernelEmbeddingDenseGradV2SmallDim:
         processRowNum = self.copyRowNum if formerFlag else self.lastRowNum
         self.ResetAddQue()
         self.scaleCount = 0
+        if self.fast:
+            from npusim.kernels.common.row_walk import walk_small_dim_chunk
+            walk_small_dim_chunk(self, indicesLocal, idxLocal, gradLocal, processRowNum)
+            processRowNum = 0
         i = 0
         while i < processRowNum:
             posIdx = int(idxLocal.GetValue(i))
@@ -1031,7 +1037,7 @@ def InitWorkspace(tiling, workSpace) -> None:
 
 def _make_kernel(kind: str, gradDtype, fast: bool):
     if kind == "small":
-        return KernelEmbeddingDenseGradV2SmallDim(gradDtype)
+        return KernelEmbeddingDenseGradV2SmallDim(gradDtype, fast)
     if kind == "det":
         return KernelEmbeddingDenseGradV2Determinist(fast)
     return KernelEmbeddingDenseGradV2(gradDtype, fast)
@@ -1052,7 +1058,7 @@ def embedding_dense_grad_v2(grad, sortIndices, posIdx, backProps, workSpace, til
             small-dim).
         tiling: :class:`~npusim.kernels.embedding_dense_backward.tiling.EmbeddingDenseGradV2TilingData`.
         gradDtype: the template type (the real operator selects it at compile time).
-        fast: use the batched row walk for the fp32 walks (module docstring).
+        fast: use the batched row walks (module docstring).
 
     Launch with ``blockDim = tiling.blockDim``, ``sync_all = tiling.needSyncAll`` and the
     Ascend C UB reserve (InitOutput uses it).

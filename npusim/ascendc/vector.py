@@ -153,6 +153,17 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
     ctx.record(_core.OP, PIPE_V, soc.vec_head_cycles + cycles, 0, None, name)
 
 
+def level2_cycles(soc, count: int, rate: float, dst: LocalTensor | None,
+                  srcs: tuple = ()) -> int:
+    """Cycles :func:`issue_vector` records for a level-2 instruction over the first ``count``
+    elements of contiguous operands (head + compute + UB bank conflicts), without recording
+    it: for simulator fast paths that cost a batch of such instructions at once."""
+    cycles = -(-int(count) // rate)
+    if dst is not None or srcs:
+        cycles += _conflict_cost(soc, count, rate, dst, srcs, None, None, None, None, None)
+    return soc.vec_head_cycles + cycles
+
+
 def _conflict_cost(soc, count, rate, dst, srcs, dst_nbytes, src_nbytes, repeats, lanes,
                    strides) -> int:
     """Cycles the UB bank conflicts of one instruction add (:mod:`npusim.ascendc.ubbank`).
