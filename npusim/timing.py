@@ -261,9 +261,12 @@ class L2Cache:
     streaming transfer of many lines costs a few operations, not one per line. The result
     is exactly that of a per-line LRU cache (tests compare the two).
 
-    Runs are found through pages of :attr:`PAGE` lines: each page lists the runs that
-    touch it, so finding the runs a transfer overlaps costs the same however many runs are
-    resident (a sorted list of run starts costs a memmove of the whole list per change).
+    Runs are found through pages of :attr:`PAGE` lines: each page lists (by a run id that
+    outlives changes of the run's start) the runs that touch it, so finding the runs a
+    transfer overlaps costs the same however many runs are resident (a sorted list of run
+    starts costs a memmove of the whole list per change), and cutting lines out of a run
+    re-indexes the lines cut and the smaller piece left, not the whole run (a transfer
+    that streams through a large resident run costs its own pages, not the run's).
     """
 
     #: lines per index page: a page lists the runs touching it
@@ -274,43 +277,77 @@ class L2Cache:
         self.capacity = max(1, int(soc.l2_size) // self.line)
         self.size = 0                      # resident lines
         self.runs: dict[int, list] = {}    # start line -> [end, dirty, stamp]
-        self.pages: dict[int, set] = {}    # page -> starts of the runs touching it
+        self.pages: dict[int, set] = {}    # page -> ids of the runs touching it
+        self.rid: dict[int, int] = {}      # start line -> run id
+        self.rstart: dict[int, int] = {}   # run id -> start line
+        self.next_id = 0
         self.heap: list[tuple[int, int]] = []   # (stamp, start), stale entries skipped
         self.clock = 0
         self.write_through_when_full = bool(getattr(soc, "l2_write_through_when_full", False))
 
     def _add(self, start: int, end: int, dirty: bool, stamp: int) -> None:
+        """A new run of lines [start, end)."""
         self.runs[start] = [end, dirty, stamp]
         heapq.heappush(self.heap, (stamp, start))
         self.size += end - start
+        self.next_id = rid = self.next_id + 1
+        self.rid[start] = rid
+        self.rstart[rid] = start
         pages, P = self.pages, self.PAGE
         for p in range(start // P, (end - 1) // P + 1):
             page = pages.get(p)
             if page is None:
-                pages[p] = {start}
+                pages[p] = {rid}
             else:
-                page.add(start)
+                page.add(rid)
 
-    def _remove(self, start: int) -> list:
-        run = self.runs.pop(start)
-        self.size -= run[0] - start
-        self._unpage(start, start, run[0])
-        return run
-
-    def _unpage(self, start: int, lo: int, hi: int) -> None:
-        """The run at ``start`` no longer holds lines [lo, hi) (its tail, or all of it):
-        drop it from the pages it no longer touches."""
+    def _drop_pages(self, rid: int, lo: int, hi: int, below: bool, above: bool) -> None:
+        """Run ``rid`` no longer holds lines [lo, hi): drop it from the pages of those lines,
+        except the page of line lo - 1 when it still holds that line (``below``) and the
+        page of line hi when it still holds that one (``above``)."""
         pages, P = self.pages, self.PAGE
-        first = lo // P if lo == start else (lo - 1) // P + 1
-        for p in range(first, (hi - 1) // P + 1):
+        first, last = lo // P, (hi - 1) // P
+        if below and (lo - 1) // P == first:
+            first += 1
+        if above and hi // P == last:
+            last -= 1
+        for p in range(first, last + 1):
             page = pages[p]
-            page.discard(start)
+            page.discard(rid)
             if not page:
                 del pages[p]
 
+    def _remove(self, start: int) -> list:
+        """Drop the whole run at ``start``; return it."""
+        run = self.runs.pop(start)
+        self.size -= run[0] - start
+        rid = self.rid.pop(start)
+        del self.rstart[rid]
+        self._drop_pages(rid, start, run[0], False, False)
+        return run
+
+    def _drop_head(self, start: int, new_start: int) -> None:
+        """The run at ``start`` loses its lines [start, new_start) (fewer than it has): the
+        rest keeps the run's id, recency and dirtiness, now starting at ``new_start``."""
+        run = self.runs.pop(start)
+        self.runs[new_start] = run
+        heapq.heappush(self.heap, (run[2], new_start))
+        self.size -= new_start - start
+        rid = self.rid.pop(start)
+        self.rid[new_start] = rid
+        self.rstart[rid] = new_start
+        self._drop_pages(rid, start, new_start, False, True)
+
+    def _drop_tail(self, start: int, new_end: int) -> None:
+        """The run at ``start`` loses its lines from ``new_end`` (> start) on."""
+        run = self.runs[start]
+        self.size -= run[0] - new_end
+        self._drop_pages(self.rid[start], new_end, run[0], True, False)
+        run[0] = new_end
+
     def _overlapping(self, a: int, b: int) -> list[int]:
         """Starts of the resident runs that share a line with [a, b), in address order."""
-        pages, runs, P = self.pages, self.runs, self.PAGE
+        pages, runs, rstart, P = self.pages, self.runs, self.rstart, self.PAGE
         p0, p1 = a // P, (b - 1) // P
         if p0 == p1:
             found = pages.get(p0, ())
@@ -320,23 +357,43 @@ class L2Cache:
                 page = pages.get(p)
                 if page:
                     found |= page
-        return sorted([s for s in found if s < b and runs[s][0] > a])
+        starts = [rstart[r] for r in found]
+        return sorted([s for s in starts if s < b and runs[s][0] > a])
 
     def _cut(self, a: int, b: int) -> list[tuple[int, int, bool]]:
-        """Remove lines [a, b) from the runs; return the removed pieces (start, end, dirty)."""
+        """Remove lines [a, b) from the runs; return the removed pieces (start, end, dirty).
+
+        A run's head left in place keeps its recency entry; a tail left is a run starting at
+        ``b`` with the run's recency (as a per-line LRU keeps each line's)."""
         pieces = []
         runs = self.runs
         for s in self._overlapping(a, b):
-            run = runs[s]
-            e, dirty, stamp = run
-            if s < a:                   # the head [s, a) stays, in place, with its recency
-                run[0] = a
-                self.size -= e - a
-                self._unpage(s, a, e)
+            e, dirty, stamp = runs[s]
+            if s < a:
+                if e > b and a - s <= e - b:
+                    # head [s, a) and tail [b, e) stay; the tail keeps the id (it is the
+                    # larger piece), the head becomes a run of its own at s
+                    self._drop_head(s, b)
+                    self.size += a - s          # the head's lines stay resident
+                    rid = self.next_id = self.next_id + 1
+                    runs[s] = [a, dirty, stamp]  # its recency entry (stamp, s) is still valid
+                    self.rid[s] = rid
+                    self.rstart[rid] = s
+                    P, pages = self.PAGE, self.pages
+                    for p in range(s // P, (a - 1) // P + 1):
+                        page = pages.get(p)
+                        if page is None:
+                            pages[p] = {rid}
+                        else:
+                            page.add(rid)
+                else:
+                    self._drop_tail(s, a)       # the head stays, in place, with its recency
+                    if e > b:
+                        self._add(b, e, dirty, stamp)
+            elif e > b:
+                self._drop_head(s, b)
             else:
                 self._remove(s)
-            if e > b:
-                self._add(b, e, dirty, stamp)
             pieces.append((max(s, a), min(e, b), dirty))
         return pieces
 
@@ -414,10 +471,12 @@ class L2Cache:
             run = self.runs.get(start)
             if run is None or run[2] != stamp:
                 continue                    # stale heap entry
-            end, dirty, _ = self._remove(start)
-            n = min(self.size + (end - start) - self.capacity, end - start)
+            end, dirty, _ = run
+            n = min(self.size - self.capacity, end - start)
             if n < end - start:             # evict the run's first lines only
-                self._add(start + n, end, dirty, stamp)
+                self._drop_head(start, start + n)
+            else:
+                self._remove(start)
             if dirty:
                 wb += n * self.line
         return wb

@@ -45,12 +45,16 @@ def test_runs_behave_like_a_per_line_lru(accesses, page):
     assert resident == set(ref.d)
     assert {ln for s, (e, dirty, _) in fast.runs.items() if dirty for ln in range(s, e)} == \
         {ln for ln, d in ref.d.items() if d}
-    # the page index lists exactly the runs touching each page
+    # the page index lists exactly the runs touching each page (by run id), and the ids
+    # name the resident runs one to one
+    assert sorted(fast.rid) == sorted(fast.runs)
+    assert {fast.rstart[r]: r for r in fast.rstart} == fast.rid
     pages = {}
     for s, (e, _, _) in fast.runs.items():
         for p in range(s // page, (e - 1) // page + 1):
             pages.setdefault(p, set()).add(s)
-    assert pages == fast.pages
+    assert pages == {p: {fast.rstart[r] for r in ids} for p, ids in fast.pages.items()}
+    assert all(len(ids) == len({fast.rstart[r] for r in ids}) for ids in fast.pages.values())
 
 
 def test_streaming_reads_miss_and_rereads_hit():
