@@ -101,6 +101,33 @@ def test_bit_exact_with_mindspore_order(stream, nesterov, shape, n):
         assert ex.sort_tiling.chunkNum == 2             # the multi-core merge sort ran
 
 
+@pytest.mark.parametrize("nesterov", [False, True])
+@pytest.mark.parametrize("shape,n,low,high", [((300, 40), 1000, -2, 302),     # a few dropped
+                                              ((400, 64), 3000, 0, 20),       # long runs
+                                              ((6, 20000), 9, 0, 6),          # two column chunks
+                                              ((2000, 24), 2500, 0, 2000)])   # windows of 1024
+def test_batched_merge_is_bit_identical_and_timed_alike(stream, monkeypatch, nesterov, shape,
+                                                        n, low, high):
+    from npusim.kernels.fused_sparse_adam.kernel import KernelFusedSparseAdam
+    dev = runtime.current_device()
+    var, m, v, grad, idx = make_state(shape, n, seed=n, low=low, high=high)
+    monkeypatch.setattr(KernelFusedSparseAdam, "fast", False)
+    loop, _ = run(stream, var, m, v, grad, idx, nesterov)
+    p_loop = dev.profiles[-1]
+    monkeypatch.setattr(KernelFusedSparseAdam, "fast", True)
+    fast, _ = run(stream, var, m, v, grad, idx, nesterov)
+    p_fast = dev.profiles[-1]
+    for name, a, b in zip(("var", "m", "v"), fast, loop):
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32), err_msg=name)
+    assert (p_fast.bytes_read, p_fast.bytes_written) == (p_loop.bytes_read, p_loop.bytes_written)
+    # each Add and ApplyRun is costed at its UB offsets, the entry reads as the loop's
+    for k in ("aiv_vec_time", "aiv_scalar_time"):
+        assert p_fast.pipe_time_us[k] == pytest.approx(p_loop.pipe_time_us[k], rel=1e-9)
+    assert p_fast.duration_us == pytest.approx(p_loop.duration_us, rel=0.1)
+    assert p_fast.pipe_time_us["aiv_mte2_time"] == pytest.approx(
+        p_loop.pipe_time_us["aiv_mte2_time"], rel=0.1)
+
+
 @pytest.mark.parametrize("case", ["duplicates", "out_of_range", "all_same", "int64", "empty",
                                   "wide_rows"])
 def test_against_golden(stream, case):

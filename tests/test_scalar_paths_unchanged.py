@@ -5,8 +5,9 @@ After scalar work the replay makes every other pipe of the core wait for the sca
 with GetValue row by row (EmbeddingDenseGradV2's small-dim and sorted-row kernels, the
 Atlas training kernel, the shared Sort kernel, FusedSparseAdam's duplicate merge) those
 flags were most of the replay's events. :class:`npusim.timing._IssuePruner` leaves out the
-ones that cannot delay their pipe. Here the same records of each kernel are replayed both
-ways and everything the replay reports must be identical, bit for bit: kernel cycles, each
+ones that cannot delay their pipe (the small-dim kernel and the merge run here row by row,
+as written, and once each in their batched simulator form). Here the same records of each
+kernel are replayed both ways and everything the replay reports must be identical, bit for bit: kernel cycles, each
 block's start and end, each pipe's busy cycles, HBM and L2-hit bytes. A hand-built record
 list checks which flags are kept and which are left out.
 """
@@ -63,6 +64,8 @@ V2_CASES = {
                      "random"),
     "base-fp16-pad": ("Ascend910B1", np.float16, 600, 40, 100, 1, False, False, False, "runs"),
     "det-fp32-scale": ("Ascend910B1", np.float32, 1000, 40, 80, -1, True, True, False, "skew"),
+    "small-fp32-batched": ("Ascend910B1", np.float32, 1200, 64, 500, -1, False, False, True,
+                           "skew"),
 }
 
 
@@ -88,8 +91,12 @@ def _run_v2(case, seen):
     o = gm.malloc(nw * E * grad.itemsize)
     gm.write(o, np.zeros(nw * E, grad.dtype))
     w = gm.malloc(max(td.userWorkspaceSize, 32))
-    prof = run_kernel(embedding_dense_grad_v2, td.blockDim, (g, s, p, o, w, td, grad.dtype),
-                      soc=soc, gm=gm, sync_all=td.needSyncAll)
+    # the small-dim kernel row by row (the scalar-heavy records), unless the case names its
+    # batched walk
+    fast = not small or case.endswith("-batched")
+    prof = run_kernel(embedding_dense_grad_v2, td.blockDim,
+                      (g, s, p, o, w, td, grad.dtype, fast), soc=soc, gm=gm,
+                      sync_all=td.needSyncAll)
     return prof, seen[-1], gm.read(o, nw * E * grad.itemsize)
 
 
@@ -137,10 +144,23 @@ def _run_sort(case, seen):
 # name -> (var shape, indices, nesterov, soc)
 FSA_CASES = {"fsa-nesterov": ((300, 24), 800, True, "Ascend910B1"),
              "fsa-wide-A3": ((40, 7000), 90, False, "Ascend910_9391"),
-             "fsa-sparse": ((3000, 16), 700, True, "Ascend910B1")}
+             "fsa-sparse": ((3000, 16), 700, True, "Ascend910B1"),
+             "fsa-nesterov-batched": ((300, 24), 800, True, "Ascend910B1")}
 
 
 def _run_fsa(case, seen):
+    # the duplicate merge entry by entry (the scalar-heavy records), unless the case names
+    # its batched form
+    from npusim.kernels.fused_sparse_adam.kernel import KernelFusedSparseAdam
+    fast = KernelFusedSparseAdam.fast
+    KernelFusedSparseAdam.fast = case.endswith("-batched")
+    try:
+        return _run_fsa_kernel(case, seen)
+    finally:
+        KernelFusedSparseAdam.fast = fast
+
+
+def _run_fsa_kernel(case, seen):
     shape, n, nesterov, soc_name = FSA_CASES[case]
     soc = get_soc(soc_name)
     rng = np.random.default_rng(n + shape[0])

@@ -492,7 +492,7 @@ def _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, out_rows, n, stop
     flush_addr = target.address + row_bytes * out_rows
     nf_all = len(out_rows)
     name = "EmbeddingDenseGradV2SmallDim rows"
-    tag = ("smalldim", id(k), ctx.block_idx, k.chunkStart)
+    tag = ("smalldim", k.chunkStart)           # unique per chunk within a core's records
     row0 = 0                                    # first sorted entry of the batch
     prev = None
     for bi, f0 in enumerate(range(0, nf_all, BATCH_FLUSHES)):

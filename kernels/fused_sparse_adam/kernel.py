@@ -52,7 +52,15 @@ def _as_float(key: int) -> np.float32:
 
 
 class KernelFusedSparseAdam:
-    """One block of FusedSparseAdam (see the module docstring)."""
+    """One block of FusedSparseAdam (see the module docstring).
+
+    ``fast`` (class attribute, default True): MergeRuns runs as
+    :func:`npusim.kernels.fused_sparse_adam.merge.merge_runs_batched` — the same entries,
+    the same fp32 operations in the same order (bit-identical results), recorded in batches;
+    False runs the entry-by-entry loop below (tests compare the two).
+    """
+
+    fast = True
 
     def Init(self, var, m, v, beta1Power, beta2Power, lr, beta1, beta2, epsilon, grad,
              sortedIndices, posIdx, tiling):
@@ -112,8 +120,9 @@ class KernelFusedSparseAdam:
                 hi = mid
         return lo
 
-    def Entry(self, e: int) -> tuple[int, int]:
-        """(index, position) of sorted entry ``e``, through a UB window of entries."""
+    def LoadWindow(self, e: int) -> None:
+        """Load the sorted entries from ``e`` on (up to ENTRY_WINDOW) into the UB windows,
+        unless entry ``e`` is in the window already."""
         if self.windowStart is None or not self.windowStart <= e < self.windowStart + ENTRY_WINDOW:
             self.windowStart = e
             n = min(ENTRY_WINDOW, self.tiling.indicesNum - e)
@@ -123,6 +132,10 @@ class KernelFusedSparseAdam:
             DataCopyPad(self.keyBuf.Get(int32_t), self.sortedGm[e], params, pad)
             DataCopyPad(self.posBuf.Get(int32_t), self.posGm[e], params, pad)
             _sync(HardEvent.MTE2_S)
+
+    def Entry(self, e: int) -> tuple[int, int]:
+        """(index, position) of sorted entry ``e``, through a UB window of entries."""
+        self.LoadWindow(e)
         k = e - self.windowStart
         return int(self.keyBuf.Get(int32_t).GetValue(k)), int(self.posBuf.Get(int32_t).GetValue(k))
 
@@ -182,6 +195,9 @@ class KernelFusedSparseAdam:
     def MergeRuns(self, t0: int, k: int, col: int, w: int, e: int, s1: int) -> int:
         """Sum each run of equal sorted indices in ``[t0, t0 + k)`` and apply it (ComputeAdam);
         return the first entry after the tile."""
+        if self.fast:
+            from npusim.kernels.fused_sparse_adam.merge import merge_runs_batched
+            return merge_runs_batched(self, t0, k, col, w, e, s1)
         t = self.tiling
         acc, gradRow = self.accBuf.Get(float32), self.gradRowBuf.Get(float32)
         cur = None
