@@ -233,6 +233,78 @@ def embedding_dense_backward_torch(grad, indices, num_weights: int, padding_idx:
 
 
 # -- Add (z = x + y, half) ----------------------------------------------------------------------
+# -- FusedSparseAdam (docs/reference/operators.md §4 "Algorithm") ---------------------------------
+def fused_sparse_adam_numpy(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon,
+                            grad, indices, use_nesterov: bool = False, scratch=None):
+    """MindSpore's FusedSparseAdam in float32 numpy, ``var``, ``m``, ``v`` updated in place.
+
+    Duplicate indices are summed (indices outside ``[0, rows)`` dropped) into a dense
+    ``[rows, ...]`` gradient with ``np.add.at`` on the flattened buffer (element indices,
+    as :func:`embedding_dense_backward_numpy`); then, over whole arrays with ``out=``
+    ufuncs: ``m = beta1*m + (1-beta1)*g``, ``v = beta2*v + ((1-beta2)*g)*g`` (rows without
+    an index get ``+ 0``, exactly their decayed value), ``var -= lr_t*M / (sqrt(v) + eps)``
+    with ``lr_t = lr*sqrt(1-beta2_power)/(1-beta1_power)`` and ``M = m`` or, with
+    ``use_nesterov``, ``beta1*m + (1-beta1)*g`` on the indexed rows and 0 elsewhere.
+
+    Args:
+        var, m, v: float32 C-contiguous arrays of one shape ``[rows, ...]``.
+        beta1_power .. epsilon: Python or numpy scalars (rounded to float32).
+        grad: float32 ``[indices.size, ...]``; indices: integer array.
+        scratch: optional ``(g, tmp)`` float32 arrays of var's shape (allocated when None).
+
+    Returns:
+        ``(var, m, v)``, the arrays given.
+
+    Raises:
+        ValueError: a dtype other than float32, or shapes that do not match.
+    """
+    arrays = (var, m, v, grad)
+    if any(np.asarray(a).dtype != F32 for a in arrays):
+        raise ValueError("var, m, v and grad must be float32")
+    if not (var.shape == m.shape == v.shape) or grad.shape[1:] != var.shape[1:]:
+        raise ValueError("var, m, v must share a shape and grad must have its rows' shape")
+    rows = var.shape[0]
+    width = int(np.prod(var.shape[1:], dtype=np.int64))
+    idx = np.asarray(indices).reshape(-1).astype(np.intp, copy=False)
+    if idx.size != grad.shape[0]:
+        raise ValueError(f"indices has {idx.size} elements, grad has {grad.shape[0]} rows")
+    g, tmp = scratch if scratch is not None else (np.empty_like(var), np.empty_like(var))
+    g.fill(0)
+    keep = (idx >= 0) & (idx < rows)
+    ki, kg = idx[keep], grad.reshape(-1, width)[keep]
+    flat = g.reshape(-1)
+    for r0 in range(0, ki.size, 1024):
+        ci = ki[r0:r0 + 1024]
+        el = (ci[:, None] * width + np.arange(width, dtype=np.intp)).reshape(-1)
+        np.add.at(flat, el, kg[r0:r0 + 1024].reshape(-1))
+    f = np.float32
+    b1, b2, eps = f(beta1), f(beta2), f(epsilon)
+    lr_t = f(lr) * np.sqrt(f(1) - f(beta2_power)) / (f(1) - f(beta1_power))
+    np.multiply(m, b1, out=m)
+    np.multiply(g, f(1) - b1, out=tmp)
+    np.add(m, tmp, out=m)
+    np.multiply(v, b2, out=v)
+    np.multiply(g, f(1) - b2, out=tmp)
+    np.multiply(tmp, g, out=tmp)
+    np.add(v, tmp, out=v)
+    if use_nesterov:                       # M = beta1*m + (1-beta1)*g on indexed rows, else 0
+        hit = np.zeros(rows, bool)
+        hit[ki] = True
+        np.multiply(m, b1, out=tmp)
+        np.multiply(g, f(1) - b1, out=g)
+        np.add(tmp, g, out=g)
+        g[~hit] = 0
+        num = g
+    else:
+        num = m
+    np.sqrt(v, out=tmp)
+    np.add(tmp, eps, out=tmp)
+    np.multiply(num, lr_t, out=g)          # g is free (num is m) or is num itself
+    np.divide(g, tmp, out=g)
+    np.subtract(var, g, out=var)
+    return var, m, v
+
+
 def add_numpy(x, y, out):
     """numpy's add of two arrays of one dtype into ``out`` (``np.add(x, y, out=out)``); for
     half, numpy computes each element in float32 and rounds it to half."""

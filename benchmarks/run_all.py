@@ -13,9 +13,11 @@ its peak resident memory is its own) that first warms the memory it will touch:
   through the operator's API (functional run and timing replay apart) next to fp32 numpy
   and torch on the same arrays, interleaved (sim, numpy, torch, sim, ...), the fastest of
   ``REPEATS`` runs each;
-* aclnnSoftmax and aclnnRmsNorm ([8192, 4096] half) and aclnnMatmul (fp16 4096^3) the same
-  way, through their benchmarks (bench_softmax_rms_norm.py, bench_matmul.py), whose printed
-  figures (simulated kernels against their floors and measured TFLOPS) go in as they are;
+* aclnnSoftmax and aclnnRmsNorm ([8192, 4096] half), aclnnMatmul (fp16 4096^3) and
+  aclnnFusedSparseAdam (var [50000, 64], 16384 Zipf indices) the same way, through their
+  benchmarks (bench_softmax_rms_norm.py, bench_matmul.py, bench_fused_sparse_adam.py), whose
+  printed figures (simulated kernels against their floors and measured TFLOPS) go in as
+  they are;
 * the targets (host time / fp32 numpy at the stated sizes; 1.8x-2.2x per doubling of N;
   peak memory at most 1.5x the device bytes plus host arrays), each met, missed within its
   bar, or missed beyond it; for each missed host-time target, a cProfile of one simulator
@@ -326,6 +328,7 @@ def main(argv=None):
     mm_text, mm = bench_script("bench_matmul.py", "--cases", MATMUL_CASE, "--repeats",
                                str(MATMUL_REPEATS))
     mm = mm[0]
+    fsa_text, fsa = bench_script("bench_fused_sparse_adam.py", "--repeats", str(REPEATS))
     res[("matmul",)] = {"host_s": mm["sim_wall_s"], "numpy_s": mm["numpy_s"],
                         "torch_s": mm["torch_s"], "functional_s": mm["functional_s"],
                         "timing_s": mm["timing_s"]}
@@ -341,13 +344,15 @@ def main(argv=None):
             return {":".join(map(str, k)): v for k, v in d.items()}
         Path(args.raw).write_text(json.dumps(dict(
             res=keyed(res), cores=cores, replay=replay, profiles=keyed(profiles),
-            sm_text=sm_text, sm=sm, mm_text=mm_text, elapsed=elapsed)))
-    lines = report(res, cores, replay, profiles, sm_text, sm, mm_text, elapsed)
+            sm_text=sm_text, sm=sm, mm_text=mm_text, fsa_text=fsa_text, fsa=fsa,
+            elapsed=elapsed)))
+    lines = report(res, cores, replay, profiles, sm_text, sm, mm_text, fsa_text, fsa, elapsed)
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))
 
 
-def report(res, cores, replay, profiles, sm_text, sm, mm_text, elapsed) -> list[str]:
+def report(res, cores, replay, profiles, sm_text, sm, mm_text, fsa_text, fsa,
+           elapsed) -> list[str]:
     torch_v = baselines.torch_version()
     torch_note = (f"torch {torch_v} (CPU, {harness.TORCH_THREADS} intra-op thread: the "
                   "simulator and numpy's ufuncs use one core, and on this shared 2-core host "
@@ -375,10 +380,14 @@ def report(res, cores, replay, profiles, sm_text, sm, mm_text, elapsed) -> list[
              "`np.add.at` on rows is about 4x slower, argsort + `np.add.reduceat` 8x); Add "
              "as numpy's half add; Softmax and RmsNorm in float32 from the half input, the "
              "result left in float32; Matmul as `np.matmul` of float32 copies (OpenBLAS, "
-             "its default threads). torch: `torch.optim.AdamW(foreach=True)` + "
+             "its default threads); FusedSparseAdam as `np.add.at` of the duplicates into a "
+             "dense gradient, then in-place `out=` ufuncs over whole arrays. torch: "
+             "`torch.optim.AdamW(foreach=True)` + "
              "`torch._foreach_lerp_` for the EMA, `torch.ops.aten.embedding_dense_backward`, "
              "`torch.add` on half, `torch.softmax` and `torch.nn.functional.rms_norm` on the "
-             "half tensor, `torch.matmul` on float32.", ""]
+             "half tensor, `torch.matmul` on float32; torch has no FusedSparseAdam "
+             "(`torch.optim.SparseAdam` neither decays the rows no index names nor sums "
+             "duplicates first).", ""]
 
     # the targets
     lines.extend(["## Targets", "",
@@ -401,6 +410,9 @@ def report(res, cores, replay, profiles, sm_text, sm, mm_text, elapsed) -> list[
                      f"{r['sim_wall_s']:.3f} | {r['numpy_s']:.3f} | {_s(r['torch_s'])} | "
                      f"{r['ratio_numpy']:.2f}x | {_x(r['sim_wall_s'], r['torch_s'])} | — | — "
                      "| (no target) |")
+    lines.append(f"| aclnnFusedSparseAdam var [{fsa['rows']}, {fsa['dim']}], {fsa['indices']} "
+                 f"Zipf indices | {fsa['sim_wall_s']:.3f} | {fsa['numpy_s']:.3f} | — | "
+                 f"{fsa['ratio_numpy']:.2f}x | — | — | — | (no target) |")
 
     scal = {"ApplyFusedEmaAdam": [(f"2^{k}", res[("adam", k)]) for k in ADAM_SIZES[-4:]],
             "EmbeddingDenseBackward, whole problem": [
@@ -579,9 +591,9 @@ def report(res, cores, replay, profiles, sm_text, sm, mm_text, elapsed) -> list[
                   f"launch holds when its replay starts, {replay['bytes_per_record']:.0f} B per "
                   f"record, {held / 2**20:.1f} MiB in all, {held / replay['data_bytes']:.1%} of "
                   f"the {replay['data_bytes'] / 2**20:.0f} MiB of tensors. The replay merges each "
-                  "run of vector or scalar instructions with no sync between them into one simpy "
-                  f"timeout: {replay['ops']} such instructions become {replay['op_items']} "
-                  f"timeouts, and the {replay['dmas']} DMAs stay one event each (every transfer "
+                  "run of vector or scalar instructions with no sync between them into one "
+                  f"timed event: {replay['ops']} such instructions become {replay['op_items']} "
+                  f"events, and the {replay['dmas']} DMAs stay one event each (every transfer "
                   "takes its turn at the shared L2 and HBM bandwidth when it starts). "
                   f"{replay['items']} items in all for {replay['records']} records.", ""])
     lines.extend(["## Softmax and RmsNorm: simulated kernels against their floors", "",
@@ -589,7 +601,10 @@ def report(res, cores, replay, profiles, sm_text, sm, mm_text, elapsed) -> list[
                   "", "```", sm_text, "```",
                   "", "## Matmul", "",
                   f"`python benchmarks/bench_matmul.py --cases {MATMUL_CASE} --repeats "
-                  f"{MATMUL_REPEATS}`:", "", "```", mm_text, "```", ""])
+                  f"{MATMUL_REPEATS}`:", "", "```", mm_text, "```", "",
+                  "## FusedSparseAdam", "",
+                  f"`python benchmarks/bench_fused_sparse_adam.py --repeats {REPEATS}`:", "",
+                  "```", fsa_text, "```", ""])
     return lines
 
 

@@ -10,6 +10,7 @@ import pytest
 from npusim.kernels.add.golden import add_golden
 from npusim.kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
 from npusim.kernels.embedding_dense_backward.golden import embedding_dense_backward_golden
+from npusim.kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
 from npusim.kernels.matmul.golden import matmul_golden
 from npusim.kernels.rms_norm.golden import rms_norm_golden
 from npusim.kernels.softmax.golden import softmax_golden
@@ -244,3 +245,36 @@ def test_run_all_verdicts():
     assert run_all.verdict(2.5, 2.0, 3.0) == "missed, within bar"
     assert run_all.verdict(3.5, 2.0, 3.0) == "missed"
     assert run_all.verdict(25.0, 20.0, None) == "missed"
+
+
+@pytest.mark.parametrize("nesterov", [False, True])
+@pytest.mark.parametrize("shape", [(60, 8), (30, 3, 4)])
+def test_fused_sparse_adam_numpy_matches_golden_in_place(nesterov, shape):
+    rng = np.random.default_rng(4)
+    var, m = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    v = np.abs(rng.standard_normal(shape)).astype(np.float32)
+    grad = rng.standard_normal((200,) + shape[1:]).astype(np.float32)
+    idx = rng.integers(-3, shape[0] + 3, 200)        # duplicates and dropped indices
+    scalars = (0.9 ** 3, 0.999 ** 3, 0.01, 0.9, 0.999, 1e-8)
+    expect = fused_sparse_adam_golden(var, m, v, *scalars, grad, idx, nesterov)
+    work = [a.copy() for a in (var, m, v)]
+    got = baselines.fused_sparse_adam_numpy(*work, *scalars, grad, idx, nesterov)
+    assert all(g is w for g, w in zip(got, work))
+    for name, g, e in zip(("var", "m", "v"), got, expect):
+        np.testing.assert_allclose(g, e, rtol=2e-5, atol=1e-6, err_msg=name)
+    untouched = np.setdiff1d(np.arange(shape[0]), idx)
+    if nesterov and untouched.size:                   # M = 0: var unchanged
+        np.testing.assert_array_equal(got[0][untouched], var[untouched])
+
+
+def test_fused_sparse_adam_numpy_rejects_bad_inputs():
+    a = np.zeros((4, 2), np.float32)
+    with pytest.raises(ValueError, match="float32"):
+        baselines.fused_sparse_adam_numpy(a, a.copy(), a.astype(np.float64), 0.5, 0.5, 0.1,
+                                          0.9, 0.999, 1e-8, a, [0, 1, 2, 3])
+    with pytest.raises(ValueError, match="share a shape"):
+        baselines.fused_sparse_adam_numpy(a, a.copy(), np.zeros((4, 3), np.float32), 0.5, 0.5,
+                                          0.1, 0.9, 0.999, 1e-8, a, [0, 1, 2, 3])
+    with pytest.raises(ValueError, match="indices has 3 elements"):
+        baselines.fused_sparse_adam_numpy(a, a.copy(), a.copy(), 0.5, 0.5, 0.1, 0.9, 0.999,
+                                          1e-8, a, [0, 1, 2])
