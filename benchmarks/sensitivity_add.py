@@ -1,6 +1,8 @@
 """Sensitivity of the Add study's figures to each fitted timing parameter.
 
-For every parameter of the Ascend910B1 preset that is fitted (not published), this script
+For every parameter of the Ascend910B1 preset that is fitted (not published), and for the
+HBM write queue's marks and batch (published, but for gem5's controller, not Ascend's),
+this script
 moves it by -20% and +20% (one at a time, the others at their preset values), replays the
 six Add cases of docs/reference/hardware.md §4.1 at full size (8192 x 8192 half) and reports how
 much Task Duration and aiv_mte2/mte3/vec_time move, in percent of their preset value. It
@@ -36,6 +38,9 @@ PARAMETERS = {
     "hbm_transfer_overhead_cycles": "hbm_transfer_overhead_cycles",
     "dma_latency_cycles": "dma_latency_cycles",
     "dma_write_latency_cycles": "dma_write_latency_cycles",
+    "hbm_write_high_thresh_perc": "hbm_write_high_thresh_perc (gem5)",
+    "hbm_write_low_thresh_perc": "hbm_write_low_thresh_perc (gem5)",
+    "hbm_min_writes_per_switch_bytes": "hbm_min_writes_per_switch_bytes (gem5)",
 }
 # The vector-cost parameters (vec_head_cycles, the bank-conflict costs) are applied when a
 # kernel runs, not in the replay, so they are not moved here: aiv_vec_time moves with them
@@ -54,6 +59,8 @@ def moved(soc, name: str, factor: float):
         new = int(round(new))
     if name == "hbm_mixed_efficiency":
         new = min(new, 1.0)                  # an efficiency above 1 has no meaning
+    if name.endswith("_perc"):
+        new = min(new, 100.0)                # a mark above the whole queue has no meaning
     return replace(soc, **{name: new})
 
 
@@ -102,7 +109,7 @@ def plot(result: dict, path: str) -> None:
         ax.set_xticklabels([f"case {c}" for c in CASES])
     axes.flat[0].legend(fontsize=7, ncol=2)
     fig.suptitle("Add study (Ascend910B1, 8192 x 8192 half): change of each figure when one "
-                 "fitted parameter moves by -20% (v) or +20% (^)")
+                 "parameter moves by -20% (v) or +20% (^)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

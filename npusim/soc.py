@@ -99,7 +99,9 @@ class SocSpec:
         launch_overhead_us (µs); the memory system's noc_bandwidth (B/s),
         hbm_mixed_efficiency (fraction), hbm_write_queue_bytes (bytes) and
         hbm_transfer_overhead_cycles (cycles), fitted by benchmarks/calibrate_add.py
-        (docs/calibration.md).
+        (docs/calibration.md); the write queue's marks hbm_write_high_thresh_perc and
+        hbm_write_low_thresh_perc (percent of the queue) and its batch
+        hbm_min_writes_per_switch_bytes (bytes), gem5's MemCtrl defaults.
     """
 
     # [version]
@@ -166,7 +168,19 @@ class SocSpec:
     hbm_mixed_efficiency: float = 1.0
     #: HBM controller write queue for the dirty L2 lines evicted, bytes: fitted to §4.1
     #: cases 2-3 (docs/calibration.md).
-    hbm_write_queue_bytes: int = 4194304
+    hbm_write_queue_bytes: int = 16777216
+    #: Write draining of the HBM controller, as gem5's ``MemCtrl`` (``src/mem/MemCtrl.py``):
+    #: the bus turns to writes when the write queue holds more than this share of
+    #: ``hbm_write_queue_bytes``, percent (gem5's ``write_high_thresh_perc``, default 85).
+    hbm_write_high_thresh_perc: float = 85.0
+    #: ... and the queue drains in the HBM time the reads leave only above this share,
+    #: percent (gem5's ``write_low_thresh_perc``, default 50).
+    hbm_write_low_thresh_perc: float = 50.0
+    #: Bytes a write batch drains before the bus turns back to waiting reads: gem5's
+    #: ``min_writes_per_switch`` (16 bursts by default) of its HBM2 pseudo-channel
+    #: (``HBM_2000_4H_1x64``: 64-bit bus, BL4, 32 B a burst), 512 B. Not fitted: §4.1
+    #: cases 2-3 give the same cost for 1 KiB to 1 MiB (docs/calibration.md).
+    hbm_min_writes_per_switch_bytes: int = 512
     #: Device-wide bandwidth between the vector cores and L2/HBM, read and write bytes
     #: together, B/s: fitted to §4.1 cases 2-3 (docs/calibration.md).
     noc_bandwidth: float = 2.4e12

@@ -33,9 +33,9 @@ Model (the parameters live in the SoC preset, :mod:`npusim.soc`):
 * The transfers in flight share the device's paths (:class:`_Memory`): the interconnect
   between the cores and L2/HBM (``noc_bandwidth``), the L2 (``l2_bandwidth``) and HBM
   (``hbm_bandwidth``, less while reads and writes mix), reads first, then writes in what
-  the reads leave. One core is latency- and rate-bound; many cores together are bound by
-  HBM for reads that miss, by the interconnect when their reads and writes together fill
-  it.
+  the reads leave; the HBM write queue drains in write batches above its high mark. One
+  core is latency- and rate-bound; many cores together are bound by HBM for reads that
+  miss, by the interconnect when their reads and writes together fill it.
 
 Consecutive vector or scalar instructions without a sync between them are costed as one
 timeout, so the replay costs a few events per tile, not per instruction.
@@ -486,10 +486,6 @@ class L2Cache:
         self._cut(addr // self.line, (addr + max(span, 1) - 1) // self.line + 1)
 
 
-#: The rate limit of a flow no core's path bounds (a write drain from L2 to HBM), B/cycle.
-_UNLIMITED = 1e12
-
-
 class _Memory:
     """The shared memory system of a launch: L2 residency, and the bandwidth every transfer
     in flight shares with the others.
@@ -511,10 +507,23 @@ class _Memory:
     * the L2 data array, ``l2_bandwidth``, for hits, allocations and absorbed writes;
     * HBM, ``hbm_bandwidth``, for reads that miss or bypass L2, plus
       ``hbm_transfer_overhead_cycles`` of bus time per transfer. Writes to HBM (dirty lines
-      evicted by an allocation, writes that bypass L2) go to the HBM write queue
-      (``hbm_write_queue_bytes``), which drains in the HBM capacity the flows leave; bytes
-      that find the queue full are drained at once, ahead of later reads, and the access
-      that brought them waits for them. While reads and writes are both at HBM its capacity is
+      evicted by an allocation, writes that bypass L2) are posted to the HBM write queue
+      (``hbm_write_queue_bytes``) and drained by the controller's rules for turning the bus
+      between reads and writes, those of gem5's ``MemCtrl`` (``src/mem/MemCtrl.py``,
+      ``mem_ctrl.cc``) in fluid form: with Q the queue, H = Q x
+      ``hbm_write_high_thresh_perc`` / 100, L = Q x ``hbm_write_low_thresh_perc`` / 100 and
+      m = ``hbm_min_writes_per_switch_bytes``,
+
+      - in the HBM capacity the flows leave (no read waiting for HBM) the queue drains down
+        to max(L - m, 0), its resting level;
+      - when the queue holds more than H the bus turns to writes: a write batch drains the
+        queue with all of HBM while the reads that need HBM wait (rate 0). The batch ends
+        when the queue is down to its resting level, or, with reads waiting, once it has
+        written m bytes and the queue is back at H;
+      - victims that find the queue full (more than Q) wait, first come, first served,
+        until the batch has made room for them, and so does the access that evicted them.
+
+      While reads are in flight and the queue drains, HBM's capacity is
       ``hbm_mixed_efficiency`` x ``hbm_bandwidth`` (the bus turns around between them).
 
     A DMA ends when its bytes are through, and not before its fixed cost
@@ -555,11 +564,25 @@ class _Memory:
         self.since = 0.0
         self.generation = 0
         self.pending = False
-        # dirty lines evicted and not yet written: the HBM write queue, drained with the
-        # HBM capacity the flows leave
+        # dirty lines evicted and not yet written: the HBM write queue. Its marks follow
+        # gem5's MemCtrl (docs/calibration.md "Write draining"): above ``high`` the bus
+        # turns to writes (a write batch, ahead of the reads); in the HBM time the reads
+        # leave the queue drains down to ``rest``; a batch ends once it has written
+        # ``batch`` bytes and the queue is back at ``high`` (reads waiting), or at ``rest``
         self.queue_bytes = float(soc.hbm_write_queue_bytes)
+        self.high = self.queue_bytes * soc.hbm_write_high_thresh_perc / 100
+        self.batch = float(soc.hbm_min_writes_per_switch_bytes)
+        self.rest = max(0.0, self.queue_bytes * soc.hbm_write_low_thresh_perc / 100
+                        - self.batch)
         self.backlog = 0.0
         self.drain = 0.0
+        self.drained = 0.0          # bytes the queue has written since the launch began
+        self.writing = False        # the bus is in a write batch
+        self.batch_until = 0.0      # ``drained`` at which the batch has written ``batch``
+        # accesses whose victims found the queue full, waiting for room: a heap of
+        # (``drained`` at which the queue has taken their last byte, order, event)
+        self.waiters: list = []
+        self.waiter_seq = itertools.count()
 
     # -- one transfer ---------------------------------------------------------------------
     def transfer(self, now: float, kind: int, nbytes: int, key, cube: bool = False):
@@ -603,14 +626,11 @@ class _Memory:
         # when its bytes are through, and not before latency + bytes / its own limit
         self._flow(nbytes, limit, (0.0 if cube else 1.0, on_hbm / nbytes, on_l2 / nbytes),
                    kind == DMA_IN, direction, now + latency + nbytes / limit, done)
-        if not wait:
+        if wait is None:
             return done
-        # victims that found the write queue full: the controller drains them ahead of the
-        # reads (a write drain), and the access waits for them
-        drained = _Event()
-        self._flow(wait, _UNLIMITED, (0.0, 1.0 + self.hbm_overhead_bytes / wait, 0.0), True, 2,
-                   now, drained)
-        return _AllOf(self.loop, (done, drained))
+        # its victims found the write queue full: the access waits until the queue has
+        # taken them (the queue is then above its high mark: a write batch drains it)
+        return _AllOf(self.loop, (done, wait))
 
     def _flow(self, nbytes, limit, weight, first, direction, not_before, done) -> None:
         """Put a flow in flight (``first``: served in the first class, the reads')."""
@@ -628,20 +648,23 @@ class _Memory:
             self.heavy.append(g)
         self._changed()
 
-    def _queue(self, nbytes: float) -> float:
-        """Put ``nbytes`` of evicted dirty lines in the HBM write queue; return the bytes that
-        find it full, which the evicting access must write itself (it waits for them)."""
+    def _queue(self, nbytes: float):
+        """Put ``nbytes`` of evicted dirty lines (or bypassing writes) in the HBM write queue.
+
+        Returns None when the queue has room for them; otherwise the event of the moment
+        the queue has drained enough to take their last byte (first come, first served),
+        which the evicting access waits for."""
         if not nbytes:
-            return 0.0
+            return None
         self._advance()
-        room = self.queue_bytes - self.backlog
-        if nbytes <= room:
-            self.backlog += nbytes
-            self._changed()
-            return 0.0
-        self.backlog = max(self.backlog, self.queue_bytes)
+        self.backlog += nbytes
         self._changed()
-        return nbytes - max(room, 0.0)
+        over = self.backlog - self.queue_bytes
+        if over <= 0:
+            return None
+        room = _Event()
+        heapq.heappush(self.waiters, (self.drained + over, next(self.waiter_seq), room))
+        return room
 
     def _finish(self, at, done) -> None:
         """Fire ``done`` at ``at`` (a process: it starts at this instant, then waits)."""
@@ -664,8 +687,10 @@ class _Memory:
             if self.left:
                 # x - r * dt for each flow (map: the same operations, without a Python loop)
                 self.left = list(map(_sub, self.left, map(_mul, self.rate, _repeat(dt))))
-            if self.backlog:
-                self.backlog = max(0.0, self.backlog - self.drain * dt)
+            if self.backlog and self.drain:
+                d = min(self.backlog, self.drain * dt)
+                self.backlog -= d
+                self.drained += d
         self.since = now
 
     def _changed(self) -> None:
@@ -708,10 +733,36 @@ class _Memory:
             self.group = group = list(_compress(group, keep))
             self.heavy = list(filter(_w1, group))
         self.generation += 1
-        self.rate, self.drain = rate, _ = self._share()
-        wake = [self.backlog / self.drain] if self.backlog > 1e-6 and self.drain > 0 else []
         if self.backlog <= 1e-6:
             self.backlog = 0.0
+        waiters = self.waiters
+        while waiters and waiters[0][0] <= self.drained + 1e-6:
+            self.loop.succeed(heapq.heappop(waiters)[2])
+        # the bus: into a write batch above the high mark; out of it once the batch has
+        # written its bytes and the queue is back at the high mark while reads wait, or
+        # once the queue is down to its resting level
+        reads = self.dirs[1] or self.dirs[3]
+        backlog = self.backlog
+        if self.writing:
+            if backlog <= self.rest + 1e-6 or (reads and backlog <= self.high + 1e-6
+                                                and self.drained >= self.batch_until - 1e-6):
+                self.writing = False
+        if not self.writing and backlog > self.high + 1e-6:
+            self.writing = True
+            self.batch_until = self.drained + self.batch
+        self.rate, self.drain = rate, drain = self._share()
+        wake = []
+        if drain > 0 and backlog > 0:
+            if self.writing:
+                end = backlog - self.rest
+                if reads:
+                    end = min(end, max(backlog - self.high, self.batch_until - self.drained))
+            else:
+                end = backlog - self.rest
+            if end > 0:
+                wake.append(end / drain)
+            if waiters:
+                wake.append(max(0.0, waiters[0][0] - self.drained) / drain)
         # a write may wait with no rate while reads fill a path; the flows left all have
         # bytes left (> eps), so x / r is their time to run out
         if rate:
@@ -734,17 +785,18 @@ class _Memory:
 
     def _share(self) -> tuple[list, float]:
         """Max-min fair rates of the flows in flight (progressive filling), and the rate at
-        which the HBM write queue drains in the HBM capacity they leave."""
-        dirs = self.dirs
-        reads = dirs[1] or dirs[3]
-        writes = dirs[2] or dirs[3]
+        which the HBM write queue drains: all of HBM in a write batch (the reads that miss
+        wait), else the HBM capacity the flows leave, down to the resting level."""
+        reads = self.dirs[1] or self.dirs[3]
         capacity = list(self.capacity)
         HBM = self.HBM
-        if reads and writes:
-            capacity[HBM] *= self.hbm_mixed
+        if self.writing:
+            drain = capacity[HBM] * (self.hbm_mixed if reads else 1.0)
+            capacity[HBM] = 0.0
+            return self._fill(capacity)[0], drain
         rate, left = self._fill(capacity)
-        if self.backlog > 0 and left[HBM] > self.floor[HBM]:
-            if reads and not writes:      # the drain turns the bus to writes as well
+        if self.backlog > self.rest + 1e-6 and left[HBM] > self.floor[HBM]:
+            if reads:                     # the drain turns the bus to writes as well
                 capacity[HBM] *= self.hbm_mixed
                 rate, left = self._fill(capacity)
             return rate, max(0.0, left[HBM])

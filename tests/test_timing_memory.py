@@ -93,40 +93,74 @@ def _dirty_l2(s, nbytes=2048):
     return l2
 
 
-def test_a_full_write_queue_makes_the_evicting_read_wait_for_the_drain():
-    # L2 of 4 lines, all dirty; no room in the write queue: the read that evicts them waits
-    # for their drain, which goes ahead of later reads and shares HBM (16 B/cycle) with the
-    # read's own 2 KiB miss: 8 + 8 B/cycle, 256 cycles for both
+def test_a_write_batch_holds_hbm_and_the_reads_wait_for_it():
+    # L2 of 4 lines, all dirty; no room in the write queue (Q = 0, so its high mark is 0):
+    # the 2 KiB of victims turn the bus to writes; the batch drains them with all of HBM
+    # (16 B/cycle, 128 cycles) while the read's own 2 KiB miss waits, then the read: 256
     s = soc(l2_size=2048, hbm_write_queue_bytes=0, dma_latency_cycles=0)
     t = simulate([[read(1 << 20, 2048)]], s, l2=_dirty_l2(s))
     assert t.cycles == pytest.approx(256)
     assert t.hbm_bytes == 4096
-    # reads and writes at HBM together: capacity x hbm_mixed_efficiency (0.5 -> 4 + 4)
+    # the batch drains beside a waiting read: capacity x hbm_mixed_efficiency (0.5: 8 B/cycle,
+    # 256 cycles), then the read alone at 16 B/cycle (128): 384
     s = replace(s, hbm_mixed_efficiency=0.5)
     t = simulate([[read(1 << 20, 2048)]], s, l2=_dirty_l2(s))
-    assert t.cycles == pytest.approx(512)
+    assert t.cycles == pytest.approx(384)
 
 
-def test_a_write_queue_with_room_takes_the_victims_without_a_wait():
-    # the queue takes the 2 KiB of victims; the read's miss alone: 2048 / 16 = 128 cycles
+def test_a_write_queue_below_its_high_mark_takes_the_victims_without_a_wait():
+    # Q = 4 KiB, high mark 85% = 3481.6 B: the queue takes the 2 KiB of victims; the read's
+    # miss alone: 2048 / 16 = 128 cycles
     s = soc(l2_size=2048, hbm_write_queue_bytes=4096, dma_latency_cycles=0)
     t = simulate([[read(1 << 20, 2048)]], s, l2=_dirty_l2(s))
     assert t.cycles == pytest.approx(128)
     assert t.hbm_bytes == 4096          # the victims are HBM traffic all the same
 
 
-def test_the_queue_drains_in_the_hbm_time_the_reads_leave():
-    # L2 of 8 lines, all dirty; a queue of 2 KiB. The first read (2 KiB miss, 0-128)
-    # queues its 2 KiB of victims; they drain once HBM is free (128-256). The second read
-    # waits for a 1000-cycle vector op, finds the queue empty and queues its own victims:
-    # 1000 + 128. Had the queue not drained, its victims would be drained first: 1256.
-    s = soc(l2_size=4096, hbm_write_queue_bytes=2048, dma_latency_cycles=0)
+def test_the_queue_drains_to_its_resting_level_in_the_hbm_time_the_reads_leave():
+    # L2 of 8 lines, all dirty; Q = 4 KiB: high mark 3481.6 B, low mark 2048, batch m =
+    # 1024, resting level 2048 - 1024 = 1024. The first read (2 KiB miss, 0-128) queues its
+    # 2 KiB of victims; once HBM is free they drain down to 1024 (128-192). The second read
+    # waits for a 1000-cycle vector op and queues its own 2 KiB: 3072, below the high mark,
+    # no wait: 1000 + 128.
+    s = soc(l2_size=4096, hbm_write_queue_bytes=4096, dma_latency_cycles=0,
+            hbm_min_writes_per_switch_bytes=1024)
     key = ("V_MTE2", 0)
     records = [read(1 << 20, 2048), (OP, Pipe.PIPE_V, 1000.0, 0, None, "Add"),
                (SET, Pipe.PIPE_V, 0.0, 0, key, "SetFlag"),
                (WAIT, Pipe.PIPE_MTE2, 0.0, 0, key, "WaitFlag"), read(2 << 20, 2048)]
     t = simulate([records], s, l2=_dirty_l2(s, 4096))
     assert t.cycles == pytest.approx(1128)
+    # with the low mark at 100% the resting level is 3072: nothing drains in the spare time,
+    # the second read finds 4096 B queued, above the high mark, and waits for a batch of
+    # max(4096 - 3481.6, 1024) = 1024 B (64 cycles): 1192
+    t = simulate([records], replace(s, hbm_write_low_thresh_perc=100.0),
+                 l2=_dirty_l2(s, 4096))
+    assert t.cycles == pytest.approx(1192)
+
+
+@pytest.mark.parametrize("batch, cycles", [
+    (1024, 1024 / 16 + 256),            # m bytes, the queue then at 3072 <= the high mark
+    (256, (4096 - 3481.6) / 16 + 256),  # m = 256 leaves it above: the batch goes on to 3481.6
+    (1 << 20, 4096 / 16 + 256),         # m > L: resting level 0, the batch empties the queue
+])
+def test_a_batch_ends_after_m_bytes_once_the_queue_is_back_at_its_high_mark(batch, cycles):
+    # L2 of 8 lines, all dirty; a 4 KiB read evicts all of them: 4096 B queued, above the
+    # high mark (3481.6); the batch, then the read's 4096 B miss at 16 B/cycle (256)
+    s = soc(l2_size=4096, hbm_write_queue_bytes=4096, dma_latency_cycles=0,
+            hbm_min_writes_per_switch_bytes=batch)
+    t = simulate([[read(1 << 20, 4096)]], s, l2=_dirty_l2(s, 4096))
+    assert t.cycles == pytest.approx(cycles)
+
+
+@pytest.mark.parametrize("queue, cycles", [(0, 2048 / 16), (512, 1536 / 16), (4096, 2048 / 32)])
+def test_a_write_whose_victims_find_the_queue_full_waits_for_room(queue, cycles):
+    # L2 of 4 lines, all dirty; a 2 KiB copy-out to L2 (32 B/cycle, 64 cycles) evicts them.
+    # Q = 0: it waits until the batch has drained all 2 KiB (128 cycles); Q = 512: until the
+    # 1536 B beyond the queue are through (96); Q = 4 KiB: the queue takes them (64)
+    s = soc(l2_size=2048, hbm_write_queue_bytes=queue, dma_write_latency_cycles=0)
+    t = simulate([[write(1 << 20, 2048)]], s, l2=_dirty_l2(s))
+    assert busy(t, Pipe.PIPE_MTE3) == pytest.approx(cycles)
 
 
 def test_the_l2_carried_from_the_previous_launch_serves_hits():
