@@ -89,16 +89,7 @@ def measure(args, repeats: int = 5, with_baselines: bool = True, check: bool = T
     assert acl.rt.set_device(0) == 0
     stream, _ = acl.rt.create_stream()
 
-    def to_device(arr):
-        ptr, ret = acl.rt.malloc(arr.nbytes, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-        assert ret == 0
-        acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(arr), arr.nbytes,
-                      aclnn.ACL_MEMCPY_HOST_TO_DEVICE)
-        shape = list(arr.shape)
-        strides = [s // arr.itemsize for s in arr.strides]
-        return aclnn.aclCreateTensor(shape, aclnn.numpy_to_acl_dtype(arr.dtype), strides, 0,
-                                     aclnn.ACL_FORMAT_ND, shape, ptr)
-
+    to_device = harness.to_device
     g, i = to_device(grad), to_device(indices)
     out_host = np.zeros((args.weights, args.dim), np.float32)
     o = to_device(out_host)

@@ -58,16 +58,7 @@ def measure(args, repeats: int = 5, check: bool = True) -> dict:
     assert acl.init() == 0 and acl.rt.set_device(0) == 0
     stream, _ = acl.rt.create_stream()
 
-    def to_device(arr):
-        ptr, ret = acl.rt.malloc(max(arr.nbytes, 1), aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-        assert ret == 0
-        acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(arr), arr.nbytes,
-                      aclnn.ACL_MEMCPY_HOST_TO_DEVICE)
-        shape = list(arr.shape)
-        return aclnn.aclCreateTensor(shape, aclnn.numpy_to_acl_dtype(arr.dtype),
-                                     [s // arr.itemsize for s in arr.strides], 0,
-                                     aclnn.ACL_FORMAT_ND, shape, ptr)
-
+    to_device = harness.to_device
     state = {k: to_device(d[k]) for k in ("var", "m", "v")}
     scalars = [to_device(np.array([x], np.float32)) for x in SCALARS]
     grad, indices = to_device(d["grad"]), to_device(d["indices"])

@@ -140,3 +140,23 @@ def fmt_s(x: float | None, digits: int = 3) -> str:
 def fmt_x(x: float | None) -> str:
     """A ratio for a table cell ("—" when missing)."""
     return "—" if x is None else f"{x:.2f}x"
+
+
+def to_device(arr: np.ndarray):
+    """Copy a C-contiguous host array to a new device allocation (``aclrtMalloc``,
+    ``aclrtMemcpy`` host to device) and return an ND ``aclTensor`` over it, with the array's
+    shape, dtype and strides (in elements).
+
+    Raises:
+        AssertionError: the allocation fails.
+    """
+    import aclnn
+    from aclnn import acl
+    ptr, ret = acl.rt.malloc(max(arr.nbytes, 1), aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
+    assert ret == 0, acl.get_recent_err_msg()
+    acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(arr), arr.nbytes,
+                  aclnn.ACL_MEMCPY_HOST_TO_DEVICE)
+    shape = list(arr.shape)
+    return aclnn.aclCreateTensor(shape, aclnn.numpy_to_acl_dtype(arr.dtype),
+                                 [st // arr.itemsize for st in arr.strides], 0,
+                                 aclnn.ACL_FORMAT_ND, shape, ptr)

@@ -290,6 +290,10 @@ class L2Cache:
         self.runs[start] = [end, dirty, stamp]
         heapq.heappush(self.heap, (stamp, start))
         self.size += end - start
+        self._new_id(start, end)
+
+    def _new_id(self, start: int, end: int) -> None:
+        """Give the run at ``start`` (lines up to ``end``) a new id, in the pages it touches."""
         self.next_id = rid = self.next_id + 1
         self.rid[start] = rid
         self.rstart[rid] = start
@@ -375,17 +379,8 @@ class L2Cache:
                     # larger piece), the head becomes a run of its own at s
                     self._drop_head(s, b)
                     self.size += a - s          # the head's lines stay resident
-                    rid = self.next_id = self.next_id + 1
                     runs[s] = [a, dirty, stamp]  # its recency entry (stamp, s) is still valid
-                    self.rid[s] = rid
-                    self.rstart[rid] = s
-                    P, pages = self.PAGE, self.pages
-                    for p in range(s // P, (a - 1) // P + 1):
-                        page = pages.get(p)
-                        if page is None:
-                            pages[p] = {rid}
-                        else:
-                            page.add(rid)
+                    self._new_id(s, a)
                 else:
                     self._drop_tail(s, a)       # the head stays, in place, with its recency
                     if e > b:
