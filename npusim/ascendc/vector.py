@@ -142,7 +142,13 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
         if dst is not None:
             tracker.write(ctx, PIPE_V, dst.offset,
                           dst_nbytes if dst_nbytes is not None else count * dst.dtype.itemsize, name)
-    soc = ctx.soc
+    ctx.record(_core.OP, PIPE_V, _cycles(ctx.soc, count, rate, dst, srcs, dst_nbytes,
+                                         src_nbytes, repeats, lanes, strides), 0, None, name)
+
+
+def _cycles(soc, count, rate, dst, srcs, dst_nbytes=None, src_nbytes=None, repeats=None,
+            lanes=None, strides=None):
+    """The cost :func:`issue_vector` records (its docstring): head + compute + conflicts."""
     if repeats is None:
         cycles = -(-count // rate)
     else:
@@ -150,7 +156,7 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
     if dst is not None or srcs:
         cycles += _conflict_cost(soc, count, rate, dst, srcs, dst_nbytes, src_nbytes,
                                  repeats, lanes, strides)
-    ctx.record(_core.OP, PIPE_V, soc.vec_head_cycles + cycles, 0, None, name)
+    return soc.vec_head_cycles + cycles
 
 
 def level2_cycles(soc, count: int, rate: float, dst: LocalTensor | None,
@@ -158,10 +164,7 @@ def level2_cycles(soc, count: int, rate: float, dst: LocalTensor | None,
     """Cycles :func:`issue_vector` records for a level-2 instruction over the first ``count``
     elements of contiguous operands (head + compute + UB bank conflicts), without recording
     it: for simulator fast paths that cost a batch of such instructions at once."""
-    cycles = -(-int(count) // rate)
-    if dst is not None or srcs:
-        cycles += _conflict_cost(soc, count, rate, dst, srcs, None, None, None, None, None)
-    return soc.vec_head_cycles + cycles
+    return _cycles(soc, int(count), rate, dst, srcs)
 
 
 def _conflict_cost(soc, count, rate, dst, srcs, dst_nbytes, src_nbytes, repeats, lanes,
