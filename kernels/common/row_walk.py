@@ -36,6 +36,7 @@ import numpy as np
 
 from npusim.ascendc import core as _core
 from npusim.ascendc.types import PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V, CacheMode
+from npusim.ascendc.vector import RATE_SIMPLE, level2_cycles
 from npusim.kernels.common.sorted_index import check_index
 
 LIMIT_COUNT_NUM = 10
@@ -132,6 +133,24 @@ class _Walker:
 
 
 # -- numerics --------------------------------------------------------------------------------
+def run_starts(keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal consecutive ``keys`` starts (int64; empty for no keys)."""
+    if not len(keys):
+        return np.zeros(0, np.int64)
+    return np.r_[0, np.flatnonzero(keys[1:] != keys[:-1]) + 1]
+
+
+def sum_runs(acc: np.ndarray, grad: np.ndarray, walk_rows: np.ndarray, start: np.ndarray,
+             length: np.ndarray, first: int = 0) -> np.ndarray:
+    """``acc[e] += grad[walk_rows[start[e] + s]]`` for ``s`` from ``first`` to
+    ``length[e] - 1``, in that order: each run's rows added one after another in fp32, as
+    the kernels' UB Adds do, all runs at once. Returns ``acc``."""
+    for s in range(first, int(length.max()) if len(length) else 0):
+        sel = np.flatnonzero(length > s)
+        acc[sel] += grad[walk_rows[start[sel] + s]]
+    return acc
+
+
 def apply_flushes(out: np.ndarray, grad: np.ndarray, walk_rows: np.ndarray,
                   schedule: FlushSchedule, col0: int, width: int,
                   counts: np.ndarray | None = None) -> None:
@@ -149,14 +168,11 @@ def apply_flushes(out: np.ndarray, grad: np.ndarray, walk_rows: np.ndarray,
     for e0 in range(0, len(out_row), EVENT_CHUNK):
         rows = out_row[e0:e0 + EVENT_CHUNK]
         st, ln = start[e0:e0 + EVENT_CHUNK], length[e0:e0 + EVENT_CHUNK]
-        acc = np.zeros((len(rows), width), np.float32)
-        for t in range(int(ln.max()) if len(ln) else 0):
-            sel = np.flatnonzero(ln > t)
-            acc[sel] += grad[walk_rows[st[sel] + t], cols]
+        acc = sum_runs(np.zeros((len(rows), width), np.float32), grad[:, cols], walk_rows,
+                       st, ln)
         # atomic adds: flushes to one row land in issue order
         order = np.argsort(rows, kind="stable")
-        sorted_rows = rows[order]
-        first = np.r_[0, np.flatnonzero(sorted_rows[1:] != sorted_rows[:-1]) + 1]
+        first = run_starts(rows[order])
         rank = np.empty(len(rows), np.int64)
         rank[order] = np.arange(len(rows)) - np.repeat(first, np.diff(np.r_[first, len(rows)]))
         for r in range(int(rank.max()) + 1 if len(rank) else 0):
@@ -400,7 +416,6 @@ def _add_cost(ctx, add_local, grad_local, elem_offset: int, count: int) -> float
     key = (id(ctx.soc), count, add_local.offset, grad_local.offset + elem_offset * 4)
     c = _add_cost_cache.get(key)
     if c is None:
-        from npusim.ascendc.vector import RATE_SIMPLE, level2_cycles
         c = _add_cost_cache[key] = float(level2_cycles(
             ctx.soc, count, RATE_SIMPLE[4], add_local, (add_local, grad_local[elem_offset])))
     return c
@@ -439,10 +454,7 @@ def walk_small_dim_chunk(k, indices_local, idx_local, grad_local, n: int) -> Non
     stop = int(bad[0]) if bad.size else n
     ids_s = ids[:stop]
     # runs of equal indices in sorted order; padding rows are skipped one by one
-    if stop:
-        starts = np.r_[0, np.flatnonzero(ids_s[1:] != ids_s[:-1]) + 1]
-    else:
-        starts = np.zeros(0, np.int64)
+    starts = run_starts(ids_s)
     ends = np.r_[starts[1:], stop].astype(np.int64)
     pad = t.paddingIdx
     keep = ids_s[starts] != pad if pad < t.numWeights else np.ones(len(starts), bool)
@@ -456,22 +468,21 @@ def walk_small_dim_chunk(k, indices_local, idx_local, grad_local, n: int) -> Non
     out = target.bytes_view(4 * t.numWeights * E, "DataCopyPad", "PIPE_MTE3").view(
         np.float32).reshape(t.numWeights, E)
     if len(out_rows):
-        acc = np.zeros((len(out_rows), E), np.float32)
-        for s in range(int(length.max())):
-            sel = np.flatnonzero(length > s)
-            acc[sel] += grad[pos[r_start[sel] + s]]
-        out[out_rows] += acc
+        out[out_rows] += sum_runs(np.zeros((len(out_rows), E), np.float32), grad, pos,
+                                  r_start, length)
         if t.scaleGradByFreq:
             counts = k.idxNumGm.bytes_view(4 * t.numWeights, "DataCopyPad", "PIPE_MTE3").view(
                 np.float32)
             counts[out_rows] += length.astype(np.float32)
-    _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, out_rows, n, stop)
+    _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, target.address + 4 * E * out_rows,
+                      n, stop)
     if bad.size:
         k.CheckChunkIndex(int(ids[stop]), int(pos[stop]))     # raises, naming the index
 
 
-def _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, out_rows, n, stop) -> None:
-    """Record a chunk's walk in batches (:func:`walk_small_dim_chunk`, "Timing")."""
+def _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, flush_addr, n, stop) -> None:
+    """Record a chunk's walk in batches (:func:`walk_small_dim_chunk`, "Timing");
+    ``flush_addr``: the GM address of each run's flush."""
     t = k.tiling
     E = t.embeddingDim
     soc = ctx.soc
@@ -481,16 +492,13 @@ def _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, out_rows, n, stop
     scale = bool(t.scaleGradByFreq)
     row_bytes = 4 * E
     add_local = k.addResQue._queue[-1]
-    from npusim.ascendc.vector import RATE_SIMPLE, level2_cycles
     reset = float(level2_cycles(soc, E, RATE_SIMPLE[4], add_local))
     align = k.embeddingDimAlign
     uniq, inverse = np.unique(pos[:stop], return_inverse=True)
     add = np.array([_add_cost(ctx, add_local, grad_local, int(p) * align, E) for p in uniq],
                    dtype=np.float64)[inverse] if stop else np.zeros(0)
     add_cum = np.r_[0.0, np.cumsum(add)]
-    target = k.outCastedGm if k.isDifferentDtype else k.outputGm
-    flush_addr = target.address + row_bytes * out_rows
-    nf_all = len(out_rows)
+    nf_all = len(flush_addr)
     name = "EmbeddingDenseGradV2SmallDim rows"
     tag = ("smalldim", k.chunkStart)           # unique per chunk within a core's records
     row0 = 0                                    # first sorted entry of the batch

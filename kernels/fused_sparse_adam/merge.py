@@ -34,6 +34,7 @@ from npusim.ascendc import HardEvent, float32, int32_t
 from npusim.ascendc import core as _core
 from npusim.ascendc.types import PIPE_MTE2, PIPE_S, PIPE_V, CacheMode
 from npusim.ascendc.vector import RATE_SIMPLE, level2_cycles
+from npusim.kernels.common.row_walk import run_starts, sum_runs
 
 #: Sorted entries per recorded batch.
 BATCH_ENTRIES = 16
@@ -143,12 +144,10 @@ def _apply(k, t0: int, col: int, w: int, keys: np.ndarray, pos: np.ndarray) -> N
     def tile(i):
         return k.tileBuf[i].Get(float32).elements(n_tile, "Add").reshape(t.tileRows, wp)[:, :w]
 
-    starts = np.r_[0, np.flatnonzero(keys[1:] != keys[:-1]) + 1]
+    starts = run_starts(keys)
     length = np.diff(np.r_[starts, len(keys)])
-    acc = grad[pos[starts]].copy()                          # the first row is copied
-    for s in range(1, int(length.max())):
-        sel = np.flatnonzero(length > s)
-        acc[sel] += grad[pos[starts[sel] + s]]
+    # the first row of a run is copied, the others added
+    acc = sum_runs(grad[pos[starts]], grad, pos, starts, length, first=1)
     rows = keys[starts] - t0
     m, v = tile(1), tile(2)
     f32 = np.float32
