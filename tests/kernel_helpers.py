@@ -1,4 +1,7 @@
-"""Small Ascend C kernels the timing tests share."""
+"""Small Ascend C kernels the timing tests share, and launch helpers of the tests."""
+import numpy as np
+
+from npusim import GlobalMemory, get_soc, run_kernel
 from npusim.ascendc import (CacheMode, DataCopy, Exp, GetBlockIdx, GlobalTensor, Muls, TPipe,
                             TPosition, TQue, half)
 
@@ -93,3 +96,48 @@ def ub_run(body, buffers, soc="Ascend910B1", checks=None, reserve_ub=True):
         out = np.frombuffer(gm.read(addr, nbytes), np.uint8)[:arr.nbytes].view(arr.dtype)
         after[name] = out.reshape(arr.shape).copy()
     return after, prof
+
+
+def run_embedding_grad_v2(grad, idx, nw, pad, scale, det=False, small=None, fast=True,
+                          core_num=None, keep_spans=False, soc="Ascend910B1"):
+    """One EmbeddingDenseGradV2 launch on a fresh GM: grad [rows, E], ``idx`` (int32; sorted
+    on the host with their positions unless the tiling picks the small-dim kernel, which
+    sorts in UB), ``nw`` zeroed output rows. Returns ``(out [nw, E], profile, tiling)``."""
+    from npusim.kernels.common.sorted_index import sorted_order_golden
+    from npusim.kernels.embedding_dense_backward import tiling as edb
+    from npusim.kernels.embedding_dense_backward.kernel_v2 import embedding_dense_grad_v2
+    soc = get_soc(soc)
+    rows, E = grad.shape
+    gm = GlobalMemory(soc.memory_size)
+    td = edb.tiling(soc, rows, E, nw, pad, scale, grad.dtype, deterministic=det,
+                    small_dim=small, core_num=core_num)
+    g = gm.malloc(grad.nbytes)
+    gm.write(g, grad)
+    keys = np.asarray(idx, np.int32)
+    s, p = gm.malloc(4 * rows), gm.malloc(4 * rows)
+    if td.isSmallDim:
+        gm.write(s, keys)
+    else:
+        sk, pos = sorted_order_golden(keys)
+        gm.write(s, sk)
+        gm.write(p, pos)
+    o = gm.malloc(nw * E * grad.itemsize)
+    gm.write(o, np.zeros(nw * E, grad.dtype))
+    w = gm.malloc(max(td.userWorkspaceSize, 32))
+    prof = run_kernel(embedding_dense_grad_v2, td.blockDim,
+                      (g, s, p, o, w, td, grad.dtype, fast), soc=soc, gm=gm,
+                      sync_all=td.needSyncAll, keep_spans=keep_spans)
+    out = np.frombuffer(gm.read(o, nw * E * grad.itemsize), grad.dtype).reshape(nw, E)
+    return out, prof, td
+
+
+def row_by_row(monkeypatch) -> None:
+    """Run the small-dim EmbeddingDenseGradV2 walk and FusedSparseAdam's duplicate merge as
+    the kernels write them, row by row, instead of their batched simulator forms (for
+    records and figures stored before the batched forms existed)."""
+    from npusim.kernels.embedding_dense_backward import kernel_v2
+    from npusim.kernels.fused_sparse_adam.kernel import KernelFusedSparseAdam
+    small = kernel_v2.KernelEmbeddingDenseGradV2SmallDim
+    monkeypatch.setattr(kernel_v2, "KernelEmbeddingDenseGradV2SmallDim",
+                        lambda gradDtype, fast=True: small(gradDtype, fast=False))
+    monkeypatch.setattr(KernelFusedSparseAdam, "fast", False)

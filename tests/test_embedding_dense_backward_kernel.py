@@ -12,11 +12,11 @@ from npusim.kernels.common.sorted_index import (IndexOutOfRangeError, sort_tilin
 from npusim.kernels.embedding_dense_backward import tiling as edb
 from npusim.kernels.embedding_dense_backward.golden import embedding_dense_backward_golden as golden
 from npusim.kernels.embedding_dense_backward.kernel_910 import embedding_dense_grad
-from npusim.kernels.embedding_dense_backward.kernel_v2 import embedding_dense_grad_v2
 from npusim import DtypeError, GlobalMemory, KernelError, get_soc, run_kernel
 from npusim.ascendc import (DataCopyExtParams, DataCopyPad, GlobalTensor, HardEvent, SetFlag,
                             TBuf, TPipe, WaitFlag, float32, int32_t, uint32_t)
 from npusim.ascendc.core import DMA_OUT
+from kernel_helpers import run_embedding_grad_v2
 from npusim.ascendc.sort import (CreateVecIndex, Extract, GetMrgSortResult, IndexCast, MrgSort,
                                  MrgSortSrcList, Sort32)
 
@@ -186,29 +186,9 @@ def test_sort_kernel_cost_follows_the_sort_rate():
 
 # -- EmbeddingDenseGradV2 ---------------------------------------------------------------------
 def run_v2(grad, idx, nw, pad, scale, det=False, small=None, fast=True, core_num=None,
-           keep_spans=False, sort_on_host=True):
-    rows, E = grad.shape
-    gm = GlobalMemory(A2.memory_size)
-    td = edb.tiling(A2, rows, E, nw, pad, scale, grad.dtype, deterministic=det, small_dim=small,
-                    core_num=core_num)
-    g = gm.malloc(grad.nbytes)
-    gm.write(g, grad)
-    keys = np.asarray(idx, np.int32)
-    s = gm.malloc(4 * rows)
-    p = gm.malloc(4 * rows)
-    if td.isSmallDim:
-        gm.write(s, keys)
-    else:
-        sk, pos = sorted_order_golden(keys)
-        gm.write(s, sk)
-        gm.write(p, pos)
-    o = gm.malloc(nw * E * grad.itemsize)
-    gm.write(o, np.zeros(nw * E, grad.dtype))
-    w = gm.malloc(max(td.userWorkspaceSize, 32))
-    prof = run_kernel(embedding_dense_grad_v2, td.blockDim, (g, s, p, o, w, td, grad.dtype, fast),
-                      soc=A2, gm=gm, sync_all=td.needSyncAll, keep_spans=keep_spans)
-    out = np.frombuffer(gm.read(o, nw * E * grad.itemsize), grad.dtype).reshape(nw, E)
-    return out, prof, td
+           keep_spans=False):
+    return run_embedding_grad_v2(grad, idx, nw, pad, scale, det, small, fast, core_num,
+                                 keep_spans)
 
 
 def make_indices(kind, rows, nw, rng, cores=48):

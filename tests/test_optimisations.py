@@ -169,12 +169,8 @@ def test_timeline_and_results_equal_the_simulator_before_its_speed_ups(monkeypat
     # the small-dim embedding walk and FusedSparseAdam's merge as written, row by row: their
     # batched forms record other instructions, and are compared with these loops in
     # test_embedding_dense_backward_kernel.py and test_fused_sparse_adam.py
-    from npusim.kernels.embedding_dense_backward import kernel_v2
-    from npusim.kernels.fused_sparse_adam.kernel import KernelFusedSparseAdam
-    small = kernel_v2.KernelEmbeddingDenseGradV2SmallDim
-    monkeypatch.setattr(kernel_v2, "KernelEmbeddingDenseGradV2SmallDim",
-                        lambda gradDtype, fast=True: small(gradDtype, fast=False))
-    monkeypatch.setattr(KernelFusedSparseAdam, "fast", False)
+    from kernel_helpers import row_by_row
+    row_by_row(monkeypatch)
     assert _figures_ops() == before["operators"]
 
 

@@ -84,13 +84,11 @@ def embedding(tmp_path, monkeypatch):
     from aclnn import runtime
     from aclnn_helpers import open_stream
     from test_embedding_dense_backward_aclnn import compute
-    from npusim.kernels.embedding_dense_backward import kernel_v2
+    from kernel_helpers import row_by_row
     # the small-dim kernel row by row, as these records were stored (its batched walk
     # records other instructions; tests/test_embedding_dense_backward_kernel.py compares
     # the two)
-    small = kernel_v2.KernelEmbeddingDenseGradV2SmallDim
-    monkeypatch.setattr(kernel_v2, "KernelEmbeddingDenseGradV2SmallDim",
-                        lambda gradDtype, fast=True: small(gradDtype, fast=False))
+    row_by_row(monkeypatch)
     rng = np.random.default_rng(7)
     for soc, rows, dim, nw in (("Ascend910B1", 512, 64, 300),     # small-dim path
                                ("Ascend910B1", 48, 1024, 40),     # sorted path

@@ -20,12 +20,12 @@ from npusim import timing
 from npusim.kernels.common.sorted_index import sort_tiling, sort_with_index, sorted_order_golden
 from npusim.kernels.embedding_dense_backward import tiling as edb
 from npusim.kernels.embedding_dense_backward.kernel_910 import embedding_dense_grad
-from npusim.kernels.embedding_dense_backward.kernel_v2 import embedding_dense_grad_v2
 from npusim.kernels.fused_sparse_adam.kernel import fused_sparse_adam
 from npusim.kernels.fused_sparse_adam.tiling import tiling as fsa_tiling
 from npusim import GlobalMemory, get_soc, run_kernel
 from npusim.ascendc.core import DMA_OUT, OP, SET, WAIT
 from npusim.ascendc.types import Pipe
+from kernel_helpers import run_embedding_grad_v2
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -71,33 +71,15 @@ V2_CASES = {
 
 def _run_v2(case, seen):
     soc_name, dtype, rows, E, nw, pad, scale, det, small, kind = V2_CASES[case]
-    soc = get_soc(soc_name)
     rng = np.random.default_rng(len(case) * 7 + rows)
     grad = rng.standard_normal((rows, E)).astype(dtype)
     idx = _indices(kind, rows, nw, rng)
-    gm = GlobalMemory(soc.memory_size)
-    td = edb.tiling(soc, rows, E, nw, pad, scale, grad.dtype, deterministic=det,
-                    small_dim=small)
-    g = gm.malloc(grad.nbytes)
-    gm.write(g, grad)
-    keys = np.asarray(idx, np.int32)
-    s, p = gm.malloc(4 * rows), gm.malloc(4 * rows)
-    if td.isSmallDim:
-        gm.write(s, keys)
-    else:
-        sk, pos = sorted_order_golden(keys)
-        gm.write(s, sk)
-        gm.write(p, pos)
-    o = gm.malloc(nw * E * grad.itemsize)
-    gm.write(o, np.zeros(nw * E, grad.dtype))
-    w = gm.malloc(max(td.userWorkspaceSize, 32))
     # the small-dim kernel row by row (the scalar-heavy records), unless the case names its
     # batched walk
     fast = not small or case.endswith("-batched")
-    prof = run_kernel(embedding_dense_grad_v2, td.blockDim,
-                      (g, s, p, o, w, td, grad.dtype, fast), soc=soc, gm=gm,
-                      sync_all=td.needSyncAll)
-    return prof, seen[-1], gm.read(o, nw * E * grad.itemsize)
+    out, prof, _ = run_embedding_grad_v2(grad, idx, nw, pad, scale, det, small, fast,
+                                         soc=soc_name)
+    return prof, seen[-1], out.tobytes()
 
 
 V1_CASES = {"v1-int64-scale": (np.int64, True, 4), "v1-int32-scale-pad": (np.int32, True, 0)}
