@@ -34,10 +34,14 @@ of calling the kernel function once per block, :func:`run_blocks` calls it once 
 What stays per block (single-member groups run exactly the per-block code path on a plain
 :class:`CoreContext`):
 
-* the blocks whose races the checker tracks (the first and the last, or all with
-  ``CheckerConfig(all_blocks=True)``): their UbTracker sees every access as before;
 * blocks split off by a :class:`Divergence`;
 * launches with SyncAll or mixed AIC/AIV launches (coroutines, :mod:`npusim.launch`).
+
+The blocks whose races the checker tracks (the first and the last, or all with
+``CheckerConfig(all_blocks=True)``) run in groups too: the group carries one UbTracker,
+which sees the instructions' UB offsets, pipes and flags — the same for every member —
+as a tracked block's own does. A finding stops the group (below); one the configuration
+keeps as a warning splits the tracked blocks off, to warn under their own names.
 
 Identity with per-block execution, and how it is kept:
 
@@ -73,7 +77,7 @@ from collections import OrderedDict
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from npusim.ascendc import core as _core
+from npusim.ascendc import checker as _checker, core as _core
 
 __all__ = ["BlockVector", "Divergence", "GroupContext", "lockstep_enabled", "run_blocks"]
 
@@ -305,8 +309,14 @@ class GroupContext(_core.CoreContext):
     while a batch-aware instruction runs (``batch_ok``); cube memories are not (any use
     diverges into single blocks). Records, byte counts, GM stores and the GM access log
     are kept once for the group, with BlockVectors where members differ, and split per
-    member by :meth:`member`. The checker's UbTracker is never attached: tracked blocks
-    run alone.
+    member by :meth:`member`.
+
+    A group that holds a block whose races the checker tracks carries one UbTracker
+    (``tracker``) for it: the members issue the same instructions on the same UB offsets
+    and pipes, which is all the tracker's state depends on, so one tracker is what each
+    tracked member's own would be. A finding it raises re-runs the launch block after
+    block (any KernelError does); one it would keep as a warning splits the tracked
+    members off (:meth:`warn`), where they warn under their own names.
     """
 
     is_group = True
@@ -322,6 +332,7 @@ class GroupContext(_core.CoreContext):
         self.patches: list = []            # (record index, record) with per-member values
         self.gm_log = []                   # (address, nbytes, is_write), addresses maybe BV
         self.undo = None                   # the launch's undo stack (set by run_blocks)
+        self.alone: list = self.singletons  # the parts a warning splits the group into
 
     @property
     def ub(self):
@@ -337,12 +348,19 @@ class GroupContext(_core.CoreContext):
         """Diverge into single blocks."""
         raise Divergence(self.singletons)
 
+    def warn(self, message: str) -> None:
+        """A warning names its core: the tracked members run alone (the others stay
+        together, and split further if they warn too)."""
+        raise Divergence(self.alone)
+
     def record(self, kind: int, pipe: int, cycles: float = 0.0, nbytes: int = 0,
                key=None, name: str = "") -> None:
         rec = (kind, pipe, cycles, nbytes, key, name)
         if _has_bv(key) or type(cycles) is BlockVector or type(nbytes) is BlockVector:
             self.patches.append((len(self.records), rec))
         self.records.append(rec)
+        if self.tracker is not None:
+            self.tracker.on_record(kind, pipe, key)
         if self.trace_lines is not None:
             self.trace_lines.append(_core.kernel_source_line())
 
@@ -585,12 +603,31 @@ def _cache_key(kernel, block_dim, kind, config, args):
     return (kernel, block_dim, kind, config.enabled, config.all_blocks, tuple(parts))
 
 
-def _initial_partition(block_dim: int, tracked) -> list:
-    """Tracked blocks alone (their checker state is per block), the others together."""
-    alone = [b for b in range(block_dim) if tracked(b)]
-    rest = tuple(b for b in range(block_dim) if not tracked(b))
-    parts = [(b,) for b in alone] + ([rest] if rest else [])
-    return sorted(parts, key=lambda p: p[0])
+#: the bytes behind the groups' UBs, kept from launch to launch (see _group_ub)
+_UB_POOL = {"buf": np.empty(0, dtype=np.uint8)}
+
+
+def _group_ub(members: int, ub_size: int) -> np.ndarray:
+    """A ``[members, ub_size]`` UB holding the poison pattern, as a launch's UB starts.
+
+    The groups of a launch run one after another, and nothing of a group's UB outlives its
+    run (its results are records and GM bytes), so every group uses the same bytes, kept
+    between launches: a fresh array of some megabytes per group costs the kernel's page
+    faults each time (at 2^22 elements, 48 blocks: about a sixth of the functional run)."""
+    need = members * ub_size
+    buf = _UB_POOL["buf"]
+    if buf.size < need:
+        buf = _UB_POOL["buf"] = np.empty(need, dtype=np.uint8)
+    ub2 = buf[:need].reshape(members, ub_size)
+    ub2.fill(_core.UB_POISON)
+    return ub2
+
+
+def _apart(part: tuple, tracked) -> list:
+    """``part``'s tracked blocks alone, the others together."""
+    alone = [(b,) for b in part if tracked(b)]
+    rest = tuple(b for b in part if not tracked(b))
+    return sorted(alone + ([rest] if rest else []), key=lambda p: p[0])
 
 
 def _order(parts: list) -> list:
@@ -612,6 +649,7 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
     (it then left GM as it found it): a KernelError, or blocks touching GM another block
     writes.
     """
+    tracked = (lambda b: config.enabled and (config.all_blocks or b in (0, block_dim - 1)))
     key = _cache_key(kernel, block_dim, kind, config, args)
     cached = _CACHE.get(key) if key is not None else None
     if cached is not None:
@@ -621,9 +659,8 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
             return None
         pending = _order(list(parts))
     else:
-        tracked = (lambda b: config.enabled and (config.all_blocks or b in (0, block_dim - 1)))
-        pending = _order(_initial_partition(block_dim, tracked))
-        if all(len(p) == 1 for p in pending):
+        pending = [tuple(range(block_dim))]
+        if block_dim == 1:
             return None
     undo = UndoLog()
     results: dict = {}
@@ -644,10 +681,13 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
                 results[b] = ctx
                 final.append(part)
                 continue
-            ub2 = np.full((len(part), soc.ub_size), _core.UB_POISON, dtype=np.uint8)
+            ub2 = _group_ub(len(part), soc.ub_size)
             ctx = GroupContext(soc, gm, ub2, part, block_dim, capacity, kind)
             ctx.trace_lines = [] if keep_spans else None
             ctx.checker_config = config
+            if any(tracked(b) for b in part):
+                ctx.tracker = _checker.UbTracker(soc.ub_size, soc)
+                ctx.alone = _apart(part, tracked)
             ctx.undo = undo
             _core.set_current_core(ctx)
             try:

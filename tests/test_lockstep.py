@@ -394,7 +394,40 @@ def test_checker_errors_and_warnings_are_the_per_block_ones(kind, warn):
             assert err.core == blocks - 1
 
 
-def test_all_blocks_tracking_and_atomics_run_per_block_with_the_same_results():
+@pytest.mark.parametrize("checks", [None, CheckerConfig(all_blocks=True)])
+def test_tracked_blocks_run_in_the_group_and_their_findings_stay_per_block(checks):
+    """The blocks the checker tracks join the group (the kernel's Python runs once for
+    all six blocks), and a race in it is still found, named as per-block execution names
+    it; with races kept as warnings, each tracked block warns under its own name."""
+    calls = []
+
+    def counted(x, z, kind):
+        calls.append(1)
+        broken_kernel(x, z, kind)
+
+    blocks = 6
+    x = np.arange(blocks * 1024, dtype=np.float32)
+    gm, (xa, za) = _gm_with(x, np.zeros_like(x))
+    with differential() as stats:
+        run_kernel(counted, blocks, (xa, za, "clean"), soc=SOC, gm=gm, checks=checks)
+    assert stats.grouped == 1
+    calls.clear()
+    run_kernel(counted, blocks, (xa, za, "clean"), soc=SOC, gm=gm, checks=checks)
+    assert len(calls) == 1
+    with differential():
+        with pytest.raises(KernelError) as err:
+            run_kernel(counted, blocks, (xa, za, "race"), soc=SOC, gm=gm, checks=checks)
+    assert err.value.core == 0 and err.value.category == "Sync"
+    warn = CheckerConfig(warn=frozenset({"Sync"}),
+                         all_blocks=checks is not None and checks.all_blocks)
+    with differential():
+        prof = run_kernel(counted, blocks, (xa, za, "race"), soc=SOC, gm=gm, checks=warn)
+    named = sorted({w.split(":")[0] for w in prof.warnings})
+    assert named == ([f"core {b}" for b in range(blocks)] if warn.all_blocks
+                     else ["core 0", f"core {blocks - 1}"])
+
+
+def test_atomics_run_per_block_with_the_same_results():
     from npusim.ascendc import SetAtomicAdd, SetAtomicNone
 
     def atomic_kernel(x, z):

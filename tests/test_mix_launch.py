@@ -419,8 +419,9 @@ def test_identity_on_the_other_kernel_types():
     seen = []
 
     def kernel(addr):
+        # int(): a lockstep group of blocks splits here, and each block appends its own
         seen.append((ASCEND_IS_AIC(), ASCEND_IS_AIV(), ASCEND_IS_NOT_AIC(), ASCEND_IS_NOT_AIV(),
-                     GetBlockIdx(), GetSubBlockIdx(), GetTaskRation(), GetSubBlockNum()))
+                     int(GetBlockIdx()), GetSubBlockIdx(), GetTaskRation(), GetSubBlockNum()))
 
     K = KernelMetaType
     cases = [(K.KERNEL_TYPE_AIV_ONLY, SOC, [(False, True, True, False, b, 0, 1, 1)
