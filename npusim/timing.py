@@ -106,6 +106,17 @@ _GLIMIT, _GW0, _GW1, _GW2, _GREAD, _GN, _GRATE, _GON = range(8)
 #: Fields of a flow in flight in :class:`_Memory`.
 _FLIMIT, _FWEIGHT, _FREAD, _FDIR, _FAT, _FDONE = range(6)
 _w1 = itemgetter(_GW1)
+_gkey = itemgetter(_GLIMIT, _GW0, _GW1, _GW2, _GREAD, _GN)
+_grate = itemgetter(_GRATE)
+
+#: Keep the rate sharings :meth:`_Memory._fill` computed, by their inputs: a launch's flows
+#: fall into a few compositions again and again (tens of thousands of sharings, a few
+#: thousand distinct in an EmbeddingDenseBackward launch), and a sharing is a function of
+#: its inputs alone, so a kept one is the same to the bit (tests compare the two).
+FILL_MEMO = True
+#: the kept sharings: inputs -> (each group's rate, in the groups' order; capacity left)
+_FILL_KEPT: dict = {}
+_FILL_KEEP = 1 << 16
 
 
 class _Event:
@@ -815,6 +826,17 @@ class _Memory:
         c0, c1, c2 = capacity
         if not n:
             return [], [c0, c1, c2]
+        # the inputs: the capacity, the floor, the groups (in order) and the HBM weights of
+        # the flows that have one, in flow order (their sum's order, see above)
+        key = None
+        if FILL_MEMO:
+            key = (c0, c1, c2, *self.floor, *map(_gkey, self.groups.values()), None,
+                   *map(_w1, self.heavy))
+            kept = _FILL_KEPT.get(key)
+            if kept is not None:
+                for g, r in zip(self.groups.values(), kept[0]):
+                    g[_GRATE] = r
+                return list(map(_grate, self.group)), list(kept[1])
         f0, f1, f2 = self.floor
         near = 1 - 1e-12
         heavy = self.heavy
@@ -878,7 +900,11 @@ class _Memory:
                             if g[_GON]:
                                 u1 += g[_GW1]
                 active = going
-        return [g[_GRATE] for g in self.group], [c0, c1, c2]
+        if key is not None:
+            if len(_FILL_KEPT) >= _FILL_KEEP:
+                _FILL_KEPT.clear()
+            _FILL_KEPT[key] = (tuple(map(_grate, self.groups.values())), (c0, c1, c2))
+        return list(map(_grate, self.group)), [c0, c1, c2]
 
 
 #: Leave out the issue flags that cannot delay their pipe (:class:`_IssuePruner`); the

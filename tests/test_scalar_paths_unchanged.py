@@ -195,6 +195,40 @@ def test_pruned_replay_is_identical(case, monkeypatch):
     assert (got.hbm_bytes, got.l2_hit_bytes) == (ref.hbm_bytes, ref.l2_hit_bytes)
 
 
+class _CountingDict(dict):
+    """A dict that counts the lookups that found something."""
+
+    hits = 0
+
+    def get(self, key, default=None):
+        found = super().get(key, default)
+        if found is not None:
+            self.hits += 1
+        return found
+
+
+@pytest.mark.parametrize("case", ["small-fp32", "base-fp32-A3", "sort-merge", "fsa-nesterov"])
+def test_kept_rate_sharings_leave_the_replay_identical(case, monkeypatch):
+    """timing.FILL_MEMO: a rate sharing taken from the kept ones is the one computed."""
+    seen = _capture(monkeypatch)
+    RUNNERS[case](case, seen)
+    blocks, soc, kw = seen[-1]
+    monkeypatch.setattr(timing, "FILL_MEMO", False)
+    ref = timing.simulate(blocks, soc, **kw)
+    kept = _CountingDict()
+    monkeypatch.setattr(timing, "_FILL_KEPT", kept)
+    monkeypatch.setattr(timing, "FILL_MEMO", True)
+    for _ in range(2):              # the first replay fills the store, the second reads it
+        got = timing.simulate(blocks, soc, **kw)
+        assert got.cycles == ref.cycles
+        np.testing.assert_array_equal(got.block_start, ref.block_start)
+        np.testing.assert_array_equal(got.block_end, ref.block_end)
+        for p in ref.pipe_busy:
+            np.testing.assert_array_equal(got.pipe_busy[p], ref.pipe_busy[p])
+        assert (got.hbm_bytes, got.l2_hit_bytes) == (ref.hbm_bytes, ref.l2_hit_bytes)
+    assert kept and kept.hits > len(kept)
+
+
 def test_pruning_leaves_out_most_issue_flags_of_the_small_dim_kernel(monkeypatch):
     seen = _capture(monkeypatch)
     RUNNERS["small-fp32"]("small-fp32", seen)
