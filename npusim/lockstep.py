@@ -378,10 +378,12 @@ class GroupContext(_core.CoreContext):
         logs = [spread(e, g) for e in self.gm_log]
         nread, nwritten = spread(self.bytes_read, g), spread(self.bytes_written, g)
         out = []
+        template = (self.records, tuple(i for i, _ in patched))
         for j, b in enumerate(self.members):
-            recs = list(self.records)
+            recs = GroupRecords(self.records)
             for i, per in patched:
                 recs[i] = per[j]
+            recs.template = template
             res = BlockResult(b, self.core_kind, recs)
             res.bytes_read, res.bytes_written = nread[j], nwritten[j]
             res.gm_writes = [w[j] for w in writes]
@@ -389,6 +391,15 @@ class GroupContext(_core.CoreContext):
             res.gm_log = [e[j] for e in logs]
             out.append(res)
         return out
+
+
+class GroupRecords(list):
+    """A member's records: a list of record tuples, as a block's, with ``template``: the
+    group's record list and the indices of the records that differ from member to member
+    (their GM addresses, say). The replay splits a group's records into pipe lists once
+    and gives each member its own records at those indices (timing._split_member)."""
+
+    __slots__ = ("template",)
 
 
 class BlockResult:

@@ -977,6 +977,46 @@ def _split(records, pipes, merge: bool = True):
     return lists
 
 
+def _split_member(records, pipes, merge: bool, kept: dict):
+    """:func:`_split` of one block's records, shared by the members of a lockstep group.
+
+    ``records.template`` (when the records are a group member's,
+    :class:`npusim.lockstep.GroupRecords`): the group's record list and the indices where
+    members differ. Where those are all transfers (GM addresses and byte counts differ;
+    kinds, pipes and everything else are the group's), the members' pipe lists are the
+    same but for those transfers' items, since :func:`_split` never looks into a
+    transfer's key: the first member's lists are kept in ``kept`` and each later member
+    gets a copy with its own transfers put in. Otherwise, and for records of a block that
+    ran alone, :func:`_split` runs as it is."""
+    template = getattr(records, "template", None)
+    if template is None:
+        return _split(records, pipes, merge)
+    shared, patched = template
+    entry = kept.get(id(shared))
+    if entry is None:
+        lists = _split(records, pipes, merge)
+        where = None
+        if all(records[i][0] == DMA_IN or records[i][0] == DMA_OUT for i in patched):
+            differ = set(patched)
+            where = [(p, pos, it[5]) for p, items in lists.items()
+                     for pos, it in enumerate(items)
+                     if (it[0] == DMA_IN or it[0] == DMA_OUT) and it[5] in differ]
+        kept[id(shared)] = (shared, lists, where)   # ``shared`` kept alive: its id stays
+        return lists
+    _, lists, where = entry
+    if where is None:
+        return _split(records, pipes, merge)
+    out = dict(lists)
+    copied = set()
+    for p, pos, i in where:
+        if p not in copied:
+            out[p] = list(out[p])
+            copied.add(p)
+        kind, _, _, nbytes, key, name = records[i]
+        out[p][pos] = (kind, nbytes, key, name, 1, i)
+    return out
+
+
 #: The item :meth:`_IssuePruner.issue` leaves in PIPE_S's list for one issue point, until
 #: :meth:`_IssuePruner.finish` replaces it with the issue flags kept.
 _ISSUE_POINT = -1
@@ -1206,6 +1246,7 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
     cube = [profile_pipes is AIC_PROFILE_PIPES or bool(p & cube_pipes) for p in block_pipes]
     shared_barriers: dict = {}
     cross = _CrossCoreEvents(loop)
+    split_kept: dict = {}             # a lockstep group's pipe lists (_split_member)
 
     def core_proc(block_ids, me):
         me = me[0]
@@ -1213,7 +1254,7 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
             block_start[b] = loop.now
             records = blocks[b]
             pipes = block_pipes[b]
-            lists = _split(records, pipes, merge=not keep_spans)
+            lists = _split_member(records, pipes, not keep_spans, split_kept)
             flags, barriers = {}, {}
             ends = []
             for p, items in lists.items():

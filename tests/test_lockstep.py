@@ -502,3 +502,38 @@ def test_lockstep_false_runs_no_group(monkeypatch):
     monkeypatch.setenv("NPUSIM_LOCKSTEP", "1")
     run_kernel(tail_kernel, 4, (xa, za, 1000, 64), soc=SOC, gm=gm)
     assert made
+
+
+@pytest.mark.parametrize("keep_spans", [False, True])
+def test_group_members_share_their_pipe_lists_and_replay_as_plain_records(keep_spans,
+                                                                          monkeypatch):
+    """The replay splits a group's records into pipe lists once (timing._split_member):
+    the timing is that of the same records as plain lists, split block by block."""
+    from npusim import timing
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_kernel_apply_fused_ema_adam import make_inputs, run_on_device
+    seen = []
+    orig = NL.simulate
+
+    def capture(blocks, *a, **k):
+        seen.append((blocks, a, k))
+        return orig(blocks, *a, **k)
+
+    monkeypatch.setattr(NL, "simulate", capture)
+    run_on_device(make_inputs(100003, np.float32, 100003), 7, 1, True)
+    blocks, a, k = seen[-1]
+    grouped = [r for r in blocks if isinstance(r, lockstep.GroupRecords)]
+    assert len(grouped) >= len(blocks) - 2 and all(r.template[1] for r in grouped)
+    split = []
+    orig_split = timing._split
+    monkeypatch.setattr(timing, "_split", lambda *args: split.append(1) or orig_split(*args))
+    k = {**k, "keep_spans": keep_spans}
+    got = timing.simulate(blocks, *a, **k)
+    assert len(split) < len(blocks) / 2          # once per group, not once per block
+    ref = timing.simulate([list(r) for r in blocks], *a, **k)
+    assert got.cycles == ref.cycles and got.spans == ref.spans
+    np.testing.assert_array_equal(got.block_start, ref.block_start)
+    np.testing.assert_array_equal(got.block_end, ref.block_end)
+    for p in ref.pipe_busy:
+        np.testing.assert_array_equal(got.pipe_busy[p], ref.pipe_busy[p])
+    assert (got.hbm_bytes, got.l2_hit_bytes) == (ref.hbm_bytes, ref.l2_hit_bytes)
