@@ -498,7 +498,10 @@ class UndoLog:
     Copies go to an arena reused from launch to launch (fresh memory per copy would cost a
     page fault per 4 KiB, more than the copy: 0.59 s instead of about 0.05 s for the
     128 MiB output of the Add study's case 4); an arena above ``KEEP`` bytes is dropped at
-    the end of the launch."""
+    the end of the launch. A launch that outgrew the arena leaves one as large as all it
+    saved, its pages touched, so that the next launch of the same shapes fits at once (growing by half again
+    per overflow, it took a few launches to: the second ApplyFusedEmaAdam launch of 2^22
+    elements spent 0.075 s of a 0.46 s profiled run growing it)."""
 
     KEEP = 1 << 30
     _arena = np.empty(0, dtype=np.uint8)
@@ -532,10 +535,14 @@ class UndoLog:
         del entries[start:]
 
     def close(self) -> None:
+        used = self.pos + sum(a.size for a in self.spill)
         self.entries = []
         self.spill = []
-        if UndoLog._arena.size > self.KEEP:
+        if UndoLog._arena.size > self.KEEP or used > self.KEEP:
             UndoLog._arena = np.empty(0, dtype=np.uint8)
+        elif used > UndoLog._arena.size:
+            UndoLog._arena = np.empty(used, dtype=np.uint8)
+            UndoLog._arena.fill(0)        # its pages faulted in now, not in the next launch
 
 
 def _restore(undo: UndoLog, start: int = 0) -> None:

@@ -537,3 +537,23 @@ def test_group_members_share_their_pipe_lists_and_replay_as_plain_records(keep_s
     for p in ref.pipe_busy:
         np.testing.assert_array_equal(got.pipe_busy[p], ref.pipe_busy[p])
     assert (got.hbm_bytes, got.l2_hit_bytes) == (ref.hbm_bytes, ref.l2_hit_bytes)
+
+
+def test_undo_log_restores_and_leaves_an_arena_the_next_launch_fits_in(monkeypatch):
+    monkeypatch.setattr(lockstep.UndoLog, "_arena", np.empty(0, dtype=np.uint8))
+    gm = np.arange(3 << 20, dtype=np.uint8)
+    before = gm.copy()
+    undo = lockstep.UndoLog()
+    views = [gm[i << 20:(i + 1) << 20] for i in range(3)]      # 3 MiB: the arena overflows
+    for v in views:
+        undo.save(v)
+        v[...] = 7
+    undo.restore()
+    np.testing.assert_array_equal(gm, before)
+    undo.close()
+    assert lockstep.UndoLog._arena.size >= 3 << 20
+    again = lockstep.UndoLog()
+    for v in views:
+        again.save(v)
+    assert not again.spill                                     # one arena held it all
+    again.close()
