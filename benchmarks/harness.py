@@ -79,8 +79,8 @@ def prepare(warm_bytes: int = 0) -> int:
     return rss()
 
 
-#: a ``cProfile.Profile`` to enable around the "sim" runner's runs after the first (run_all's
-#: profile of a missed target: a warm run, as the timed figures are); None: no profiling
+#: a ``cProfile.Profile`` to enable around the "sim" runner's last run (run_all's profile of
+#: a missed target: a warm run, as the timed figures are); None: no profiling
 SIM_PROFILER = None
 
 
@@ -109,7 +109,7 @@ def interleave(runners: dict, repeats: int, after_first=None) -> dict:
                 continue
             if reset is not None:
                 reset()
-            prof = SIM_PROFILER if name == "sim" and (i > 0 or repeats == 1) else None
+            prof = SIM_PROFILER if name == "sim" and i == repeats - 1 else None
             if prof is not None:
                 prof.enable()
             t0 = time.perf_counter()

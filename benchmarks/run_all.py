@@ -223,20 +223,20 @@ DATA_WORK = {("lockstep.py", "transfer"): "GM <-> UB copies",
 
 
 def profile(kind: str, *args) -> dict:
-    """Where the simulator's host time goes: cProfile of one warm simulator run (the second) of a
+    """Where the simulator's host time goes: cProfile of one warm simulator run (the third) of a
     configuration (``adam LOG2N``, ``embedding ROWS WEIGHTS DIM``, ``add ROWS``,
     ``matmul``), functions by own time (the top 12)."""
     prof = cProfile.Profile()
     harness.SIM_PROFILER = prof
     if kind == "adam":
-        bench_adam.measure(args[0], 2, check=False, with_baselines=False)
+        bench_adam.measure(args[0], 3, check=False, with_baselines=False)
     elif kind == "embedding":
-        bench_emb.measure(emb_args(*args), 2, with_baselines=False, check=False)
+        bench_emb.measure(emb_args(*args), 3, with_baselines=False, check=False)
     elif kind == "add":
-        bench_add.measure(args[0], 2, with_baselines=False)
+        bench_add.measure(args[0], 3, with_baselines=False)
     elif kind == "matmul":
         import bench_matmul
-        bench_matmul.measure(*bench_matmul.operands(MATMUL_CASE), 2)
+        bench_matmul.measure(*bench_matmul.operands(MATMUL_CASE), 3)
     else:
         raise ValueError(f"no profile for {kind!r}")
     harness.SIM_PROFILER = None

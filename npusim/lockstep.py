@@ -499,9 +499,9 @@ class UndoLog:
     page fault per 4 KiB, more than the copy: 0.59 s instead of about 0.05 s for the
     128 MiB output of the Add study's case 4); an arena above ``KEEP`` bytes is dropped at
     the end of the launch. A launch that outgrew the arena leaves one as large as all it
-    saved, its pages touched, so that the next launch of the same shapes fits at once (growing by half again
-    per overflow, it took a few launches to: the second ApplyFusedEmaAdam launch of 2^22
-    elements spent 0.075 s of a 0.46 s profiled run growing it)."""
+    saved, so that the next launch of the same shapes fits in one arena (growing by half
+    again per overflow took a few launches); its pages are touched by that launch, so the
+    memory peak is the first launch's own."""
 
     KEEP = 1 << 30
     _arena = np.empty(0, dtype=np.uint8)
@@ -541,8 +541,9 @@ class UndoLog:
         if UndoLog._arena.size > self.KEEP or used > self.KEEP:
             UndoLog._arena = np.empty(0, dtype=np.uint8)
         elif used > UndoLog._arena.size:
+            # untouched until the next launch uses it: the memory peak stays the launch's
+            UndoLog._arena = None
             UndoLog._arena = np.empty(used, dtype=np.uint8)
-            UndoLog._arena.fill(0)        # its pages faulted in now, not in the next launch
 
 
 def _restore(undo: UndoLog, start: int = 0) -> None:

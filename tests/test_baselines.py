@@ -278,3 +278,22 @@ def test_fused_sparse_adam_numpy_rejects_bad_inputs():
     with pytest.raises(ValueError, match="indices has 3 elements"):
         baselines.fused_sparse_adam_numpy(a, a.copy(), a.copy(), 0.5, 0.5, 0.1, 0.9, 0.999,
                                           1e-8, a, [0, 1, 2])
+
+
+def test_the_profiler_sees_only_the_simulators_last_run(monkeypatch):
+    import harness
+
+    class Counter:
+        on = 0
+
+        def enable(self):
+            self.on += 1
+
+        def disable(self):
+            pass
+
+    prof, order = Counter(), []
+    monkeypatch.setattr(harness, "SIM_PROFILER", prof)
+    times = harness.interleave({"sim": (None, lambda: order.append(prof.on)),
+                                "numpy": (None, lambda: None)}, 3)
+    assert order == [0, 0, 1] and len(times["sim"]) == len(times["numpy"]) == 3
