@@ -258,7 +258,7 @@ def _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config, kind=N
     ctx.trace_lines = [] if keep_spans else None
     ctx.checker_config = config
     if tracked is None:
-        tracked = config.all_blocks or b in (0, block_dim - 1)
+        tracked = checker.tracks(config, b, block_dim)
     if config.enabled and tracked:
         ctx.tracker = checker.UbTracker(soc.ub_size, soc)
     return ctx

@@ -541,7 +541,8 @@ class UndoLog:
         if UndoLog._arena.size > self.KEEP or used > self.KEEP:
             UndoLog._arena = np.empty(0, dtype=np.uint8)
         elif used > UndoLog._arena.size:
-            # untouched until the next launch uses it: the memory peak stays the launch's
+            # the old arena freed first, and the new one untouched until the next launch
+            # uses it: the memory peak stays this launch's
             UndoLog._arena = None
             UndoLog._arena = np.empty(used, dtype=np.uint8)
 
@@ -668,7 +669,9 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
     (it then left GM as it found it): a KernelError, or blocks touching GM another block
     writes.
     """
-    tracked = (lambda b: config.enabled and (config.all_blocks or b in (0, block_dim - 1)))
+    def tracked(b):
+        return _checker.tracks(config, b, block_dim)
+
     key = _cache_key(kernel, block_dim, kind, config, args)
     cached = _CACHE.get(key) if key is not None else None
     if cached is not None:

@@ -103,6 +103,12 @@ class CheckerConfig:
 DEFAULT = CheckerConfig()
 
 
+def tracks(config: CheckerConfig, block: int, block_dim: int) -> bool:
+    """Whether the checker tracks races and uninitialised reads on ``block`` of a launch of
+    ``block_dim`` blocks: the first and the last (all with ``all_blocks``), when enabled."""
+    return config.enabled and (config.all_blocks or block in (0, block_dim - 1))
+
+
 def report(ctx, exc: KernelError) -> None:
     """Raise ``exc``, or keep it as a warning when its category is configured so."""
     cfg = ctx.checker_config
