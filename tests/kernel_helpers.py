@@ -1,4 +1,5 @@
-"""Small Ascend C kernels the timing tests share, and launch helpers of the tests."""
+"""Small Ascend C kernels the timing tests share, launch helpers of the tests, and the
+comparison of two timing replays."""
 import numpy as np
 
 from npusim import GlobalMemory, get_soc, run_kernel
@@ -141,3 +142,16 @@ def row_by_row(monkeypatch) -> None:
     monkeypatch.setattr(kernel_v2, "KernelEmbeddingDenseGradV2SmallDim",
                         lambda gradDtype, fast=True: small(gradDtype, fast=False))
     monkeypatch.setattr(KernelFusedSparseAdam, "fast", False)
+
+
+def assert_same_timing(got, ref) -> None:
+    """Two replays (:class:`npusim.timing.KernelTiming`) agree to the bit: cycles, each
+    block's start and end, each pipe's busy cycles, HBM and L2-hit bytes, spans."""
+    assert got.cycles == ref.cycles
+    np.testing.assert_array_equal(got.block_start, ref.block_start)
+    np.testing.assert_array_equal(got.block_end, ref.block_end)
+    assert set(got.pipe_busy) == set(ref.pipe_busy)
+    for p in ref.pipe_busy:
+        np.testing.assert_array_equal(got.pipe_busy[p], ref.pipe_busy[p])
+    assert (got.hbm_bytes, got.l2_hit_bytes) == (ref.hbm_bytes, ref.l2_hit_bytes)
+    assert got.spans == ref.spans

@@ -19,6 +19,8 @@ from npusim.ascendc import (Add, DataCopy, DataCopyExtParams, DataCopyPad,
 from npusim.ascendc.checker import CheckerConfig
 from npusim.lockstep import BlockVector, Divergence
 
+from kernel_helpers import assert_same_timing
+
 ROOT = Path(__file__).resolve().parents[1]
 SOC = get_soc("Ascend910B1")
 
@@ -531,12 +533,7 @@ def test_group_members_share_their_pipe_lists_and_replay_as_plain_records(keep_s
     got = timing.simulate(blocks, *a, **k)
     assert len(split) < len(blocks) / 2          # once per group, not once per block
     ref = timing.simulate([list(r) for r in blocks], *a, **k)
-    assert got.cycles == ref.cycles and got.spans == ref.spans
-    np.testing.assert_array_equal(got.block_start, ref.block_start)
-    np.testing.assert_array_equal(got.block_end, ref.block_end)
-    for p in ref.pipe_busy:
-        np.testing.assert_array_equal(got.pipe_busy[p], ref.pipe_busy[p])
-    assert (got.hbm_bytes, got.l2_hit_bytes) == (ref.hbm_bytes, ref.l2_hit_bytes)
+    assert_same_timing(got, ref)
 
 
 def test_undo_log_restores_and_leaves_an_arena_the_next_launch_fits_in(monkeypatch):

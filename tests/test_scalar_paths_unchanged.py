@@ -25,7 +25,7 @@ from npusim.kernels.fused_sparse_adam.tiling import tiling as fsa_tiling
 from npusim import GlobalMemory, get_soc, run_kernel
 from npusim.ascendc.core import DMA_OUT, OP, SET, WAIT
 from npusim.ascendc.types import Pipe
-from kernel_helpers import run_embedding_grad_v2
+from kernel_helpers import assert_same_timing, run_embedding_grad_v2
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -186,13 +186,7 @@ def test_pruned_replay_is_identical(case, monkeypatch):
     RUNNERS[case](case, seen)
     ref = _replay(monkeypatch, seen[-1], False)
     got = _replay(monkeypatch, seen[-1], True)
-    assert got.cycles == ref.cycles
-    np.testing.assert_array_equal(got.block_start, ref.block_start)
-    np.testing.assert_array_equal(got.block_end, ref.block_end)
-    assert set(got.pipe_busy) == set(ref.pipe_busy)
-    for p in ref.pipe_busy:
-        np.testing.assert_array_equal(got.pipe_busy[p], ref.pipe_busy[p])
-    assert (got.hbm_bytes, got.l2_hit_bytes) == (ref.hbm_bytes, ref.l2_hit_bytes)
+    assert_same_timing(got, ref)
 
 
 class _CountingDict(dict):
@@ -219,13 +213,7 @@ def test_kept_rate_sharings_leave_the_replay_identical(case, monkeypatch):
     monkeypatch.setattr(timing, "_FILL_KEPT", kept)
     monkeypatch.setattr(timing, "FILL_MEMO", True)
     for _ in range(2):              # the first replay fills the store, the second reads it
-        got = timing.simulate(blocks, soc, **kw)
-        assert got.cycles == ref.cycles
-        np.testing.assert_array_equal(got.block_start, ref.block_start)
-        np.testing.assert_array_equal(got.block_end, ref.block_end)
-        for p in ref.pipe_busy:
-            np.testing.assert_array_equal(got.pipe_busy[p], ref.pipe_busy[p])
-        assert (got.hbm_bytes, got.l2_hit_bytes) == (ref.hbm_bytes, ref.l2_hit_bytes)
+        assert_same_timing(timing.simulate(blocks, soc, **kw), ref)
     assert kept and kept.hits > len(kept)
 
 
