@@ -102,6 +102,8 @@ class CoreContext:
     #: the launch's undo log of the bytes GM stores overwrote (:mod:`npusim.lockstep`).
     gm_log = None
     undo = None
+    #: TQue objects given buffers so far (their flags' names, npusim.ascendc.pipe)
+    queues_made = 0
 
     def __init__(self, soc, gm, ub: np.ndarray, block_idx: int, block_num: int,
                  ub_capacity: int, core_kind: str | None = None, mem_pool: dict | None = None):

@@ -197,15 +197,22 @@ class TQue:
         self._pending_free: set[int] = set()
         self._queue: deque[LocalTensor] = deque()
         self._tensors: dict = {}            # (buffer index, dtype) -> its LocalTensor
+        self._serial = None                 # its number among the block's queues
 
     def _init(self, pipe: TPipe, offset: int, num: int, length: int) -> None:
+        if self.ctx is not pipe.ctx or self._serial is None:
+            # the queue's flags are named by the order the block made its queues, not by
+            # the object's address: the same kernel records the same flags launch after
+            # launch (the replay keeps its results by the records, npusim.timing)
+            pipe.ctx.queues_made += 1
+            self._serial = pipe.ctx.queues_made
         self.ctx = pipe.ctx
         self._buffers = [(offset + i * length, length) for i in range(num)]
         self._free = deque(range(num))
         self._tensors = {}
 
     def _key(self, index: int, what: str):
-        return ("que", id(self), index, what)
+        return ("que", self._serial, index, what)
 
     def AllocTensor(self, dtype) -> LocalTensor:
         """Take the next free buffer as a ``LocalTensor<dtype>`` (contents undefined)."""
