@@ -14,6 +14,15 @@ def stream(tmp_path):
     runtime.reset()
 
 
+@pytest.fixture
+def replay_each_time(monkeypatch):
+    """Replay every launch, even one whose records an earlier replay had
+    (``npusim.timing.REPLAY_MEMO`` off): for tests that compare replays of the same
+    records under different settings of the replay itself."""
+    from npusim import timing
+    monkeypatch.setattr(timing, "REPLAY_MEMO", False)
+
+
 # Property tests draw the same examples on every run, so that the suite's verdict does not
 # depend on the run; `pytest --hypothesis-seed=N` (with derandomize off in a profile of
 # your own) explores other examples.

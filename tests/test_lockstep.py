@@ -506,6 +506,7 @@ def test_lockstep_false_runs_no_group(monkeypatch):
     assert made
 
 
+@pytest.mark.usefixtures("replay_each_time")
 @pytest.mark.parametrize("keep_spans", [False, True])
 def test_group_members_share_their_pipe_lists_and_replay_as_plain_records(keep_spans,
                                                                           monkeypatch):

@@ -29,6 +29,9 @@ from kernel_helpers import assert_same_timing, run_embedding_grad_v2
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
+# these tests replay the same records under different settings of the replay
+pytestmark = pytest.mark.usefixtures("replay_each_time")
+
 
 def _capture(monkeypatch):
     """Keep each launch's block records and replay arguments."""

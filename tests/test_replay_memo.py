@@ -1,0 +1,132 @@
+"""Replays kept by their records (npusim.timing.REPLAY_MEMO): a launch that records what an
+earlier launch recorded gets that launch's timing, the same to the bit as a new replay,
+and only then; a TQue's flags are named the same launch after launch, so that repeated
+launches of a kernel do record the same."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import npusim.launch as NL
+from npusim import GlobalMemory, get_soc, run_kernel, timing
+from npusim.ascendc import (Adds, DataCopy, GetBlockIdx, GlobalTensor, TPipe, TPosition, TQue,
+                            float32)
+
+from kernel_helpers import assert_same_timing
+
+SOC = get_soc("Ascend910B1")
+TILE = 512
+
+
+def add_one(x, z, per):
+    """z = x + 1, ``per`` elements per block, double-buffered tiles of TILE elements."""
+    base = GetBlockIdx() * per * 4
+    pipe = TPipe()
+    qi, qo = TQue(TPosition.VECIN, 2), TQue(TPosition.VECOUT, 2)
+    pipe.InitBuffer(qi, 2, TILE * 4)
+    pipe.InitBuffer(qo, 2, TILE * 4)
+    xg, zg = GlobalTensor(float32), GlobalTensor(float32)
+    xg.SetGlobalBuffer(x + base, per)
+    zg.SetGlobalBuffer(z + base, per)
+    for i in range(0, per, TILE):
+        a = qi.AllocTensor(float32)
+        DataCopy(a, xg[i], TILE)
+        qi.EnQue(a)
+        a = qi.DeQue(float32)
+        c = qo.AllocTensor(float32)
+        Adds(c, a, 1.0, TILE)
+        qi.FreeTensor(a)
+        qo.EnQue(c)
+        c = qo.DeQue(float32)
+        DataCopy(zg[i], c, TILE)
+        qo.FreeTensor(c)
+
+
+@pytest.fixture
+def device(monkeypatch):
+    """A GlobalMemory with x (8 blocks x 4 tiles) and z, an empty store of replays, and a
+    count of the replays run."""
+    monkeypatch.setattr(timing, "_REPLAY_KEPT", {})
+    replays = []
+    real = timing._replay
+    monkeypatch.setattr(timing, "_replay", lambda *a: replays.append(1) or real(*a))
+    gm = GlobalMemory(SOC.memory_size)
+    n = 8 * 4 * TILE
+    x = np.arange(n, dtype=np.float32)
+    xa, za = gm.malloc(n * 4), gm.malloc(n * 4)
+    gm.write(xa, x)
+    return gm, xa, za, n, replays
+
+
+def launch(gm, xa, za, n, blocks=8, **kw):
+    return run_kernel(add_one, blocks, (xa, za, n // blocks), soc=SOC, gm=gm, **kw)
+
+
+def test_a_repeated_launch_records_the_same_and_is_not_replayed_again(device, monkeypatch):
+    gm, xa, za, n, replays = device
+    seen = []
+    real = NL.simulate
+    monkeypatch.setattr(NL, "simulate", lambda blocks, *a, **k: seen.append(
+        [list(b) for b in blocks]) or real(blocks, *a, **k))
+    first = launch(gm, xa, za, n)
+    gm.write(xa, np.full(n, -5, np.float32))      # other data, the same instructions
+    second = launch(gm, xa, za, n)
+    assert seen[0] == seen[1]                     # the queues' flags are named alike
+    assert len(replays) == 1
+    np.testing.assert_array_equal(np.frombuffer(gm.read(za, n * 4), np.float32), -4.0)
+    assert_same_timing(second.timing, first.timing)
+    assert second.duration_us == first.duration_us
+    assert second.pipe_time_us == first.pipe_time_us
+
+
+def test_a_kept_replay_is_the_replay_and_shares_nothing(device, monkeypatch):
+    gm, xa, za, n, replays = device
+    first = launch(gm, xa, za, n, keep_spans=True)
+    expected = timing._replay(first.records, SOC, True, None, timing.PROFILE_PIPES, None)
+    for _ in range(2):         # a caller's change to a timing does not reach the store
+        got = launch(gm, xa, za, n, keep_spans=True)
+        assert_same_timing(got.timing, expected)
+        got.timing.block_end[:] = -1
+        got.timing.pipe_busy[timing.Pipe.PIPE_V][:] = -1
+        got.timing.spans[0].clear()
+    assert len(replays) == 2                     # the first launch, and the reference above
+
+
+def test_what_the_replay_depends_on_is_part_of_the_key(device, monkeypatch):
+    gm, xa, za, n, replays = device
+    base = launch(gm, xa, za, n)
+    ya = gm.malloc(n * 4 + 256)
+    moved = launch(gm, ya + 256, za, n)           # other addresses: another L2 footprint
+    fewer = launch(gm, xa, za, n, blocks=4)       # other records
+    spans = launch(gm, xa, za, n, keep_spans=True)
+    slower = dataclasses.replace(SOC, dma_latency_cycles=2 * SOC.dma_latency_cycles)
+    other_soc = run_kernel(add_one, 8, (xa, za, n // 8), soc=slower, gm=gm)
+    assert len(replays) == 5
+    assert moved.timing.cycles != base.timing.cycles   # unaligned: derated DMA, other lines
+    assert fewer.timing.cycles != base.timing.cycles
+    assert spans.timing.spans is not None and base.timing.spans is None
+    assert other_soc.timing.cycles != base.timing.cycles
+    monkeypatch.setattr(timing, "REPLAY_MEMO", False)
+    launch(gm, xa, za, n)
+    assert len(replays) == 6                      # off: replayed again
+
+
+def test_the_least_recent_replays_are_forgotten_beyond_the_limit(device, monkeypatch):
+    gm, xa, za, n, replays = device
+    launch(gm, xa, za, n)
+    launch(gm, xa, za, n, blocks=4)
+    sizes = [sum(map(len, k[-1])) for k in timing._REPLAY_KEPT]
+    assert len(sizes) == 2
+    monkeypatch.setattr(timing, "_REPLAY_KEEP", max(sizes))    # room for either, not both
+    timing._REPLAY_KEPT.clear()
+    launch(gm, xa, za, n)
+    launch(gm, xa, za, n, blocks=4)
+    assert len(timing._REPLAY_KEPT) == 1
+    launch(gm, xa, za, n)                  # the 8-block replay was forgotten: replayed again
+    assert len(replays) == 5
+    launch(gm, xa, za, n)                  # and kept again
+    assert len(replays) == 5
+    monkeypatch.setattr(timing, "_REPLAY_KEEP", min(sizes) - 1)
+    timing._REPLAY_KEPT.clear()
+    launch(gm, xa, za, n)                  # larger than the whole store: not kept
+    assert not timing._REPLAY_KEPT
