@@ -79,6 +79,20 @@ def prepare(warm_bytes: int = 0) -> int:
     return rss()
 
 
+#: The simulator's runners and whether each may take a kept replay
+#: (``npusim.timing.REPLAY_MEMO``). "sim" replays the timing of every launch: the host time
+#: of a launch the simulator has not seen before. "sim_kept" (added by
+#: :func:`with_kept_replays`) takes the replay an earlier launch with the same records left:
+#: the host time of each step of a loop that repeats a launch, as a training loop does.
+SIM_REPLAYS = {"sim": False, "sim_kept": True}
+
+
+def with_kept_replays(runners: dict) -> dict:
+    """``runners`` with a "sim_kept" runner first: the "sim" runner's reset and run again,
+    with kept replays. The simulator then runs twice per round, "sim_kept" then "sim"."""
+    return {"sim_kept": runners["sim"], **runners}
+
+
 #: a ``cProfile.Profile`` to enable around the "sim" runner's last run (run_all's profile of
 #: a missed target: a warm run, as the timed figures are); None: no profiling
 SIM_PROFILER = None
@@ -86,6 +100,9 @@ SIM_PROFILER = None
 
 def interleave(runners: dict, repeats: int, after_first=None) -> dict:
     """Time each runner ``repeats`` times, in turn; return ``{name: [seconds, ...]}``.
+
+    The "sim" runner runs with ``npusim.timing.REPLAY_MEMO`` off, "sim_kept" with it on
+    (:data:`SIM_REPLAYS`); the others as it is.
 
     Args:
         runners: ``{name: (reset, run)}`` in the order to run them; ``reset`` (untimed, may
@@ -100,25 +117,31 @@ def interleave(runners: dict, repeats: int, after_first=None) -> dict:
     Raises:
         ValueError: ``repeats`` < 1.
     """
+    from npusim import timing
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     times = {name: [] for name in runners}
-    for i in range(repeats):
-        for j, (name, (reset, run)) in enumerate(runners.items()):
-            if run is None:
-                continue
-            if reset is not None:
-                reset()
-            prof = SIM_PROFILER if name == "sim" and i == repeats - 1 else None
-            if prof is not None:
-                prof.enable()
-            t0 = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - t0)
-            if prof is not None:
-                prof.disable()
-            if i == 0 and j == 0 and after_first is not None:
-                after_first()
+    kept = timing.REPLAY_MEMO
+    try:
+        for i in range(repeats):
+            for j, (name, (reset, run)) in enumerate(runners.items()):
+                if run is None:
+                    continue
+                if reset is not None:
+                    reset()
+                timing.REPLAY_MEMO = SIM_REPLAYS.get(name, kept)
+                prof = SIM_PROFILER if name == "sim" and i == repeats - 1 else None
+                if prof is not None:
+                    prof.enable()
+                t0 = time.perf_counter()
+                run()
+                times[name].append(time.perf_counter() - t0)
+                if prof is not None:
+                    prof.disable()
+                if i == 0 and j == 0 and after_first is not None:
+                    after_first()
+    finally:
+        timing.REPLAY_MEMO = kept
     return times
 
 

@@ -232,6 +232,22 @@ def test_interleave_runs_in_turn_resets_first_and_skips_missing():
         harness.interleave(runners, 0)
 
 
+def test_the_simulator_runners_replay_each_launch_or_take_kept_replays():
+    from npusim import timing
+    seen = []
+
+    def runner(name):
+        return (None, lambda: seen.append((name, timing.REPLAY_MEMO)))
+
+    before = timing.REPLAY_MEMO
+    runners = harness.with_kept_replays({"sim": runner("sim"), "numpy": runner("numpy")})
+    assert list(runners) == ["sim_kept", "sim", "numpy"]
+    harness.interleave(runners, 1)
+    # both simulator runners run the "sim" function; only sim_kept with kept replays
+    assert seen == [("sim", True), ("sim", False), ("numpy", before)]
+    assert timing.REPLAY_MEMO == before
+
+
 def test_table_cells_name_a_missing_torch():
     assert harness.fmt_s(None) == "not installed" and harness.fmt_s(0.12345) == "0.123"
     assert harness.fmt_x(harness.ratio(3.0, None)) == "—"
