@@ -80,7 +80,9 @@ class KernelProfile:
         bound_percent: how close to that limit the kernel ran (%).
         warnings: checker notes (e.g. DataCopy lengths rounded down).
         host_functional_s, host_timing_s: host wall time the simulator spent running the
-            blocks on numpy and replaying their records (seconds).
+            blocks on numpy and replaying their records (seconds); when the launch took
+            the kept replay of an earlier launch with the same records
+            (``npusim.timing.REPLAY_MEMO``), host_timing_s is the time to find it.
         timing: the raw replay result, for traces.
         kernel_type: the :class:`KernelMetaType` the launch ran as (the default resolved:
             AIV_ONLY on A2/A3, AICORE on the coupled 910A/310P).
