@@ -1159,7 +1159,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
     key = None
     if REPLAY_MEMO and l2 is None:
         try:
-            key = (soc, keep_spans, cores, profile_pipes, tuple(map(tuple, blocks)))
+            key = (soc, keep_spans, cores, profile_pipes, _records_key(blocks))
             kept = _REPLAY_KEPT.pop(key, None)    # popped: put back as the most recent
         except TypeError:                        # a record that cannot be a key
             key = kept = None
@@ -1178,6 +1178,59 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
     return timing
 
 
+class _Shared:
+    """The records a lockstep group's members share, as part of a replay's key: hashed once,
+    and compared in full once per lookup, however many members the group has (it remembers
+    the last part found equal)."""
+
+    __slots__ = ("items", "hash", "same")
+
+    def __init__(self, items: tuple):
+        self.items = items
+        self.hash = hash(items)
+        self.same = None
+
+    def __hash__(self):
+        return self.hash
+
+    def __eq__(self, other):
+        if other is self or other is self.same:
+            return True
+        if not isinstance(other, _Shared) or other.hash != self.hash or other.items != self.items:
+            return False
+        self.same = other
+        return True
+
+
+def _records_key(blocks) -> tuple:
+    """What the replay reads of ``blocks``, as a key: per block its records; for a lockstep
+    group's member (``records.template``), the group's records but those that differ from
+    member to member (one :class:`_Shared` per group), and the member's own at those
+    indices. Equal keys mean equal records."""
+    shared: dict = {}
+    out = []
+    for records in blocks:
+        template = getattr(records, "template", None)
+        if template is None:
+            out.append(tuple(records))
+            continue
+        group, patched = template
+        part = shared.get(id(group))
+        if part is None:
+            items = list(group)
+            for i in patched:
+                items[i] = None             # the group's own values there: per member
+            part = shared[id(group)] = _Shared((tuple(items), patched))
+        out.append((part, tuple(map(records.__getitem__, patched))))
+    return tuple(out)
+
+
+def _records_in(key) -> int:
+    """Records a replay's key stands for."""
+    return sum(len(k[0].items[0]) if len(k) == 2 and isinstance(k[0], _Shared) else len(k)
+               for k in key[-1])
+
+
 def _copy(timing: KernelTiming) -> KernelTiming:
     """A timing that shares nothing a caller could change with ``timing``."""
     spans = None if timing.spans is None else [list(s) for s in timing.spans]
@@ -1188,14 +1241,14 @@ def _copy(timing: KernelTiming) -> KernelTiming:
 
 def _keep_replay(key, timing: KernelTiming) -> None:
     """Keep ``timing`` under ``key``; forget the least recent replays beyond the limit."""
-    size = sum(map(len, key[-1]))
+    size = _records_in(key)
     if size > _REPLAY_KEEP:
         return
     _REPLAY_KEPT[key] = timing
-    total = sum(sum(map(len, k[-1])) for k in _REPLAY_KEPT)
+    total = sum(map(_records_in, _REPLAY_KEPT))
     while total > _REPLAY_KEEP:
         oldest = next(iter(_REPLAY_KEPT))
-        total -= sum(map(len, oldest[-1]))
+        total -= _records_in(oldest)
         del _REPLAY_KEPT[oldest]
 
 

@@ -115,7 +115,7 @@ def test_the_least_recent_replays_are_forgotten_beyond_the_limit(device, monkeyp
     gm, xa, za, n, replays = device
     launch(gm, xa, za, n)
     launch(gm, xa, za, n, blocks=4)
-    sizes = [sum(map(len, k[-1])) for k in timing._REPLAY_KEPT]
+    sizes = [timing._records_in(k) for k in timing._REPLAY_KEPT]
     assert len(sizes) == 2
     monkeypatch.setattr(timing, "_REPLAY_KEEP", max(sizes))    # room for either, not both
     timing._REPLAY_KEPT.clear()
@@ -130,3 +130,38 @@ def test_the_least_recent_replays_are_forgotten_beyond_the_limit(device, monkeyp
     timing._REPLAY_KEPT.clear()
     launch(gm, xa, za, n)                  # larger than the whole store: not kept
     assert not timing._REPLAY_KEPT
+
+
+def test_the_key_of_a_groups_records_sees_every_record(device, monkeypatch):
+    """A lockstep group's members share the group's records in the key: a change to a
+    member's own record or to a shared one changes the key."""
+    from npusim import lockstep
+    gm, xa, za, n, replays = device
+    seen = []
+    real = NL.simulate
+    monkeypatch.setattr(NL, "simulate", lambda blocks, *a, **k: seen.append(blocks) or
+                        real(blocks, *a, **k))
+    launch(gm, xa, za, n)
+    launch(gm, xa, za, n)
+    a, b = seen
+    assert all(isinstance(r, lockstep.GroupRecords) for r in a)
+    assert timing._records_key(a) == timing._records_key(b)
+
+    def member(records, i, change, template=None):
+        out = lockstep.GroupRecords(records)
+        out.template = template or records.template
+        out[i] = change(out[i])
+        return out
+
+    group, patched = a[3].template
+    i = patched[0]                                   # a DMA's GM address: per member
+    moved = list(a)
+    moved[3] = member(a[3], i, lambda r: (*r[:4], (r[4][0] + 512, *r[4][1:]), r[5]))
+    assert timing._records_key(moved) != timing._records_key(b)
+    j = next(k for k in range(len(group)) if k not in patched and group[k][0] == timing.OP)
+    slower = list(group)
+    slower[j] = (*group[j][:2], group[j][2] + 1, *group[j][3:])
+    template = (slower, patched)
+    changed = [member(r, j, lambda r: (*r[:2], r[2] + 1, *r[3:]), template) for r in a]
+    assert timing._records_key(changed) != timing._records_key(b)
+    assert [list(r) for r in changed] != [list(r) for r in b]
