@@ -48,6 +48,11 @@ recompute and wake-up processes. Equal times are frequent (flag hand-offs, trans
 start together and reach L2 in that order), so the order is part of the result; the loop
 gives results bit-identical to a simpy replay of the same model (tests/test_replay_identity
 compares digests of both on a set of launches) at a fraction of the cost per event.
+
+A launch that records exactly what a recent launch recorded (same kernel, tiling and GM
+addresses, whatever the data) takes that launch's kept timing instead of a second replay
+(:data:`REPLAY_MEMO`): from a cold L2 the replay is a function of the records, the SoC and
+its options alone.
 """
 from __future__ import annotations
 
@@ -1153,9 +1158,6 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
     Raises:
         SyncError: a pipe waits for a flag that is never set (the kernel would hang).
     """
-    # The cyclic garbage collector would walk the records (10^5 and more, all alive) again
-    # and again while the replay allocates its events; nothing the replay frees needs it
-    # before the end, so it is paused, which changes no result.
     key = None
     if REPLAY_MEMO and l2 is None:
         try:
@@ -1166,6 +1168,9 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
         if kept is not None:
             _REPLAY_KEPT[key] = kept
             return _copy(kept)
+    # The cyclic garbage collector would walk the records (10^5 and more, all alive) again
+    # and again while the replay allocates its events; nothing the replay frees needs it
+    # before the end, so it is paused, which changes no result.
     enabled = gc.isenabled()
     gc.disable()
     try:
