@@ -130,7 +130,7 @@ _FILL_KEEP = 1 << 16
 #: bit (tests compare the two). Kept: the most recent launches, up to ``_REPLAY_KEEP``
 #: records in all (the kept records are alive as long as their replay is kept).
 REPLAY_MEMO = True
-_REPLAY_KEPT: dict = {}
+_REPLAY_KEPT: dict = {}       # key -> (the timing, records replayed), least recent first
 _REPLAY_KEEP = 1 << 19
 
 
@@ -1167,7 +1167,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
             key = kept = None
         if kept is not None:
             _REPLAY_KEPT[key] = kept
-            return _copy(kept)
+            return _copy(kept[0])
     # The cyclic garbage collector would walk the records (10^5 and more, all alive) again
     # and again while the replay allocates its events; nothing the replay frees needs it
     # before the end, so it is paused, which changes no result.
@@ -1179,7 +1179,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
         if enabled:
             gc.enable()
     if key is not None:
-        _keep_replay(key, _copy(timing))
+        _keep_replay(key, _copy(timing), sum(map(len, blocks)))
     return timing
 
 
@@ -1230,12 +1230,6 @@ def _records_key(blocks) -> tuple:
     return tuple(out)
 
 
-def _records_in(key) -> int:
-    """Records a replay's key stands for."""
-    return sum(len(k[0].items[0]) if len(k) == 2 and isinstance(k[0], _Shared) else len(k)
-               for k in key[-1])
-
-
 def _copy(timing: KernelTiming) -> KernelTiming:
     """A timing that shares nothing a caller could change with ``timing``."""
     spans = None if timing.spans is None else [list(s) for s in timing.spans]
@@ -1244,17 +1238,16 @@ def _copy(timing: KernelTiming) -> KernelTiming:
                         timing.hbm_bytes, timing.l2_hit_bytes)
 
 
-def _keep_replay(key, timing: KernelTiming) -> None:
-    """Keep ``timing`` under ``key``; forget the least recent replays beyond the limit."""
-    size = _records_in(key)
+def _keep_replay(key, timing: KernelTiming, size: int) -> None:
+    """Keep ``timing`` (a replay of ``size`` records) under ``key``; forget the least recent
+    replays beyond the limit."""
     if size > _REPLAY_KEEP:
         return
-    _REPLAY_KEPT[key] = timing
-    total = sum(map(_records_in, _REPLAY_KEPT))
+    _REPLAY_KEPT[key] = (timing, size)
+    total = sum(n for _, n in _REPLAY_KEPT.values())
     while total > _REPLAY_KEEP:
         oldest = next(iter(_REPLAY_KEPT))
-        total -= _records_in(oldest)
-        del _REPLAY_KEPT[oldest]
+        total -= _REPLAY_KEPT.pop(oldest)[1]
 
 
 def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
