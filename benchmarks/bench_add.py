@@ -96,11 +96,8 @@ def measure(rows: int, repeats: int = 5, cores: int | None = None,
                    if threads is not None else None))
     times = harness.interleave(harness.with_kept_replays(runners), repeats,
                                after_first=after_first)
-    # the simulator's runs alternate: with kept replays, then replaying
-    kept, replayed = sim["profs"][0::2], sim["profs"][1::2]
-    prof = replayed[int(np.argmin(times["sim"]))]
+    prof, kept = harness.fastest_sim_runs(times, sim["profs"])
     sim_s = min(times["sim"])
-    kept_s = min(times["sim_kept"])
     numpy_s = harness.fastest(times.get("numpy", []))
     torch_s = harness.fastest(times.get("torch", []))
     return {"rows": rows, "repeats": repeats, "block_dim": blocks,
@@ -111,9 +108,7 @@ def measure(rows: int, repeats: int = 5, cores: int | None = None,
             "torch_version": baselines.torch_version(), "torch_threads": threads,
             "ratio_numpy": harness.ratio(sim_s, numpy_s),
             "ratio_torch": harness.ratio(sim_s, torch_s), "peak_rss_bytes": sim["peak"],
-            "sim_kept_s": kept_s, "sim_kept_runs": times["sim_kept"],
-            "timing_kept_s": kept[int(np.argmin(times["sim_kept"]))].host_timing_s,
-            "ratio_numpy_kept": harness.ratio(kept_s, numpy_s),
+            **harness.kept_figures(times, kept.host_timing_s, numpy_s),
             # x, y, z on the device (each with its 32-byte allocation header) and xs, ys
             "device_plus_host_bytes": 3 * (n * 2 + 32) + 2 * n * 2}
 

@@ -157,12 +157,9 @@ def measure(log2n: int, repeats: int = 5, check: bool = True,
                        torch=(work_reset, torch_run if threads is not None else None))
     times = harness.interleave(harness.with_kept_replays(runners), repeats,
                                after_first=after_first)
-    # the simulator's runs alternate: with kept replays, then replaying
-    kept, replayed = sim["profiles"][0::2], sim["profiles"][1::2]
-    prof = replayed[int(np.argmin(times["sim"]))]
+    prof, kept = harness.fastest_sim_runs(times, sim["profiles"])
     soc = dev.soc
     sim_s = min(times["sim"])
-    kept_s = min(times["sim_kept"])
     numpy_s = harness.fastest(times.get("numpy", []))
     torch_s = harness.fastest(times.get("torch", []))
     return {
@@ -172,10 +169,8 @@ def measure(log2n: int, repeats: int = 5, check: bool = True,
         "gm_bytes": prof.bytes_read + prof.bytes_written, "hbm_bytes": prof.hbm_bytes,
         "hbm_TBps": soc.hbm_bandwidth / 1e12,
         "sim_wall_s": sim_s, "sim_runs": times["sim"], "functional_s": prof.host_functional_s,
-        "timing_s": prof.host_timing_s, "numpy_s": numpy_s,
-        "sim_kept_s": kept_s, "sim_kept_runs": times["sim_kept"],
-        "timing_kept_s": kept[int(np.argmin(times["sim_kept"]))].host_timing_s,
-        "ratio_numpy_kept": harness.ratio(kept_s, numpy_s), "numpy_runs": times.get("numpy", []),
+        "timing_s": prof.host_timing_s, "numpy_s": numpy_s, "numpy_runs": times.get("numpy", []),
+        **harness.kept_figures(times, kept.host_timing_s, numpy_s),
         "torch_s": torch_s, "torch_runs": times.get("torch", []),
         "torch_version": baselines.torch_version(), "torch_threads": threads,
         "ratio_numpy": harness.ratio(sim_s, numpy_s), "ratio_torch": harness.ratio(sim_s, torch_s),

@@ -137,10 +137,7 @@ def measure(args, repeats: int = 5, with_baselines: bool = True, check: bool = T
         runners.update(numpy=(None, numpy_run), torch=(None, torch_run if has_torch else None))
     times = harness.interleave(harness.with_kept_replays(runners), repeats,
                                after_first=after_first)
-    # the simulator's runs alternate: with kept replays, then replaying
-    kept, replayed = sim["runs"][0::2], sim["runs"][1::2]
-    profs = replayed[int(np.argmin(times["sim"]))]
-    kept_s = min(times["sim_kept"])
+    profs, kept = harness.fastest_sim_runs(times, sim["runs"])
     main = next(p for p in profs if p.op_name.startswith("EmbeddingDenseGrad"))
     total_us = sum(p.duration_us for p in profs)
     total_bytes = sum(p.bytes_read + p.bytes_written for p in profs)
@@ -163,9 +160,7 @@ def measure(args, repeats: int = 5, with_baselines: bool = True, check: bool = T
         "torch_s": torch_s, "torch_runs": times.get("torch", []),
         "torch_version": baselines.torch_version(), "torch_threads": threads,
         "ratio_numpy": harness.ratio(sim_s, numpy_s), "ratio_torch": harness.ratio(sim_s, torch_s),
-        "sim_kept_s": kept_s, "sim_kept_runs": times["sim_kept"],
-        "timing_kept_s": sum(p.host_timing_s for p in kept[int(np.argmin(times["sim_kept"]))]),
-        "ratio_numpy_kept": harness.ratio(kept_s, numpy_s),
+        **harness.kept_figures(times, sum(p.host_timing_s for p in kept), numpy_s),
         "workspace_bytes": sim["ws"], "max_abs_err": sim.get("max_abs_err"),
         "peak_rss_bytes": sim["peak"],
         "device_plus_host_bytes": 2 * (grad.nbytes + indices.nbytes + out_host.nbytes)

@@ -93,6 +93,23 @@ def with_kept_replays(runners: dict) -> dict:
     return {"sim_kept": runners["sim"], **runners}
 
 
+def fastest_sim_runs(times: dict, runs: list) -> tuple:
+    """The entries of ``runs`` (one per call of the "sim" function, in call order, under
+    :func:`with_kept_replays`) of the fastest "sim" run and of the fastest "sim_kept" run."""
+    kept, replayed = runs[0::2], runs[1::2]     # the calls alternate: sim_kept, then sim
+    return (replayed[int(np.argmin(times["sim"]))],
+            kept[int(np.argmin(times["sim_kept"]))])
+
+
+def kept_figures(times: dict, timing_s: float, numpy_s: float | None) -> dict:
+    """A benchmark's figures of its repeated launches: the fastest "sim_kept" run and all
+    of them (s), that run's ``timing_s`` (the lookup of its kept replays) and its ratio to
+    numpy (None without numpy)."""
+    kept_s = min(times["sim_kept"])
+    return {"sim_kept_s": kept_s, "sim_kept_runs": times["sim_kept"],
+            "timing_kept_s": timing_s, "ratio_numpy_kept": ratio(kept_s, numpy_s)}
+
+
 #: a ``cProfile.Profile`` to enable around the "sim" runner's last run (run_all's profile of
 #: a missed target: a warm run, as the timed figures are); None: no profiling
 SIM_PROFILER = None

@@ -445,8 +445,9 @@ def report(res, cores, replay, profiles, sm_text, sm, mm_text, fsa_text, fsa,
                   "(the data may differ). ApplyFusedEmaAdam and the Add study launch on the "
                   "same tensors each time and take it. EmbeddingDenseBackward does not: each "
                   "call allocates its workspace anew, and the simulator's `aclrtMalloc` never "
-                  "hands out a freed address again, so its intermediate tensors move; and in training its records change with the "
-                  "indices anyway. Its repeated figure is a second full run."])
+                  "hands out a freed address again, so its intermediate tensors move; and in "
+                  "training its records change with the indices anyway. Its repeated figure "
+                  "is a second full run."])
 
     scal = {"ApplyFusedEmaAdam": [(f"2^{k}", res[("adam", k)]) for k in ADAM_SIZES[-4:]],
             "EmbeddingDenseBackward, whole problem": [

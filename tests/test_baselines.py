@@ -248,6 +248,17 @@ def test_the_simulator_runners_replay_each_launch_or_take_kept_replays():
     assert timing.REPLAY_MEMO == before
 
 
+def test_the_fastest_runs_of_each_simulator_runner_and_the_kept_figures():
+    # the "sim" function's calls, in order: kept 0, sim 0, kept 1, sim 1, kept 2, sim 2
+    runs = ["k0", "s0", "k1", "s1", "k2", "s2"]
+    times = {"sim_kept": [0.5, 0.2, 0.3], "sim": [0.9, 1.0, 0.7]}
+    assert harness.fastest_sim_runs(times, runs) == ("s2", "k1")
+    assert harness.kept_figures(times, 0.01, 0.1) == {
+        "sim_kept_s": 0.2, "sim_kept_runs": [0.5, 0.2, 0.3], "timing_kept_s": 0.01,
+        "ratio_numpy_kept": 2.0}
+    assert harness.kept_figures(times, 0.01, None)["ratio_numpy_kept"] is None
+
+
 def test_table_cells_name_a_missing_torch():
     assert harness.fmt_s(None) == "not installed" and harness.fmt_s(0.12345) == "0.123"
     assert harness.fmt_x(harness.ratio(3.0, None)) == "—"
