@@ -225,6 +225,20 @@ def test_v2_fp32_keys_match_golden_row_by_row(key_args, kind):
     assert not out[3].any()                         # the padding row receives nothing
 
 
+@pytest.mark.parametrize("small", [False, True])
+def test_v2_scale_pass_reads_out_as_fp32_so_half_out_overruns(small):
+    # The scale pass is EmbeddingDenseGradV2ScaleKernel<float> whatever DTYPE_GRAD is
+    # (ops-nn embedding_dense_grad_v2.cpp), which is why aclnn casts fp16/bf16 grad to fp32
+    # with scaleGradByFreq (IsNeedCast). Launched directly on a half ``out`` of 20 rows x
+    # 32 = 1280 B, the pass reads row r at r * 32 * 4 B: the core of row 10 (one row per
+    # core, blockDim = min(aiv, numWeights, rows) = 20) reads from 1280 B on, past the end.
+    rng = np.random.default_rng(0)
+    grad = rng.standard_normal((64, 32)).astype(np.float16)
+    with pytest.raises(KernelError, match="leaves the allocation") as err:
+        run_v2(grad, rng.integers(0, 20, 64), 20, -1, True, small=small)
+    assert err.value.category == "GM" and "DataCopyPad" in str(err.value)
+
+
 @pytest.mark.parametrize("dtype", [np.dtype(np.float16), BF16])
 @pytest.mark.parametrize("small", [False, True])
 def test_v2_half_kernels_match_golden(dtype, small):

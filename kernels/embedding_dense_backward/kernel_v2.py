@@ -1062,6 +1062,13 @@ def embedding_dense_grad_v2(grad, sortIndices, posIdx, backProps, workSpace, til
 
     Launch with ``blockDim = tiling.blockDim``, ``sync_all = tiling.needSyncAll`` and the
     Ascend C UB reserve (InitOutput uses it).
+
+    The scale pass (keys 1, 11, 101) is ``EmbeddingDenseGradV2ScaleKernel<float>`` whatever
+    ``gradDtype`` is (ops-nn ``embedding_dense_grad_v2.cpp``): it reads and writes
+    ``backProps`` as fp32. aclnn therefore casts fp16/bf16 grad to fp32 whenever
+    scaleGradByFreq is set (``IsNeedCast``, tiling module); a direct launch with a half
+    ``out`` and scaleGradByFreq runs past ``out`` and the checker stops it with a ``GM``
+    error, where hardware would corrupt the memory after it.
     """
     key = tiling.tilingKey
     kind = "small" if key >= 100 else ("det" if key >= 10 else "base")
