@@ -23,6 +23,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import aclnn
 from aclnn import acl, runtime
@@ -264,6 +265,89 @@ def test_load_data_on_checked_and_unchecked_blocks(start, repeat, stride, gap, t
     assert sorted(seen) == [0, 1, 2]
     for block in seen.values():
         np.testing.assert_array_equal(block, want)
+
+
+def _random_shadows(rng, tracker, mems, late):
+    """Give ``tracker``'s shadows of ``mems`` a random history: partly initialised bytes,
+    last writers and readers at random instruction indices and pipes at random progress;
+    only the memories in ``late`` hold accesses a pipe may not know of (races)."""
+    from npusim.ascendc.types import Pipe
+    clock = tracker.clock
+    clock.count[:] = rng.integers(0, 50, clock.count.shape)
+    clock.vc[:] = rng.integers(0, 50, clock.vc.shape)
+    for mem in mems:
+        sh = tracker.shadow(mem)
+        sh.init[:] = rng.random(sh.init.size) < 0.97
+        writers = np.array([-1, int(Pipe.PIPE_MTE2), int(Pipe.PIPE_MTE1), int(Pipe.PIPE_M)])
+        sh.w_pipe[:] = writers[rng.integers(0, len(writers), sh.w_pipe.size)]
+        low = 0 if mem in late else -1          # -1: before anything any pipe knows of
+        sh.w_idx[:] = rng.integers(low, 50, sh.w_idx.shape) if low == 0 else -1
+        sh.r_all[:] = rng.integers(-1, 50, sh.r_all.shape) if low == 0 else -1
+
+
+def _shadow_state(tracker, mems):
+    return {mem: tuple(a.copy() for a in (tracker.shadow(mem).init, tracker.shadow(mem).w_pipe,
+                                           tracker.shadow(mem).w_idx, tracker.shadow(mem).r_all))
+            for mem in mems}
+
+
+@settings(max_examples=60, deadline=None)
+@given(dtype=st.sampled_from(["float16", "float32", "int8"]), start=st.integers(0, 3),
+       repeat=st.integers(1, 5), stride=st.integers(0, 2), gap=st.integers(0, 2),
+       frac_gap=st.integers(0, 2), src_off=st.integers(0, 8), dst_off=st.integers(0, 4),
+       seed=st.integers(0, 10_000))
+def test_transposing_load_tracks_by_blocks_as_copy_state_does_by_bytes(
+        dtype, start, repeat, stride, gap, frac_gap, src_off, dst_off, seed):
+    """LoadDataWithTranspose's checker work by whole 32 B blocks (datamove._track_squares)
+    leaves every shadow array as checker.copy_state leaves it given each byte's source and
+    destination address (square ``startIndex + r*srcStride`` transposed onto fractals
+    ``r*(1 + dstGap)`` and ``1 + dstFracGap`` after), and raises the same findings, from
+    random shadow histories (races and never-written bytes included)."""
+    from types import SimpleNamespace
+    from npusim import get_soc, KernelError as _KE
+    from npusim.ascendc import checker
+    from npusim.ascendc.cube import datamove
+    from npusim.ascendc.types import Pipe
+    dtype = np.dtype(dtype)
+    isz = dtype.itemsize
+    per = 1 if isz == 2 else 2
+    unit = per * 512
+    src = SimpleNamespace(offset=32 * src_off, mem="L1", dtype=dtype)
+    dst = SimpleNamespace(offset=512 * dst_off, mem="L0B", dtype=dtype)
+    src_unit = start + np.arange(repeat) * stride
+    dst_frac = ((np.arange(repeat) * (1 + gap))[:, None]
+                + np.arange(per) * (1 + frac_gap)).reshape(-1)
+    # the bytes by formula (LoadDataWithTranspose page): byte j of the transposed square
+    # comes from byte perm[j] of the source square
+    perm = datamove._square_perm(isz, per)
+    s_addr = (src.offset + src_unit[:, None] * unit + perm).reshape(-1)
+    d_addr = (dst.offset + dst_frac[:, None] * 512 + np.arange(512)).reshape(-1)
+    # each memory with and without accesses the pipe may not know of: no finding, a race on
+    # the source read, a race on the destination write
+    for late in ((), ("L1",), ("L0B",), ("L1", "L0B")):
+        outcome = []
+        for by_blocks in (True, False):
+            ctx = SimpleNamespace(tracker=checker.UbTracker(1024, get_soc("Ascend910B1")),
+                                  checker_config=checker.DEFAULT)
+            _random_shadows(np.random.default_rng(seed), ctx.tracker, ("L1", "L0B"), late)
+            pipe = int(Pipe.PIPE_MTE1)
+            if by_blocks:
+                call = (datamove._track_squares, ctx, pipe, "LoadDataWithTranspose", dst,
+                        dst_frac, src, src_unit, per, True)
+            else:
+                call = (checker.copy_state, ctx, pipe, ctx.tracker.shadow("L1"), s_addr,
+                        ctx.tracker.shadow("L0B"), d_addr, "LoadDataWithTranspose")
+            try:
+                call[0](*call[1:])              # one line: the findings name it
+                err = None
+            except _KE as e:
+                err = (type(e), str(e))
+            outcome.append((err, _shadow_state(ctx.tracker, ("L1", "L0B"))))
+        (e0, s0), (e1, s1) = outcome
+        assert e0 == e1, late
+        for mem in s0:
+            for a, b in zip(s0[mem], s1[mem]):
+                np.testing.assert_array_equal(a, b)
 
 
 if __name__ == "__main__" and "--write" in sys.argv:

@@ -357,7 +357,7 @@ def _fractal_blocks(offset: int, first: int, step: int, count: int):
 def _track_load(ctx, pipe: int, name: str, dst: LocalTensor, src, start: int, stride: int,
                 repeat: int, gap: int, transpose: bool) -> None:
     """LoadData's checker work, by whole fractals (the same checks and state as
-    :func:`_write_fractals`: the source bytes read with their state carried along, the
+    :func:`_track_squares`: the source bytes read with their state carried along, the
     destination bytes written; from GM the bytes are defined)."""
     d_sh = shadow(ctx, dst)
     if d_sh is None:
@@ -376,9 +376,13 @@ def _track_load(ctx, pipe: int, name: str, dst: LocalTensor, src, start: int, st
     s_sh.read_blocks(ctx, pipe, _fractal_blocks(src.offset, start, max(stride, 1),
                                                 1 if stride == 0 else repeat),
                      s_lo, s_hi, name)
-    s_init = _frames(s_sh.init[src.offset:s_hi], start, stride, repeat).copy()
+    s_init = _frames(s_sh.init[src.offset:s_hi], start, stride, repeat)
+    s_init = True if s_init.all() else s_init.copy()     # all written: nearly always
     d_sh.write_blocks(ctx, pipe, d_blocks, d_lo, d_hi, name)
-    _store_frames(d_init, s_init, transpose)
+    if s_init is True:
+        d_init[...] = True
+    else:
+        _store_frames(d_init, s_init, transpose)
 
 
 def LoadDataWithTranspose(dst: LocalTensor, src: LocalTensor,
@@ -476,20 +480,38 @@ def _write_fractals(ctx, dst: LocalTensor, dst_frac: np.ndarray, data: np.ndarra
     """Store ``data`` (one 512 B row per destination fractal) and tell the checker."""
     buf = dst.bytes_view((int(dst_frac.max()) + 1) * FRACTAL_BYTES, name, pipe_name)
     frames = buf.reshape(-1, FRACTAL_BYTES)
-    d_sh = shadow(ctx, dst)
-    if d_sh is not None:
-        d_addr = (dst.offset + dst_frac[:, None] * FRACTAL_BYTES
-                  + np.arange(FRACTAL_BYTES)).reshape(-1)
-        if isinstance(src, GlobalTensor):          # from GM: the bytes are defined
-            d_sh.write_at(ctx, int(pipe), d_addr, name)
-        else:                                       # the source bytes, in the order they land
-            unit = per * FRACTAL_BYTES
-            s_idx = src_unit[:, None] * unit + np.arange(unit)
-            if transposed:
-                s_idx = s_idx[:, _square_perm(dst.dtype.itemsize, per)]
-            checker.copy_state(ctx, int(pipe), shadow(ctx, src), src.offset + s_idx.reshape(-1),
-                               d_sh, d_addr, name)
+    if ctx.tracker is not None:
+        _track_squares(ctx, int(pipe), name, dst, dst_frac, src, src_unit, per, transposed)
     frames[dst_frac] = data
+
+
+def _track_squares(ctx, pipe: int, name: str, dst: LocalTensor, dst_frac: np.ndarray,
+                   src: LocalTensor, src_unit: np.ndarray, per: int, transposed: bool) -> None:
+    """LoadDataWithTranspose's checker work by whole 32 B blocks: the source squares read
+    (units of ``per`` fractals at ``src_unit``), their bytes' initialised state carried to
+    the destination fractals ``dst_frac`` in the order the bytes land, and those fractals
+    written. The same checks, messages and state as :func:`checker.copy_state` given every
+    byte's address, without the per-byte addresses (both operands are 32 B aligned)."""
+    unit = per * FRACTAL_BYTES
+    s_sh, d_sh = shadow(ctx, src), shadow(ctx, dst)
+    s_lo = src.offset + int(src_unit.min()) * unit
+    s_hi = src.offset + (int(src_unit.max()) + 1) * unit
+    s_blk = ((src.offset >> 5) + src_unit[:, None] * (unit // 32) + np.arange(unit // 32))
+    s_sh.read_blocks(ctx, pipe, checker._blocks_of(s_blk.reshape(-1) << 5, s_lo, s_hi), s_lo,
+                     s_hi, name)
+    s_init = s_sh.init[src.offset:s_hi].reshape(-1, unit)[src_unit]
+    if s_init.all():                    # nearly always: no order to keep
+        s_init = True
+    elif transposed:
+        s_init = s_init[:, _square_perm(dst.dtype.itemsize, per)].reshape(-1, FRACTAL_BYTES)
+    else:
+        s_init = s_init.reshape(-1, FRACTAL_BYTES)
+    d_lo = dst.offset + int(dst_frac.min()) * FRACTAL_BYTES
+    d_hi = dst.offset + (int(dst_frac.max()) + 1) * FRACTAL_BYTES
+    d_blk = (dst.offset >> 5) + dst_frac[:, None] * (FRACTAL_BYTES // 32) + np.arange(16)
+    d_sh.write_blocks(ctx, pipe, checker._blocks_of(d_blk.reshape(-1) << 5, d_lo, d_hi), d_lo,
+                      d_hi, name)
+    d_sh.init[dst.offset:d_hi].reshape(-1, FRACTAL_BYTES)[dst_frac] = s_init
 
 
 def _cost(ctx, dst: LocalTensor, src, nbytes: int, last_unit: int, pipe, name: str) -> None:
