@@ -350,6 +350,47 @@ def test_transposing_load_tracks_by_blocks_as_copy_state_does_by_bytes(
                 np.testing.assert_array_equal(a, b)
 
 
+@settings(max_examples=60, deadline=None)
+@given(isz=st.sampled_from([1, 2, 4]), offset=st.integers(0, 6), count=st.integers(1, 300),
+       span=st.integers(0, 200), rows=st.integers(1, 4), seed=st.integers(0, 10_000))
+def test_element_reads_track_as_reads_of_their_bytes(isz, offset, count, span, rows, seed):
+    """MemoryShadow.read_elements (Mmad's operands, Fixpipe's source) leaves the shadow as
+    read_at given every byte of those elements leaves it, and reports the same finding
+    (the same first never-written byte, the same race), from random histories."""
+    from types import SimpleNamespace
+    from npusim import get_soc, KernelError as _KE
+    from npusim.ascendc import checker
+    from npusim.ascendc.types import Pipe
+    rng = np.random.default_rng(seed)
+    idx = rng.permutation(count + span)[:count]            # distinct, in any order
+    idx = idx[:count // rows * rows].reshape(rows, -1) if count >= rows else idx[None]
+    base = 512 * offset
+    byte_addr = (base + idx[..., None] * isz + np.arange(isz)).reshape(-1)
+    for late in ((), ("L0A",)):
+        for check_init in (True, False):
+            outcome = []
+            for by_elements in (True, False):
+                ctx = SimpleNamespace(tracker=checker.UbTracker(1024, get_soc("Ascend910B1")),
+                                      checker_config=checker.DEFAULT)
+                _random_shadows(np.random.default_rng(seed), ctx.tracker, ("L0A",), late)
+                sh = ctx.tracker.shadow("L0A")
+                if by_elements:
+                    call = (sh.read_elements, ctx, int(Pipe.PIPE_M), base, idx, isz, "Mmad",
+                            check_init)
+                else:
+                    call = (sh.read_at, ctx, int(Pipe.PIPE_M), byte_addr, "Mmad", check_init)
+                try:
+                    call[0](*call[1:])              # one line: the findings name it
+                    err = None
+                except _KE as e:
+                    err = (type(e), str(e))
+                outcome.append((err, _shadow_state(ctx.tracker, ("L0A",))))
+            (e0, s0), (e1, s1) = outcome
+            assert e0 == e1, (late, check_init)
+            for a, b in zip(s0["L0A"], s1["L0A"]):
+                np.testing.assert_array_equal(a, b)
+
+
 if __name__ == "__main__" and "--write" in sys.argv:
     import tempfile
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:

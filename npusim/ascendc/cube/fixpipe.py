@@ -114,7 +114,7 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR)
         d_idx = ((c // 16) * int(p.dstStride) * per_block + r * 16 + c % 16)[None]
     sh = shadow(ctx, src)
     if sh is not None:
-        sh.read_at(ctx, int(PIPE_FIX), byte_addr(src, s_idx), name)
+        sh.read_elements(ctx, int(PIPE_FIX), src.offset, s_idx, src.dtype.itemsize, name)
     if isinstance(dst, GlobalTensor):
         _to_gm(ctx, dst, d_idx, out, m, n, count, dst_nd, p, nd_out)
     else:

@@ -16,7 +16,7 @@ import functools
 import numpy as np
 
 from npusim.ascendc import core as _core
-from npusim.ascendc.cube.common import (BLOCK_CUBE, byte_addr, ceil_div, check_range, k0_of,
+from npusim.ascendc.cube.common import (BLOCK_CUBE, ceil_div, check_range, k0_of,
                                         mmad_cycles, not_modelled, record_op, require_aligned,
                                         require_local, shadow)
 from npusim.ascendc.types import PIPE_M, MmadParams, bfloat16_t, float32, half, int8_t, int32_t
@@ -286,5 +286,5 @@ def _track(ctx, dst, fm, filter, a_idx, b_idx, init_reads, c_nbytes: int) -> Non
             # the uninitialised byte otherwise)
             sh.read(ctx, pipe, t.offset, nbytes, "Mmad")
         else:
-            sh.read_at(ctx, pipe, byte_addr(t, idx), "Mmad", check_init)
+            sh.read_elements(ctx, pipe, t.offset, idx, t.dtype.itemsize, "Mmad", check_init)
     shadow(ctx, dst).write(ctx, pipe, dst.offset, c_nbytes, "Mmad")
