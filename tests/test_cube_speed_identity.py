@@ -19,6 +19,7 @@ import hashlib
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import ml_dtypes
 import numpy as np
@@ -285,10 +286,32 @@ def _random_shadows(rng, tracker, mems, late):
         sh.r_all[:] = rng.integers(-1, 50, sh.r_all.shape) if low == 0 else -1
 
 
-def _shadow_state(tracker, mems):
-    return {mem: tuple(a.copy() for a in (tracker.shadow(mem).init, tracker.shadow(mem).w_pipe,
-                                           tracker.shadow(mem).w_idx, tracker.shadow(mem).r_all))
-            for mem in mems}
+def _tracked_outcome(make_call, seed: int, mems: tuple, late: tuple):
+    """Run ``make_call(ctx, tracker)``'s call on a fresh tracker whose shadows of ``mems``
+    have the random history of ``seed`` (:func:`_random_shadows`); return its finding
+    (type and text, or None) and every shadow array afterwards."""
+    from npusim import KernelError, get_soc
+    from npusim.ascendc import checker
+    tracker = checker.UbTracker(1024, get_soc("Ascend910B1"))
+    ctx = SimpleNamespace(tracker=tracker, checker_config=checker.DEFAULT)
+    _random_shadows(np.random.default_rng(seed), tracker, mems, late)
+    call = make_call(ctx, tracker)
+    try:
+        call[0](*call[1:])              # one line for every call: the findings name it
+        err = None
+    except KernelError as e:
+        err = (type(e), str(e))
+    state = [a.copy() for mem in mems for sh in [tracker.shadow(mem)]
+             for a in (sh.init, sh.w_pipe, sh.w_idx, sh.r_all)]
+    return err, state
+
+
+def _assert_same_outcome(make_calls, seed: int, mems: tuple, late: tuple) -> None:
+    """The two calls of ``make_calls`` give the same finding and leave the same shadows."""
+    (e0, s0), (e1, s1) = (_tracked_outcome(m, seed, mems, late) for m in make_calls)
+    assert e0 == e1, late
+    for a, b in zip(s0, s1):
+        np.testing.assert_array_equal(a, b)
 
 
 @settings(max_examples=60, deadline=None)
@@ -303,8 +326,6 @@ def test_transposing_load_tracks_by_blocks_as_copy_state_does_by_bytes(
     destination address (square ``startIndex + r*srcStride`` transposed onto fractals
     ``r*(1 + dstGap)`` and ``1 + dstFracGap`` after), and raises the same findings, from
     random shadow histories (races and never-written bytes included)."""
-    from types import SimpleNamespace
-    from npusim import get_soc, KernelError as _KE
     from npusim.ascendc import checker
     from npusim.ascendc.cube import datamove
     from npusim.ascendc.types import Pipe
@@ -322,32 +343,20 @@ def test_transposing_load_tracks_by_blocks_as_copy_state_does_by_bytes(
     perm = datamove._square_perm(isz, per)
     s_addr = (src.offset + src_unit[:, None] * unit + perm).reshape(-1)
     d_addr = (dst.offset + dst_frac[:, None] * 512 + np.arange(512)).reshape(-1)
+    pipe = int(Pipe.PIPE_MTE1)
+
+    def by_blocks(ctx, tracker):
+        return (datamove._track_squares, ctx, pipe, "LoadDataWithTranspose", dst, dst_frac, src,
+                src_unit, per)
+
+    def by_bytes(ctx, tracker):
+        return (checker.copy_state, ctx, pipe, tracker.shadow("L1"), s_addr,
+                tracker.shadow("L0B"), d_addr, "LoadDataWithTranspose")
+
     # each memory with and without accesses the pipe may not know of: no finding, a race on
     # the source read, a race on the destination write
     for late in ((), ("L1",), ("L0B",), ("L1", "L0B")):
-        outcome = []
-        for by_blocks in (True, False):
-            ctx = SimpleNamespace(tracker=checker.UbTracker(1024, get_soc("Ascend910B1")),
-                                  checker_config=checker.DEFAULT)
-            _random_shadows(np.random.default_rng(seed), ctx.tracker, ("L1", "L0B"), late)
-            pipe = int(Pipe.PIPE_MTE1)
-            if by_blocks:
-                call = (datamove._track_squares, ctx, pipe, "LoadDataWithTranspose", dst,
-                        dst_frac, src, src_unit, per, True)
-            else:
-                call = (checker.copy_state, ctx, pipe, ctx.tracker.shadow("L1"), s_addr,
-                        ctx.tracker.shadow("L0B"), d_addr, "LoadDataWithTranspose")
-            try:
-                call[0](*call[1:])              # one line: the findings name it
-                err = None
-            except _KE as e:
-                err = (type(e), str(e))
-            outcome.append((err, _shadow_state(ctx.tracker, ("L1", "L0B"))))
-        (e0, s0), (e1, s1) = outcome
-        assert e0 == e1, late
-        for mem in s0:
-            for a, b in zip(s0[mem], s1[mem]):
-                np.testing.assert_array_equal(a, b)
+        _assert_same_outcome((by_blocks, by_bytes), seed, ("L1", "L0B"), late)
 
 
 @settings(max_examples=60, deadline=None)
@@ -357,38 +366,23 @@ def test_element_reads_track_as_reads_of_their_bytes(isz, offset, count, span, r
     """MemoryShadow.read_elements (Mmad's operands, Fixpipe's source) leaves the shadow as
     read_at given every byte of those elements leaves it, and reports the same finding
     (the same first never-written byte, the same race), from random histories."""
-    from types import SimpleNamespace
-    from npusim import get_soc, KernelError as _KE
-    from npusim.ascendc import checker
     from npusim.ascendc.types import Pipe
     rng = np.random.default_rng(seed)
     idx = rng.permutation(count + span)[:count]            # distinct, in any order
     idx = idx[:count // rows * rows].reshape(rows, -1) if count >= rows else idx[None]
     base = 512 * offset
     byte_addr = (base + idx[..., None] * isz + np.arange(isz)).reshape(-1)
-    for late in ((), ("L0A",)):
-        for check_init in (True, False):
-            outcome = []
-            for by_elements in (True, False):
-                ctx = SimpleNamespace(tracker=checker.UbTracker(1024, get_soc("Ascend910B1")),
-                                      checker_config=checker.DEFAULT)
-                _random_shadows(np.random.default_rng(seed), ctx.tracker, ("L0A",), late)
-                sh = ctx.tracker.shadow("L0A")
-                if by_elements:
-                    call = (sh.read_elements, ctx, int(Pipe.PIPE_M), base, idx, isz, "Mmad",
-                            check_init)
-                else:
-                    call = (sh.read_at, ctx, int(Pipe.PIPE_M), byte_addr, "Mmad", check_init)
-                try:
-                    call[0](*call[1:])              # one line: the findings name it
-                    err = None
-                except _KE as e:
-                    err = (type(e), str(e))
-                outcome.append((err, _shadow_state(ctx.tracker, ("L0A",))))
-            (e0, s0), (e1, s1) = outcome
-            assert e0 == e1, (late, check_init)
-            for a, b in zip(s0["L0A"], s1["L0A"]):
-                np.testing.assert_array_equal(a, b)
+    pipe = int(Pipe.PIPE_M)
+    for check_init in (True, False):
+        def by_elements(ctx, tracker):
+            return (tracker.shadow("L0A").read_elements, ctx, pipe, base, idx, isz, "Mmad",
+                    check_init)
+
+        def by_bytes(ctx, tracker):
+            return tracker.shadow("L0A").read_at, ctx, pipe, byte_addr, "Mmad", check_init
+
+        for late in ((), ("L0A",)):
+            _assert_same_outcome((by_elements, by_bytes), seed, ("L0A",), late)
 
 
 if __name__ == "__main__" and "--write" in sys.argv:

@@ -426,7 +426,7 @@ def LoadDataWithTranspose(dst: LocalTensor, src: LocalTensor,
     first = np.arange(repeat) * (1 + gap)
     dst_frac = first[:, None] + np.arange(per) * (1 + frac_gap)
     _write_fractals(ctx, dst, dst_frac.reshape(-1), data.reshape(-1, FRACTAL_BYTES), src,
-                    src_sq, per, PIPE_MTE1, name, pipe_name, True)
+                    src_sq, per, PIPE_MTE1, name, pipe_name)
     _cost(ctx, dst, src, repeat * per * FRACTAL_BYTES, int(src_sq[-1]), PIPE_MTE1, name)
 
 
@@ -474,22 +474,23 @@ def _read_fractals(src, index: np.ndarray, per: int, name: str, pipe: str) -> np
     return buf.reshape(-1, unit)[index]
 
 
-def _write_fractals(ctx, dst: LocalTensor, dst_frac: np.ndarray, data: np.ndarray, src,
-                    src_unit: np.ndarray, per: int, pipe, name: str, pipe_name: str,
-                    transposed: bool) -> None:
-    """Store ``data`` (one 512 B row per destination fractal) and tell the checker."""
+def _write_fractals(ctx, dst: LocalTensor, dst_frac: np.ndarray, data: np.ndarray,
+                    src: LocalTensor, src_unit: np.ndarray, per: int, pipe, name: str,
+                    pipe_name: str) -> None:
+    """Store ``data`` (one 512 B row per destination fractal: the squares of ``src`` at
+    ``src_unit``, transposed) and tell the checker."""
     buf = dst.bytes_view((int(dst_frac.max()) + 1) * FRACTAL_BYTES, name, pipe_name)
     frames = buf.reshape(-1, FRACTAL_BYTES)
     if ctx.tracker is not None:
-        _track_squares(ctx, int(pipe), name, dst, dst_frac, src, src_unit, per, transposed)
+        _track_squares(ctx, int(pipe), name, dst, dst_frac, src, src_unit, per)
     frames[dst_frac] = data
 
 
 def _track_squares(ctx, pipe: int, name: str, dst: LocalTensor, dst_frac: np.ndarray,
-                   src: LocalTensor, src_unit: np.ndarray, per: int, transposed: bool) -> None:
+                   src: LocalTensor, src_unit: np.ndarray, per: int) -> None:
     """LoadDataWithTranspose's checker work by whole 32 B blocks: the source squares read
-    (units of ``per`` fractals at ``src_unit``), their bytes' initialised state carried to
-    the destination fractals ``dst_frac`` in the order the bytes land, and those fractals
+    (units of ``per`` fractals at ``src_unit``), their bytes' initialised state carried,
+    transposed as the bytes are, to the destination fractals ``dst_frac``, and those fractals
     written. The same checks, messages and state as :func:`checker.copy_state` given every
     byte's address, without the per-byte addresses (both operands are 32 B aligned)."""
     unit = per * FRACTAL_BYTES
@@ -502,10 +503,8 @@ def _track_squares(ctx, pipe: int, name: str, dst: LocalTensor, dst_frac: np.nda
     s_init = s_sh.init[src.offset:s_hi].reshape(-1, unit)[src_unit]
     if s_init.all():                    # nearly always: no order to keep
         s_init = True
-    elif transposed:
-        s_init = s_init[:, _square_perm(dst.dtype.itemsize, per)].reshape(-1, FRACTAL_BYTES)
     else:
-        s_init = s_init.reshape(-1, FRACTAL_BYTES)
+        s_init = s_init[:, _square_perm(dst.dtype.itemsize, per)].reshape(-1, FRACTAL_BYTES)
     d_lo = dst.offset + int(dst_frac.min()) * FRACTAL_BYTES
     d_hi = dst.offset + (int(dst_frac.max()) + 1) * FRACTAL_BYTES
     d_blk = (dst.offset >> 5) + dst_frac[:, None] * (FRACTAL_BYTES // 32) + np.arange(16)
