@@ -21,10 +21,13 @@ of calling the kernel function once per block, :func:`run_blocks` calls it once 
   (``ctx.batch_ok``, set by the batch-aware instructions: the queue/buffer calls,
   SetFlag/WaitFlag/PipeBarrier, DataCopy and DataCopyPad between GM and UB and UB to UB,
   the level-2 ("first n elements") vector family of :mod:`npusim.ascendc.vector`,
-  Duplicate, Cast, Power, GetValue/SetValue). Any other instruction that reaches for UB
-  bytes, a cube memory or GM in a group raises :class:`Divergence` into single blocks,
-  so an instruction not written for groups runs per block instead of computing on the
-  wrong axis.
+  Duplicate, Cast, Power, GetValue/SetValue). The cube memories (L1, L0A, L0B, L0C, ...)
+  are ``[G, size]`` arrays likewise, reachable by the cube instructions written for groups
+  (:func:`npusim.ascendc.cube.common.stacked`): DataCopy with Nd2NzParams from GM, LoadData
+  from L1, LoadDataWithTranspose, Mmad, and Fixpipe to GM or L1 (without a per-column
+  scale table or atomics). Any other instruction that reaches for UB bytes, a cube memory
+  or GM in a group raises :class:`Divergence` into single blocks, so an instruction not
+  written for groups runs per block instead of computing on the wrong axis.
 * The group keeps one record list: a record is a function of the instruction's
   parameters, the same for every member, except GM addresses in DMA keys, which are
   :class:`BlockVector` values and are materialised per member (:meth:`GroupContext.member`).
@@ -50,7 +53,9 @@ Identity with per-block execution, and how it is kept:
   block writes. Every GM access of the launch is logged (address, bytes, read or write);
   at the end, if any block reads or writes bytes another block writes (which includes
   atomic accumulation into shared bytes, whose float order would change), every write of
-  the launch is undone and the launch runs again block after block. Undo costs one copy of
+  the launch is undone and the launch runs again block after block. A store that writes
+  rows inside a span (Fixpipe's tile of C) logs its rows, so that blocks writing
+  interleaved tiles of one matrix do not count as touching each other's bytes. Undo costs one copy of
   the bytes each GM store overwrites, taken only in lockstep launches.
 * Errors: any :class:`KernelError` in a lockstep launch undoes it and re-runs it block
   after block, so the error (core, instruction, line) and the partial GM writes are the
@@ -306,8 +311,8 @@ class GroupContext(_core.CoreContext):
     """A :class:`CoreContext` for G blocks run together (``members``, in block order).
 
     ``block_idx`` is a :class:`BlockVector`; the UB is ``[G, ub_size]`` and reachable only
-    while a batch-aware instruction runs (``batch_ok``); cube memories are not (any use
-    diverges into single blocks). Records, byte counts, GM stores and the GM access log
+    while a batch-aware instruction runs (``batch_ok``), and so are its cube memories
+    (``[G, size]``, allocated on first use). Records, byte counts, GM stores and the GM access log
     are kept once for the group, with BlockVectors where members differ, and split per
     member by :meth:`member`.
 
@@ -365,9 +370,20 @@ class GroupContext(_core.CoreContext):
             self.trace_lines.append(_core.kernel_source_line())
 
     def memory(self, mem: str, instruction: str = "LocalTensor") -> np.ndarray:
+        """The group's ``[G, size]`` bytes of ``mem``, reachable while a batch-aware
+        instruction runs (the UB, and the cube memories for the cube instructions written
+        for groups); a cube memory is allocated, poisoned, the first time the group uses it,
+        as a block's is."""
         if mem == _core.UB:
             return self.ub
-        raise Divergence(self.singletons)     # cube memories: per block
+        if not self.batch_ok:
+            raise Divergence(self.singletons)
+        buf = self.mems.get(mem)
+        if buf is None:
+            self.require_memory(mem, instruction)
+            buf = self.mems[mem] = _group_memory(mem, self.size, _core.memory_size(self.soc,
+                                                                                   mem))
+        return buf
 
     def members_results(self) -> list:
         """What per-block execution leaves of each member: its records, counters, warnings
@@ -472,6 +488,44 @@ def gm_rows(ctx: GroupContext, gt, rows: int, row: int, pitch: int, write: bool)
     return views
 
 
+def gm_spans(ctx, gt, nbytes: int, instruction: str, pipe: str, write: bool = False,
+             rows: list | None = None) -> list:
+    """The ``nbytes`` of GM from ``gt``'s start for each member of ``ctx`` (a group's
+    members, or a plain block alone): a list of uint8 views, one per member.
+
+    ``rows`` (stores): the (byte offset from ``gt``'s start, row bytes, pitch, row count)
+    runs the access really touches inside the span; they are what the launch logs and what
+    the undo log keeps, so that blocks storing interleaved tiles of one matrix (a matmul's
+    C) do not count as touching each other's bytes, and undo copies no more than was
+    stored. Outside a lockstep launch this is ``gt.bytes_view``; in a group a range outside
+    its allocation diverges into single blocks, where the per-block checks raise the error.
+    """
+    if not ctx.is_group:
+        if ctx.gm_log is None:
+            return [gt.bytes_view(nbytes, instruction, pipe)]
+        view = gt._checked_view(nbytes, instruction, pipe)
+        views = [view]
+    else:
+        addrs, allocs = values(gt.address, ctx.size), values(gt._alloc, ctx.size)
+        views = []
+        for a, al in zip(addrs, allocs):
+            if al is None or a < al.base or a + nbytes > al.end:
+                raise Divergence(ctx.singletons)
+            views.append(al.buf[a - al.base:a - al.base + nbytes])
+    if not write or rows is None:
+        ctx.gm_log.append((gt.address, nbytes, write))
+        if write:
+            for v in views:
+                ctx.undo.save(v)
+        return views
+    for off, row, pitch, count in rows:
+        ctx.gm_log.append((gt.address + off, row, True, count, pitch))
+        for v in views:
+            ctx.undo.save(as_strided(v[off:], shape=(count, row), strides=(pitch, 1),
+                                     writeable=True))
+    return views
+
+
 def ub_rows(ub2: np.ndarray, rows: int, row: int, pitch: int) -> np.ndarray:
     """``[G, rows, row]`` view of a group's ``[G, span]`` UB bytes, rows ``pitch`` apart."""
     return as_strided(ub2, shape=(ub2.shape[0], rows, row), strides=(ub2.strides[0], pitch, 1),
@@ -572,11 +626,30 @@ def _merged(lo, hi, owner, width: int):
 def cross_block_conflict(logs: dict) -> bool:
     """Whether some block reads or writes GM bytes that another block writes.
 
-    ``logs``: block -> list of (address, nbytes, is_write)."""
-    rows = [(a, a + n, b, w) for b, log in logs.items() for a, n, w in log if n > 0]
-    if not rows:
+    ``logs``: block -> list of (address, nbytes, is_write), or of (address, nbytes,
+    is_write, count, pitch) for ``count`` runs of ``nbytes`` ``pitch`` apart."""
+    rows, runs = [], []
+    for b, log in logs.items():
+        for e in log:
+            if e[1] <= 0:
+                continue
+            if len(e) == 3:
+                rows.append((e[0], e[0] + e[1], b, e[2]))
+            else:
+                runs.append((e[0], e[1], b, e[2], e[3], e[4]))
+    if runs:              # one row per run (numpy: a matmul's C tile is some hundred rows)
+        r = np.array(runs, dtype=np.int64)
+        count = r[:, 4]
+        first = np.repeat(np.cumsum(count) - count, count)
+        lo = np.repeat(r[:, 0], count) + (np.arange(int(count.sum())) - first) * np.repeat(
+            r[:, 5], count)
+        expanded = np.stack([lo, lo + np.repeat(r[:, 1], count), np.repeat(r[:, 2], count),
+                             np.repeat(r[:, 3], count)], axis=1)
+        arr = np.concatenate([np.array(rows, dtype=np.int64).reshape(-1, 4), expanded])
+    elif rows:
+        arr = np.array(rows, dtype=np.int64)
+    else:
         return False
-    arr = np.array(rows, dtype=np.int64)
     write = arr[:, 3].astype(bool)
     if not write.any():
         return False
@@ -585,14 +658,23 @@ def cross_block_conflict(logs: dict) -> bool:
     width = int(hi.max()) + 1
     if width * (int(owner.max()) + 2) >= 1 << 62:
         return True                                  # beyond the merge's range: be safe
-    wl, wh, wo = _merged(lo[write], hi[write], owner[write], width)
-    al, ah, ao = _merged(lo, hi, owner, width)
-    chunk = max(1, 4_000_000 // max(len(al), 1))
-    for s in range(0, len(wl), chunk):
-        l, h, o = wl[s:s + chunk, None], wh[s:s + chunk, None], wo[s:s + chunk, None]
-        if ((l < ah) & (al < h) & (o != ao)).any():
-            return True
-    return False
+    wl, wh, _ = _merged(lo[write], hi[write], owner[write], width)
+    al, ah, _ = _merged(lo, hi, owner, width)
+    # each block's accesses merged, so the number of intervals covering a byte is the number
+    # of blocks touching it: a conflict is a written byte that two or more blocks touch (a
+    # block's writes are among its accesses). Sweep the coverage, keep its >= 2 segments,
+    # and look each write interval up among them (sorted and disjoint).
+    pos = np.concatenate([al, ah])
+    delta = np.concatenate([np.ones(len(al), np.int64), -np.ones(len(ah), np.int64)])
+    order = np.lexsort((delta, pos))            # at one position, ends before starts
+    pos, cover = pos[order], np.cumsum(delta[order])
+    multi = (cover[:-1] >= 2) & (pos[1:] > pos[:-1])
+    ml, mh = pos[:-1][multi], pos[1:][multi]
+    if not len(ml):
+        return False
+    j = np.searchsorted(mh, wl, side="right")   # the first such segment ending after wl
+    ok = j < len(ml)
+    return bool((ml[j[ok]] < wh[ok]).any())
 
 
 # -- the launch loop --------------------------------------------------------------------------
@@ -641,6 +723,22 @@ def _group_ub(members: int, ub_size: int) -> np.ndarray:
     ub2 = buf[:need].reshape(members, ub_size)
     ub2.fill(_core.UB_POISON)
     return ub2
+
+
+#: the bytes behind the groups' cube memories (L1, L0A, ...), kept like the UB's
+_MEM_POOL: dict = {}
+
+
+def _group_memory(mem: str, members: int, size: int) -> np.ndarray:
+    """A ``[members, size]`` poisoned ``mem`` for a group (one pool per memory: the groups of
+    a launch run one after another, as for :func:`_group_ub`)."""
+    need = members * size
+    buf = _MEM_POOL.get(mem)
+    if buf is None or buf.size < need:
+        buf = _MEM_POOL[mem] = np.empty(need, dtype=np.uint8)
+    out = buf[:need].reshape(members, size)
+    out.fill(_core.UB_POISON)
+    return out
 
 
 def _apart(part: tuple, tracked) -> list:
@@ -721,7 +819,7 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
                 pending = _order(list(div.parts) + pending)
                 if all(len(p) == 1 for p in final + pending):
                     # nothing left to run together: block after block is the same work
-                    # without the undo log (a cube kernel's first instruction gets here)
+                    # without the undo log (a kernel whose first instruction diverges)
                     _restore(undo)
                     undo.close()
                     if key is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import npusim.launch as NL
 from npusim import GlobalMemory, KernelError, get_soc, lockstep, run_kernel
@@ -103,13 +104,42 @@ def test_cross_block_conflicts():
     assert c({0: [(0, 64, False)], 1: [(60, 8, True)]})
     assert c({0: [(0, 64, True)], 1: [(63, 1, True)]})
     assert not c({0: [(1 << 45, 64, True)], 1: [((1 << 45) + 64, 64, True)]})
+    # runs of rows: tiles of one matrix interleaved between blocks do not touch
+    assert not c({0: [(0, 40, True, 3, 100)], 1: [(40, 40, True, 3, 100)]})
+    assert c({0: [(0, 40, True, 3, 100)], 1: [(30, 40, True, 3, 100)]})
+    assert c({0: [(0, 40, True, 3, 100)], 1: [(210, 10, False)]})       # the third row
+    assert not c({0: [(0, 40, True, 3, 100)], 1: [(250, 10, False)]})
+
+
+_ENTRY = st.one_of(
+    st.tuples(st.integers(0, 120), st.integers(0, 24), st.booleans()),
+    st.tuples(st.integers(0, 120), st.integers(0, 24), st.booleans(), st.integers(1, 4),
+              st.integers(1, 40)))
+
+
+@given(st.dictionaries(st.integers(0, 3), st.lists(_ENTRY, max_size=5), max_size=4))
+def test_cross_block_conflicts_are_those_of_the_bytes(logs):
+    """Against the definition written over byte sets: a block writes a byte another block
+    reads or writes."""
+    touched, written = {}, {}
+    for b, log in logs.items():
+        for e in log:
+            count, pitch = (e[3], e[4]) if len(e) == 5 else (1, 0)
+            rows = {e[0] + r * pitch + i for r in range(count) for i in range(e[1])}
+            touched.setdefault(b, set()).update(rows)
+            if e[2]:
+                written.setdefault(b, set()).update(rows)
+    want = any(written.get(b, set()) & touched.get(c, set()) for b in logs for c in logs
+               if c != b)
+    assert lockstep.cross_block_conflict(logs) == want
 
 
 # -- the differential harness --------------------------------------------------------------------
 
 class Stats:
     launches = 0
-    grouped = 0
+    grouped = 0        # groups started
+    completed = 0      # groups that ran the kernel to its end (no divergence into parts)
 
 
 def _normalised(records):
@@ -131,6 +161,7 @@ def differential():
     """Run every launch in the block twice, per block then in lockstep from the same GM,
     and assert that they agree in everything observable."""
     orig_launch, orig_sim, orig_group = NL._launch, NL.simulate, lockstep.GroupContext.__init__
+    orig_results = lockstep.GroupContext.members_results
     captured = []
     stats = Stats()
 
@@ -141,6 +172,10 @@ def differential():
     def group_init(self, *a, **k):
         stats.grouped += 1
         orig_group(self, *a, **k)
+
+    def results(self):
+        stats.completed += 1
+        return orig_results(self)
 
     def run(args, mode):
         captured.clear()
@@ -187,11 +222,13 @@ def differential():
 
     NL._launch, NL.simulate = launch, sim
     lockstep.GroupContext.__init__ = group_init
+    lockstep.GroupContext.members_results = results
     try:
         yield stats
     finally:
         NL._launch, NL.simulate = orig_launch, orig_sim
         lockstep.GroupContext.__init__ = orig_group
+        lockstep.GroupContext.members_results = orig_results
 
 
 @pytest.fixture(autouse=True)
@@ -273,6 +310,46 @@ def test_operator_tests_agree_both_ways(module, func, params, tmp_path):
     finally:
         runtime.reset()
     assert stats.launches > 0
+
+
+MATMULS = [  # (m, k, n, dtype, transpose A, transpose B, batch)
+    (600, 700, 400, np.float16, False, False, None),   # rounds of tiles, several L1 chunks
+    (300, 130, 280, "bf16", True, False, None),        # A^T: LoadData with ifTranspose
+    (256, 96, 200, np.float32, True, True, None),      # float A^T: LoadDataWithTranspose
+    (200, 72, 300, np.float32, False, False, None),    # float B: LoadDataWithTranspose
+    (257, 40, 300, np.float32, False, False, None),    # a one-row block (FillOneRow)
+    (96, 40, 64, np.float16, False, True, (3,)),       # BatchMatMul, B^T already ZN
+]
+
+
+@pytest.mark.parametrize("case", MATMULS, ids=lambda c: "x".join(map(str, c[:3])) + (
+    f"-{np.dtype(c[3]).name if c[3] != 'bf16' else 'bf16'}{'-At' * c[4]}{'-Bt' * c[5]}"))
+def test_matmul_runs_in_lockstep_groups_and_agrees(case, tmp_path):
+    """MatMulV3 / BatchMatMulV3: blocks with as many base blocks of one shape run their cube
+    instructions (ND2NZ DataCopy, LoadData, LoadDataWithTranspose, Mmad, Fixpipe) as one
+    group, tracked blocks included; GM, records, profiles and findings are the per-block
+    ones, and the product is the cube's order."""
+    import ml_dtypes
+    sys.path.insert(0, str(ROOT / "tests"))
+    from aclnn import runtime
+    from aclnn_helpers import open_stream, to_device
+    from test_matmul_op import cube_order, k0_of, rand, run, transposed_view
+    m, k, n, dtype, ta, tb, batch = case
+    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bf16" else np.dtype(dtype)
+    lead = batch or ()
+    rng = np.random.default_rng(m + k + n)
+    a, b = rand(rng, (*lead, m, k), dt), rand(rng, (*lead, k, n), dt)
+    open_stream(tmp_path)
+    try:
+        with differential() as stats:
+            got, td, _, _ = run("BatchMatMul" if batch else "Matmul",
+                                transposed_view(a) if ta else to_device(a),
+                                transposed_view(b) if tb else to_device(b), (*lead, m, n), dt)
+    finally:
+        runtime.reset()
+    assert (td.transposeA, td.transposeB) == (ta, tb)
+    assert stats.completed > 0, "no group of cube blocks ran to its end"
+    np.testing.assert_array_equal(got, cube_order(a, b, k0_of(dt), dt))
 
 
 @pytest.mark.parametrize("dtype,alpha,out", [(np.float32, 1.0, np.float32),

@@ -120,12 +120,18 @@ class KernelMatmul:
         self.ldb = t.Kb if self.transB else t.N
 
     def Process(self):
+        """The base blocks ``GetBlockIdx() + i * usedCoreNum`` (``tiling.tiles``), written as
+        the C++ loop ``for (tile = GetBlockIdx(); tile < totalTiles; tile += usedCoreNum)``:
+        blocks with as many base blocks of the same shape run in lockstep
+        (:mod:`npusim.lockstep`)."""
         tiling, t = self.tiling, self.mm
-        for tile in tiling.tiles(GetBlockIdx()):
+        tile = GetBlockIdx()
+        while tile < tiling.totalTiles:
             batch, m0, n0 = tiling.tile_origin(tile)
             aOff, bOff = tiling.batch_offsets(batch)
             mAct, nAct = min(t.baseM, t.M - m0), min(t.baseN, t.N - n0)
             self.ComputeTile(aOff, bOff, batch * t.M * t.N, m0, n0, mAct, nAct)
+            tile += t.usedCoreNum
 
     def ComputeTile(self, aOff, bOff, cOff, m0, n0, mAct, nAct):
         """One base block: K in L1 chunks, each in L0 steps, then Fixpipe."""

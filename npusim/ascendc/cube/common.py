@@ -77,6 +77,21 @@ def byte_addr(t, elem_idx: np.ndarray) -> np.ndarray:
             + np.arange(isz)).reshape(-1)
 
 
+def stacked(ctx, fetch, *args) -> np.ndarray:
+    """``fetch(*args)`` (a LocalTensor's ``elements`` or ``bytes_view``) with a leading axis
+    of one entry per member block: a lockstep group's ``[G, ...]`` view of its memories
+    (reachable while it is fetched), a plain block's view as ``[1, ...]``. The cube
+    instructions work on this axis, so one call moves or multiplies every member's tile and
+    a block runs the very same code (:mod:`npusim.lockstep`)."""
+    if not ctx.is_group:
+        return fetch(*args)[None]
+    ctx.batch_ok = True
+    try:
+        return fetch(*args)
+    finally:
+        ctx.batch_ok = False
+
+
 def shadow(ctx, t: LocalTensor):
     """The checker's shadow of ``t``'s memory, or None on an untracked block."""
     tracker = ctx.tracker

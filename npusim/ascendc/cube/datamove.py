@@ -27,12 +27,13 @@ import functools
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from npusim import lockstep as _lockstep
 from npusim.ascendc import checker
 from npusim.ascendc import core as _core
 from npusim.ascendc import datacopy as _dc
 from npusim.ascendc.cube.common import (FRACTAL_BYTES, byte_addr, ceil_div, check_range,
                                         mte1_cycles, not_modelled, record_op, require_aligned,
-                                        require_local, shadow)
+                                        require_local, shadow, stacked)
 from npusim.ascendc.tensor import GlobalTensor, LocalTensor
 from npusim.ascendc.types import (PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, DataCopyParams,
                                   LoadData2DParams, LoadData2dTransposeParams, Nd2NzParams,
@@ -178,15 +179,11 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
     c0 = 32 // isz
     width = ceil_div(d, c0) * c0                       # a row padded to whole 32 B blocks
     span = (nd - 1) * s_nd + (n - 1) * s_d + d          # GM elements touched
-    gm = src.bytes_view(span * isz, name, pipe)             # the GM bytes read
+    gms = _lockstep.gm_spans(ctx, src, span * isz, name, pipe)   # each member's GM bytes
     whole = width == d      # whole 32 B blocks: no padding to add, the GM view is the data
-    data = None
-    if not whole:
-        data = np.zeros((nd, n, width), dtype=dst.dtype)
-        data[:, :, :d] = _gm_rows(gm, src.dtype, nd, n, d, s_nd, s_d)
     nblk = width // c0
     last = (nd - 1) * ms + (n - 1) * ns * c0 + (nblk - 1) * c0s * c0 + c0   # elements touched
-    view = dst.elements(last, name, pipe)
+    views = stacked(ctx, dst.elements, last, name, pipe)
     sh = shadow(ctx, dst)
     disjoint = c0s >= (n - 1) * ns + 1 and (nd == 1 or ms >= last - (nd - 1) * ms)
     # whole 32 B blocks land on whole blocks: the checker is told the blocks, not the bytes
@@ -203,15 +200,19 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
                + (c // c0) * c0s * c0 + c % c0)
         if sh is not None and not by_blocks:
             sh.write_at(ctx, int(PIPE_MTE2), byte_addr(dst, off), name)
-    if disjoint and whole:   # whole blocks straight from GM, each moved as one item
-        _block32(view.view(np.uint8), (nd, n, nblk), (ms * isz, ns * 32, c0s * 32))[...] = (
-            _block32(gm, (nd, n, nblk), (s_nd * isz, s_d * isz, 32)))
-    elif disjoint:     # no two destinations overlap: one strided store of the 32 B blocks
-        as_strided(view, shape=(nd, n, nblk, c0),
-                   strides=(ms * isz, ns * c0 * isz, c0s * c0 * isz, isz))[...] = (
-            data.reshape(nd, n, nblk, c0))
-    else:                                              # later matrices/rows win, as in the loop
-        view[off] = _gm_rows(gm, src.dtype, nd, n, d, s_nd, s_d) if whole else data
+    for view, gm in zip(views, gms):                   # each member block's copy
+        if not whole:
+            data = np.zeros((nd, n, width), dtype=dst.dtype)
+            data[:, :, :d] = _gm_rows(gm, src.dtype, nd, n, d, s_nd, s_d)
+        if disjoint and whole:   # whole blocks straight from GM, each moved as one item
+            _block32(view.view(np.uint8), (nd, n, nblk), (ms * isz, ns * 32, c0s * 32))[...] = (
+                _block32(gm, (nd, n, nblk), (s_nd * isz, s_d * isz, 32)))
+        elif disjoint:     # no two destinations overlap: one strided store of the 32 B blocks
+            as_strided(view, shape=(nd, n, nblk, c0),
+                       strides=(ms * isz, ns * c0 * isz, c0s * c0 * isz, isz))[...] = (
+                data.reshape(nd, n, nblk, c0))
+        else:                                          # later matrices/rows win, as in the loop
+            view[off] = _gm_rows(gm, src.dtype, nd, n, d, s_nd, s_d) if whole else data
     _dc._dma(ctx, True, nd * n * d * isz, name, src, span * isz)
 
 
@@ -314,11 +315,11 @@ def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams) -> None:
         return
     last = start + (repeat - 1) * stride                     # the furthest source fractal
     # strided views of both sides and one copy: fractal ``start + r*srcStride`` of the
-    # source onto fractal ``r*(1 + dstGap)`` of the destination
-    s_frames = _frames(src.bytes_view((last + 1) * FRACTAL_BYTES, name, pipe_name), start,
-                       stride, repeat)
-    d_frames = dst.bytes_view(((repeat - 1) * (1 + gap) + 1) * FRACTAL_BYTES, name,
-                              pipe_name).reshape(-1, FRACTAL_BYTES)[::1 + gap]
+    # source onto fractal ``r*(1 + dstGap)`` of the destination, for every member block
+    s_frames = _frames(stacked(ctx, src.bytes_view, (last + 1) * FRACTAL_BYTES, name,
+                               pipe_name), start, stride, repeat)
+    d_frames = _fractals(stacked(ctx, dst.bytes_view, ((repeat - 1) * (1 + gap) + 1)
+                                 * FRACTAL_BYTES, name, pipe_name))[:, ::1 + gap]
     transpose = bool(p.ifTranspose)
     if ctx.tracker is not None:
         _track_load(ctx, int(pipe), name, dst, src, start, stride, repeat, gap, transpose)
@@ -326,21 +327,27 @@ def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams) -> None:
     _cost(ctx, dst, src, repeat * FRACTAL_BYTES, last, pipe, name)
 
 
+def _fractals(buf: np.ndarray) -> np.ndarray:
+    """``[G, n]`` bytes (one row per member block) as ``[G, n / 512, 512]`` fractals (a view:
+    only the contiguous last axis is split)."""
+    return buf.reshape(buf.shape[0], -1, FRACTAL_BYTES)
+
+
 def _frames(buf: np.ndarray, start: int, stride: int, repeat: int) -> np.ndarray:
-    """(repeat, 512) view of fractals ``start + r*stride`` of ``buf`` (its last axis)."""
-    frames = buf.reshape(-1, FRACTAL_BYTES)
+    """``[G, repeat, 512]`` view of fractals ``start + r*stride`` of each row of ``buf``."""
+    frames = _fractals(buf)
     if stride == 0:                                   # one fractal read ``repeat`` times
-        return np.broadcast_to(frames[start], (repeat, FRACTAL_BYTES))
-    return frames[start:start + (repeat - 1) * stride + 1:stride]
+        return np.broadcast_to(frames[:, start:start + 1], (len(buf), repeat, FRACTAL_BYTES))
+    return frames[:, start:start + (repeat - 1) * stride + 1:stride]
 
 
 def _store_frames(d_frames: np.ndarray, s_frames: np.ndarray, transpose: bool) -> None:
-    """``d_frames[...] = s_frames``, each 16 x 16 fractal of 2-byte elements transposed on
-    the way when ``transpose`` (Load2D.md ifTranspose)."""
+    """``d_frames[...] = s_frames`` (``[G, repeat, 512]``), each 16 x 16 fractal of 2-byte
+    elements transposed on the way when ``transpose`` (Load2D.md ifTranspose)."""
     if transpose:       # as 2-byte words: each element's bytes move together
         d3 = d_frames.view(np.uint16)
-        d3.shape = (len(d_frames), 16, 16)        # a view (assigning shape never copies)
-        d3[...] = s_frames.view(np.uint16).reshape(-1, 16, 16).transpose(0, 2, 1)
+        d3.shape = d_frames.shape[:2] + (16, 16)  # a view (assigning shape never copies)
+        d3[...] = s_frames.view(np.uint16).reshape(d3.shape).transpose(0, 1, 3, 2)
     else:
         d_frames[...] = s_frames
 
@@ -365,7 +372,7 @@ def _track_load(ctx, pipe: int, name: str, dst: LocalTensor, src, start: int, st
     d_lo = dst.offset
     d_hi = d_lo + ((repeat - 1) * (1 + gap) + 1) * FRACTAL_BYTES
     d_blocks = _fractal_blocks(d_lo, 0, 1 + gap, repeat)
-    d_init = d_sh.init[d_lo:d_hi].reshape(-1, FRACTAL_BYTES)[::1 + gap]
+    d_init = _fractals(d_sh.init[None, d_lo:d_hi])[:, ::1 + gap]
     if isinstance(src, GlobalTensor):
         d_sh.write_blocks(ctx, pipe, d_blocks, d_lo, d_hi, name)
         d_init[...] = True
@@ -376,7 +383,7 @@ def _track_load(ctx, pipe: int, name: str, dst: LocalTensor, src, start: int, st
     s_sh.read_blocks(ctx, pipe, _fractal_blocks(src.offset, start, max(stride, 1),
                                                 1 if stride == 0 else repeat),
                      s_lo, s_hi, name)
-    s_init = _frames(s_sh.init[src.offset:s_hi], start, stride, repeat)
+    s_init = _frames(s_sh.init[None, src.offset:s_hi], start, stride, repeat)
     s_init = True if s_init.all() else s_init.copy()     # all written: nearly always
     d_sh.write_blocks(ctx, pipe, d_blocks, d_lo, d_hi, name)
     if s_init is True:
@@ -421,12 +428,12 @@ def LoadDataWithTranspose(dst: LocalTensor, src: LocalTensor,
     isz = dst.dtype.itemsize
     per = 1 if isz == 2 else 2                           # fractals per square
     src_sq = start + np.arange(repeat) * stride
-    data = _read_fractals(src, src_sq, per, name, pipe_name)   # (repeat, per * 512) bytes
-    data = data[:, _square_perm(isz, per)]               # transposed, split into fractals
+    data = _read_fractals(ctx, src, src_sq, per, name, pipe_name)   # [G, repeat, per * 512]
+    data = data[..., _square_perm(isz, per)]             # transposed, split into fractals
     first = np.arange(repeat) * (1 + gap)
     dst_frac = first[:, None] + np.arange(per) * (1 + frac_gap)
-    _write_fractals(ctx, dst, dst_frac.reshape(-1), data.reshape(-1, FRACTAL_BYTES), src,
-                    src_sq, per, PIPE_MTE1, name, pipe_name)
+    _write_fractals(ctx, dst, dst_frac.reshape(-1), _fractals(data.reshape(len(data), -1)),
+                    src, src_sq, per, PIPE_MTE1, name, pipe_name)
     _cost(ctx, dst, src, repeat * per * FRACTAL_BYTES, int(src_sq[-1]), PIPE_MTE1, name)
 
 
@@ -466,24 +473,25 @@ def _check_load_types(ctx, name: str, dst, src, pipe: str) -> None:
                             "Load2D.md: L0A/L0B 512 B, L1 32 B")
 
 
-def _read_fractals(src, index: np.ndarray, per: int, name: str, pipe: str) -> np.ndarray:
-    """The ``per`` consecutive fractals at each of ``index`` (units of ``per`` fractals)."""
+def _read_fractals(ctx, src, index: np.ndarray, per: int, name: str, pipe: str) -> np.ndarray:
+    """The ``per`` consecutive fractals at each of ``index`` (units of ``per`` fractals),
+    ``[G, len(index), per * 512]``."""
     unit = per * FRACTAL_BYTES
     nbytes = (int(index.max()) + 1) * unit
-    buf = src.bytes_view(nbytes, name, pipe)
-    return buf.reshape(-1, unit)[index]
+    buf = stacked(ctx, src.bytes_view, nbytes, name, pipe)
+    return buf.reshape(len(buf), -1, unit)[:, index]
 
 
 def _write_fractals(ctx, dst: LocalTensor, dst_frac: np.ndarray, data: np.ndarray,
                     src: LocalTensor, src_unit: np.ndarray, per: int, pipe, name: str,
                     pipe_name: str) -> None:
-    """Store ``data`` (one 512 B row per destination fractal: the squares of ``src`` at
-    ``src_unit``, transposed) and tell the checker."""
-    buf = dst.bytes_view((int(dst_frac.max()) + 1) * FRACTAL_BYTES, name, pipe_name)
-    frames = buf.reshape(-1, FRACTAL_BYTES)
+    """Store ``data`` (``[G, fractals, 512]``: the squares of ``src`` at ``src_unit``,
+    transposed, one row per destination fractal) and tell the checker."""
+    frames = _fractals(stacked(ctx, dst.bytes_view, (int(dst_frac.max()) + 1) * FRACTAL_BYTES,
+                               name, pipe_name))
     if ctx.tracker is not None:
         _track_squares(ctx, int(pipe), name, dst, dst_frac, src, src_unit, per)
-    frames[dst_frac] = data
+    frames[:, dst_frac] = data
 
 
 def _track_squares(ctx, pipe: int, name: str, dst: LocalTensor, dst_frac: np.ndarray,

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from npusim import lockstep as _lockstep
 from npusim.ascendc import core as _core
 from npusim.ascendc.cube.common import (BLOCK_CUBE, byte_addr, ceil_div, check_range,
                                         fixpipe_cycles, not_modelled, record_op, require_aligned,
-                                        require_local, shadow)
+                                        require_local, shadow, stacked)
 from npusim.ascendc.tensor import GlobalTensor, LocalTensor
 from npusim.ascendc.types import (CFG_ROW_MAJOR, PIPE_FIX, CacheMode, CO2Layout, FixpipeConfig,
                                   FixpipeParamsV220, QuantMode_t, bfloat16_t, float32, half,
@@ -104,7 +105,10 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR)
     r, c = np.arange(m)[:, None], np.arange(n)[None, :]
     s_idx = (np.arange(count)[:, None, None] * src_nd * 256
              + (c // 16) * src_stride * 16 + r * 16 + c % 16)
-    values = src.elements(int(s_idx.max()) + 1, name, pipe)[s_idx]
+    # [G, count, m, n]: one entry per member block (a lockstep group's, or a block's one)
+    values = stacked(ctx, src.elements, int(s_idx.max()) + 1, name, pipe)[:, s_idx]
+    if table is not None and ctx.is_group:
+        ctx.split()                  # per-column tables: per block (a scale row per member)
     scale = _scales(ctx, table, p, n)
     out = _convert(values, Q(p.quantPre), scale, bool(p.reluEn), dst.dtype)
     if nd_out:
@@ -208,18 +212,24 @@ def _to_gm(ctx, dst: GlobalTensor, d_idx, out, m, n, count, dst_nd, p, nd_out) -
         raise AlignmentError(name, f"GM address 0x{dst.address:x} is not aligned to "
                              f"sizeof({dst.dtype.name})", pipe=pipe)
     span = (int(d_idx.max()) + 1) * isz
-    gm = dst.bytes_view(span, name, pipe).view(dst.dtype)
+    # the rows stored: (byte offset from dst, row bytes, pitch, rows)
+    rows = [(i * dst_nd * isz, n * isz, int(p.dstStride) * isz, m)
+            for i in range(count)] if nd_out else \
+           [(0, m * 16 * isz, int(p.dstStride) * 32, n // 16)]
+    if ctx.atomic_dtype is not None and ctx.is_group:
+        ctx.split()                  # atomic stores: per block (their accumulation order)
+    gms = _lockstep.gm_spans(ctx, dst, span, name, pipe, True, rows)   # one per member block
+    for gm, member_out in zip(gms, out):
+        gm = gm.view(dst.dtype)
+        if ctx.atomic_dtype is None:
+            gm[d_idx] = member_out
+        else:                                # SetAtomicAdd<T>: add into GM as T
+            gm[d_idx] = _accumulated(ctx, gm, d_idx, member_out)
     if ctx.atomic_dtype is None:
-        gm[d_idx] = out
-        rows = [(dst.address + i * dst_nd * isz, n * isz, int(p.dstStride) * isz, m)
-                for i in range(count)] if nd_out else \
-               [(dst.address, m * 16 * isz, int(p.dstStride) * 32, n // 16)]
-        for addr, row, pitch, nrows in rows:
-            ctx.gm_writes.append((addr, row, pitch, nrows, ctx.sync_all_count,
+        for off, row, pitch, nrows in rows:
+            ctx.gm_writes.append((dst.address + off, row, pitch, nrows, ctx.sync_all_count,
                                   kernel_source_line()))
-    else:                                    # SetAtomicAdd<T>: add into GM as T
-        gm[d_idx] = _accumulated(ctx, gm, d_idx, out)
-    nbytes = out.size * isz
+    nbytes = out[0].size * isz
     ctx.bytes_written += nbytes
     key = (dst.address, span, dst.cache_mode is CacheMode.CACHE_MODE_DISABLE)
     ctx.record(_core.DMA_OUT, PIPE_FIX, 0.0, nbytes, key, name)
@@ -233,9 +243,9 @@ def _accumulated(ctx, gm, d_idx, out):
 
 def _to_l1(ctx, dst: LocalTensor, d_idx, out) -> None:
     name = "Fixpipe"
-    view = dst.elements(int(d_idx.max()) + 1, name, "PIPE_FIX")
+    view = stacked(ctx, dst.elements, int(d_idx.max()) + 1, name, "PIPE_FIX")
     sh = shadow(ctx, dst)
     if sh is not None:
         sh.write_at(ctx, int(PIPE_FIX), byte_addr(dst, d_idx), name)
-    view[d_idx] = out
-    record_op(ctx, PIPE_FIX, fixpipe_cycles(ctx.soc, out.size), name)
+    view[:, d_idx] = out
+    record_op(ctx, PIPE_FIX, fixpipe_cycles(ctx.soc, out[0].size), name)

@@ -18,7 +18,7 @@ import numpy as np
 from npusim.ascendc import core as _core
 from npusim.ascendc.cube.common import (BLOCK_CUBE, ceil_div, check_range, k0_of,
                                         mmad_cycles, not_modelled, record_op, require_aligned,
-                                        require_local, shadow)
+                                        require_local, shadow, stacked)
 from npusim.ascendc.types import PIPE_M, MmadParams, bfloat16_t, float32, half, int8_t, int32_t
 from npusim.errors import DtypeError, KernelError
 
@@ -79,23 +79,28 @@ def Mmad(dst, fm, filter, *args) -> None:
     k0 = k0_of(fm.dtype)
     M1, N1, K1 = ceil_div(m, BLOCK_CUBE), ceil_div(n, BLOCK_CUBE), ceil_div(k, k0)
     k1a = 2 * ceil_div(k, 16) if (p.kDirectionAlign and fm.dtype == float32) else K1
+    # every operand with a leading axis of one entry per member block (a lockstep group's,
+    # or a plain block's one): each member's product computed as a block's own would be
     if m > 1 and k1a * k0 == k and dst.dtype == float32:
         # whole k fractals of a float product: the fractals straight into the per-step
         # operands (the same products and sums as below, without the ND matrices)
-        zz = fm.elements(M1 * K1 * 16 * k0, name, pipe_name)
-        zn = filter.elements(K1 * N1 * 16 * k0, name, pipe_name)
+        zz = stacked(ctx, fm.elements, M1 * K1 * 16 * k0, name, pipe_name)
+        zn = stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name, pipe_name)
         init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1, zero_as_none=True)
-        result = _multiply_fractals(zz, zn, init, M1, N1, K1, k0)
+        result = [_multiply_fractals(zz[j], zn[j], None if init is None else init[j], M1, N1,
+                                     K1, k0) for j in range(len(zz))]
     else:
-        a = _read_a(fm, m, k, M1, k1a, k0, name, pipe_name)
-        b = _from_zn(filter.elements(K1 * N1 * 16 * k0, name, pipe_name), K1, N1, k0)[:k]
+        a = _read_a(ctx, fm, m, k, M1, k1a, k0, name, pipe_name)
+        b = _from_zn(stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name, pipe_name), K1, N1,
+                     k0)[:, :k]
         init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1)
-        result = _multiply(a, b, init, k0)
-    out = dst.elements(M1 * N1 * 256, name, pipe_name)
+        result = [_multiply(a[j], b[j], init[j], k0) for j in range(len(a))]
+    out = _to_nz(stacked(ctx, dst.elements, M1 * N1 * 256, name, pipe_name), M1, N1)
     if ctx.tracker is not None:
         _track(ctx, dst, fm, filter, _a_index(m, k, M1, k1a, k0)[:m],
-               _zn_index(K1, N1, k0)[:k, :n], init_reads, out.nbytes)
-    _to_nz(out, M1, N1)[...] = _as_nz(result, M1, N1)
+               _zn_index(K1, N1, k0)[:k, :n], init_reads, out[0].nbytes)
+    for j, c in enumerate(result):   # member by member: each product's operands stay in cache
+        out[j] = _as_nz(c, M1, N1)
     record_op(ctx, PIPE_M, mmad_cycles(ctx.soc, m, n, k, fm.dtype), name)
 
 
@@ -131,25 +136,32 @@ def _check_operands(ctx, dst, fm, filter, bias, p: MmadParams) -> None:
 # equivalent reshaped views below (a strided copy instead of an index gather: the same
 # elements, several times faster). Both are cached / pure functions of the shape.
 
-def _read_a(fm, m: int, k: int, M1: int, k1a: int, k0: int, name: str, pipe: str) -> np.ndarray:
-    """A (M1*16 x k) from L0A: ZZ fractals of 16 x k0 (GEMV, m = 1: a plain row, the other
-    rows zero)."""
+def _read_a(ctx, fm, m: int, k: int, M1: int, k1a: int, k0: int, name: str,
+            pipe: str) -> np.ndarray:
+    """A ([G,] M1*16 x k) from L0A: ZZ fractals of 16 x k0 (GEMV, m = 1: a plain row, the
+    other rows zero)."""
     if m == 1:
-        a = np.zeros((M1 * 16, k), dtype=fm.dtype)
-        a[0] = fm.elements(k, name, pipe)
+        row = stacked(ctx, fm.elements, k, name, pipe)
+        a = np.zeros((len(row), M1 * 16, k), dtype=fm.dtype)
+        a[:, 0] = row
         return a
-    zz = fm.elements(M1 * k1a * 16 * k0, name, pipe).reshape(M1, k1a, 16, k0)
-    return zz.transpose(0, 2, 1, 3).reshape(M1 * 16, k1a * k0)[:, :k]
+    zz = stacked(ctx, fm.elements, M1 * k1a * 16 * k0, name, pipe)
+    zz = zz.reshape(len(zz), M1, k1a, 16, k0)
+    return zz.transpose(0, 1, 3, 2, 4).reshape(len(zz), M1 * 16, k1a * k0)[:, :, :k]
 
 
 def _from_zn(elements: np.ndarray, K1: int, N1: int, k0: int) -> np.ndarray:
-    """B (K1*k0 x N1*16) from L0B's ZN fractals of k0 x 16 (each stored column by column)."""
-    return elements.reshape(K1, N1, 16, k0).transpose(0, 3, 1, 2).reshape(K1 * k0, N1 * 16)
+    """B ([G,] K1*k0 x N1*16) from L0B's ZN fractals of k0 x 16 (each stored column by
+    column); ``elements``: [G, n]."""
+    g = len(elements)
+    return elements.reshape(g, K1, N1, 16, k0).transpose(0, 1, 4, 2, 3).reshape(
+        g, K1 * k0, N1 * 16)
 
 
 def _to_nz(elements: np.ndarray, M1: int, N1: int) -> np.ndarray:
-    """L0C's NZ elements as (N1, M1, 16, 16): column block, row block, row, column."""
-    return elements.reshape(N1, M1, 16, 16)
+    """L0C's NZ elements ([G, n]) as [G, N1, M1, 16, 16]: column block, row block, row,
+    column."""
+    return elements.reshape(len(elements), N1, M1, 16, 16)
 
 
 def _as_nz(c: np.ndarray, M1: int, N1: int) -> np.ndarray:
@@ -158,8 +170,9 @@ def _as_nz(c: np.ndarray, M1: int, N1: int) -> np.ndarray:
 
 
 def _from_nz(elements: np.ndarray, M1: int, N1: int) -> np.ndarray:
-    """The (M1*16 x N1*16) matrix of L0C's NZ elements."""
-    return _to_nz(elements, M1, N1).transpose(1, 2, 0, 3).reshape(M1 * 16, N1 * 16)
+    """The [G, M1*16, N1*16] matrices of L0C's NZ elements ([G, n])."""
+    return _to_nz(elements, M1, N1).transpose(0, 2, 3, 1, 4).reshape(len(elements), M1 * 16,
+                                                                     N1 * 16)
 
 
 @functools.lru_cache(maxsize=256)
@@ -199,20 +212,20 @@ def _initial(ctx, dst, bias, p: MmadParams, m: int, n: int, M1: int, N1: int,
     read for all n columns, but kernels pad n (int8: to 32, as the mmad sample does) past
     the bias they loaded: those columns only feed C's padding, so they are not flagged."""
     name, pipe = "Mmad", "PIPE_M"
-    shape = (M1 * 16, N1 * 16)
+    g = ctx.size if ctx.is_group else 1
+    shape = (g, M1 * 16, N1 * 16)
     if bias is None and p.cmatrixInitVal and not p.isBias:
         return (None if zero_as_none else np.zeros(shape, dtype=dst.dtype)), []
     if bias is None and p.cmatrixSource and not p.isBias:   # the bias table, address 0 [R]
         bias = _bias_table_start(ctx, dst.dtype)
     if bias is not None and bias.mem == _core.BT:
         init = np.zeros(shape, dtype=dst.dtype)
-        row = bias.elements(n, name, pipe)
-        init[:, :n] = row
+        init[:, :, :n] = stacked(ctx, bias.elements, n, name, pipe)[:, None]
         return init, [(bias, np.arange(n), False)]
     src = dst if bias is None else bias                      # accumulate, or a CO1 bias matrix
     init = np.empty(shape, dtype=dst.dtype)                  # one gathering copy of L0C's NZ
-    init.reshape(M1, 16, N1, 16)[...] = _to_nz(src.elements(M1 * N1 * 256, name, pipe), M1,
-                                               N1).transpose(1, 2, 0, 3)
+    init.reshape(g, M1, 16, N1, 16)[...] = _to_nz(
+        stacked(ctx, src.elements, M1 * N1 * 256, name, pipe), M1, N1).transpose(0, 2, 3, 1, 4)
     return init, [(src, _nz_index(M1, N1)[:m, :n], True)]
 
 
