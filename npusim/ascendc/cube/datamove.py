@@ -429,12 +429,26 @@ def LoadDataWithTranspose(dst: LocalTensor, src: LocalTensor,
     per = 1 if isz == 2 else 2                           # fractals per square
     src_sq = start + np.arange(repeat) * stride
     data = _read_fractals(ctx, src, src_sq, per, name, pipe_name)   # [G, repeat, per * 512]
-    data = data[..., _square_perm(isz, per)]             # transposed, split into fractals
+    data = _transpose_squares(data, isz)                 # transposed, split into fractals
     first = np.arange(repeat) * (1 + gap)
     dst_frac = first[:, None] + np.arange(per) * (1 + frac_gap)
     _write_fractals(ctx, dst, dst_frac.reshape(-1), _fractals(data.reshape(len(data), -1)),
                     src, src_sq, per, PIPE_MTE1, name, pipe_name)
     _cost(ctx, dst, src, repeat * per * FRACTAL_BYTES, int(src_sq[-1]), PIPE_MTE1, name)
+
+
+def _transpose_squares(data: np.ndarray, isz: int) -> np.ndarray:
+    """The squares ``data`` ([G, repeat, square bytes]) transposed and split into fractals,
+    as :func:`_square_perm` orders their bytes, by element views and one copy (a byte
+    gather costs several times more)."""
+    g, r, _ = data.shape
+    if isz == 2:                                   # one 16 x 16 fractal of 2-byte elements
+        t = data.view(np.uint16).reshape(g, r, 16, 16).transpose(0, 1, 3, 2)
+    elif isz == 1:                                 # 32 x 32 bytes; rows 0-15, 16-31 after
+        t = data.reshape(g, r, 32, 32).transpose(0, 1, 3, 2)
+    else:     # fractal a (16 x 8) = rows f*8 + j', columns b: element (a*8 + b, f*8 + j')
+        t = data.view(np.uint32).reshape(g, r, 2, 2, 8, 8).transpose(0, 1, 3, 2, 5, 4)
+    return np.ascontiguousarray(t).view(np.uint8).reshape(g, r, -1)
 
 
 @functools.lru_cache(maxsize=None)
