@@ -62,6 +62,7 @@ Identity with per-block execution, and how it is kept:
   per-block ones.
 * The partition a launch ends with is cached per (kernel function, blockDim, kind of core,
   checker tracking, the non-int arguments' reprs); the next such launch starts from it. A
+  wrapper's ``__wrapped__`` is the kernel function (aclnn's per-call chain gates). A
   wrong entry costs a re-run (a group too coarse diverges) or speed (too fine), never a
   result.
 
@@ -693,6 +694,7 @@ _CACHE_SIZE = 256
 
 
 def _cache_key(kernel, block_dim, kind, config, args):
+    kernel = getattr(kernel, "__wrapped__", kernel)     # a wrapper made per call (a chain gate)
     parts = []
     for a in args:
         if isinstance(a, (int, np.integer)) and not isinstance(a, bool):

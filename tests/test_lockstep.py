@@ -632,3 +632,37 @@ def test_undo_log_restores_and_leaves_an_arena_the_next_launch_fits_in(monkeypat
         again.save(v)
     assert not again.spill                                     # one arena held it all
     again.close()
+
+
+def test_an_aclnn_call_starts_from_the_partition_of_the_last_one(tmp_path, monkeypatch):
+    """aclnn wraps each kernel in a per-call gate (npusim.kernels.common.chain); the
+    partition is remembered by the kernel it wraps, so the second call of a matmul whose
+    blocks have 2 or 1 base blocks starts from its parts instead of running all the blocks
+    together until the loop tells them apart, and undoing that."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from aclnn import runtime
+    from aclnn_helpers import open_stream, to_device
+    from test_matmul_op import rand, run
+    groups = []
+    orig = lockstep.GroupContext.__init__
+
+    def counted(self, soc, gm, ub2d, members, *a, **k):
+        groups.append(tuple(members))
+        orig(self, soc, gm, ub2d, members, *a, **k)
+
+    monkeypatch.setattr(lockstep.GroupContext, "__init__", counted)
+    rng = np.random.default_rng(5)
+    a, b = rand(rng, (640, 64), np.float16), rand(rng, (64, 640), np.float16)
+    open_stream(tmp_path)
+    try:
+        at, bt = to_device(a), to_device(b)
+        _, td, _, _ = run("Matmul", at, bt, (640, 640), np.float16)
+        first = list(groups)
+        groups.clear()
+        got, _, _, _ = run("Matmul", at, bt, (640, 640), np.float16)
+    finally:
+        runtime.reset()
+    tiles, blocks = td.totalTiles, td.blockDim
+    assert tiles % blocks and tiles > blocks                     # blocks differ in tile count
+    assert first[0] == tuple(range(blocks)) and len(first) >= 2  # all, then the parts
+    assert groups == first[1:]

@@ -11,6 +11,7 @@ is written only by the last kernel of the chain unchanged when an earlier kernel
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from npusim.errors import KernelError
@@ -60,6 +61,9 @@ def enqueue_chain(device, stream, launches: list[KernelLaunch], op_name: str) ->
                                    f"{op_name} on this stream, failed (a stream stops at an "
                                    "AI core exception)")
             _step.kernel(*args)
+        # the kernel's name, and ``__wrapped__``: the lockstep engine remembers a launch's
+        # partition by the kernel it runs, not by this per-call gate
+        functools.update_wrapper(gated, step.kernel)
 
         def on_done(profile, _i=i, _step=step):
             state["done"] = _i + 1
