@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
@@ -140,9 +139,7 @@ def main(argv=None):
     harness.prepare(warm_bytes(args.rows))
     r = measure(args.rows, args.repeats)
     print(report(r))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=2)
+    harness.write_json(args.json, r)
     return r
 
 

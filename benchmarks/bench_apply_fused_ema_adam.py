@@ -107,13 +107,7 @@ def measure(log2n: int, repeats: int = 5, check: bool = True,
             a["lr"], a["ema_decay"], a["beta1"], a["beta2"], a["eps"], a["mode"],
             a["bias_correction"], a["weight_decay"])
         assert ret == 0, acl.get_recent_err_msg()
-        wptr = 0
-        if ws:
-            wptr, _ = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-        assert aclnn.aclnnApplyFusedEmaAdam(wptr, ws, executor, stream) == 0
-        assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
-        if ws:
-            acl.rt.free(wptr)
+        harness.second_phase(aclnn.aclnnApplyFusedEmaAdam, ws, executor, stream)
         sim["ws"] = ws
         sim.setdefault("profiles", []).append(dev.profiles[-1])
 
@@ -227,9 +221,7 @@ def main(argv=None):
                              text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
         print("\n" + report(rows[-1]))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=2)
+    harness.write_json(args.json, rows)
     return rows
 
 

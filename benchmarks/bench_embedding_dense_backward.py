@@ -101,11 +101,7 @@ def measure(args, repeats: int = 5, with_baselines: bool = True, check: bool = T
         ws, executor, ret = aclnnEmbeddingDenseBackwardGetWorkspaceSize(g, i, args.weights, -1,
                                                                        False, o)
         assert ret == 0, acl.get_recent_err_msg()
-        wptr = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)[0] if ws else 0
-        assert aclnnEmbeddingDenseBackward(wptr, ws, executor, stream) == 0
-        assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
-        if ws:
-            acl.rt.free(wptr)
+        harness.second_phase(aclnnEmbeddingDenseBackward, ws, executor, stream)
         sim["ws"], sim["path"] = ws, executor.path
         sim["runs"].append(dev.profiles[n_before:])
 
@@ -211,9 +207,7 @@ def main(argv=None):
     harness.prepare(warm_bytes(args.rows, args.weights, args.dim))
     r = measure(args, args.repeats)
     print(report(r))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=2)
+    harness.write_json(args.json, r)
     return r
 
 

@@ -15,7 +15,6 @@ Run: ``python benchmarks/bench_fused_sparse_adam.py [--rows 50000] [--dim 64]
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -75,11 +74,7 @@ def measure(args, repeats: int = 5, check: bool = True) -> dict:
         ws, executor, ret = aclnnFusedSparseAdamGetWorkspaceSize(
             state["var"], state["m"], state["v"], *scalars, grad, indices, False)
         assert ret == 0, acl.get_recent_err_msg()
-        wptr = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)[0] if ws else 0
-        assert aclnnFusedSparseAdam(wptr, ws, executor, stream) == 0
-        assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
-        if ws:
-            acl.rt.free(wptr)
+        harness.second_phase(aclnnFusedSparseAdam, ws, executor, stream)
         sim["ws"] = ws
         sim["runs"].append(dev.profiles[n_before:])
 
@@ -158,9 +153,7 @@ def main(argv=None):
     harness.prepare(12 * args.rows * args.dim * 4)
     r = measure(args, args.repeats)
     print(report(r))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=2)
+    harness.write_json(args.json, r)
     return r
 
 

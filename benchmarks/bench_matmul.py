@@ -36,7 +36,6 @@ Run: ``python benchmarks/bench_matmul.py [--cases fp16-4096,fp16-8192,fp32-4096]
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -104,15 +103,7 @@ def measure(a: np.ndarray, b: np.ndarray, repeats: int = 3) -> dict:
 
     threads = harness.torch_threads()
 
-    def tensor(host):
-        ptr, ret = acl.rt.malloc(host.nbytes, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-        assert ret == 0
-        assert acl.rt.memcpy(ptr, host.nbytes, acl.util.numpy_to_ptr(host), host.nbytes,
-                             aclnn.ACL_MEMCPY_HOST_TO_DEVICE) == 0
-        shape = list(host.shape)
-        return aclnn.aclCreateTensor(shape, aclnn.numpy_to_acl_dtype(host.dtype),
-                                     list(aclnn.contiguous_strides(shape)), 0,
-                                     aclnn.ACL_FORMAT_ND, shape, ptr)
+    tensor = harness.to_device      # C-contiguous operands: their strides are contiguous
 
     with acl_session({"npusim": {"soc": SOC}}) as stream:
         dev = runtime.current_device()
@@ -123,11 +114,7 @@ def measure(a: np.ndarray, b: np.ndarray, repeats: int = 3) -> dict:
         def sim_run():
             ws, ex, ret = aclnnMatmulGetWorkspaceSize(at, bt, out, 0)
             assert ret == 0, acl.get_recent_err_msg()
-            wptr = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)[0] if ws else 0
-            assert aclnnMatmul(wptr, ws, ex, stream) == 0
-            assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
-            if ws:
-                acl.rt.free(wptr)
+            harness.second_phase(aclnnMatmul, ws, ex, stream)
             sim["ex"] = ex
             sim["runs"].append(dev.profiles[-1])
 
@@ -191,9 +178,7 @@ def main(argv=None):
                  deviation=r["tflops"] / measured - 1 if measured else None)
         rows.append(r)
         _print(r, size, dtype)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=2, default=str)
+    harness.write_json(args.json, rows, default=str)
     return rows
 
 

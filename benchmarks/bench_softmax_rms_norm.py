@@ -27,7 +27,6 @@ Run: ``python benchmarks/bench_softmax_rms_norm.py [--rows 8192] [--cols 4096] [
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -92,15 +91,7 @@ def measure(op: str, x: np.ndarray, gamma: np.ndarray, repeats: int = 5) -> dict
 
     threads = harness.torch_threads()
 
-    def tensor(host):
-        ptr, ret = acl.rt.malloc(host.nbytes, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-        assert ret == 0
-        assert acl.rt.memcpy(ptr, host.nbytes, acl.util.numpy_to_ptr(host), host.nbytes,
-                             aclnn.ACL_MEMCPY_HOST_TO_DEVICE) == 0
-        shape = list(host.shape)
-        return aclnn.aclCreateTensor(shape, aclnn.numpy_to_acl_dtype(host.dtype),
-                                     list(aclnn.contiguous_strides(shape)), 0,
-                                     aclnn.ACL_FORMAT_ND, shape, ptr)
+    tensor = harness.to_device      # C-contiguous operands: their strides are contiguous
 
     with acl_session({"npusim": {"soc": SOC}}) as stream:
         dev = runtime.current_device()
@@ -118,11 +109,7 @@ def measure(op: str, x: np.ndarray, gamma: np.ndarray, repeats: int = 5) -> dict
                 ws, ex, ret = aclnnRmsNormGetWorkspaceSize(xt, gt, EPS, y, rstd)
                 second = aclnnRmsNorm
             assert ret == 0, acl.get_recent_err_msg()
-            wptr = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)[0] if ws else 0
-            assert second(wptr, ws, ex, stream) == 0
-            assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
-            if ws:
-                acl.rt.free(wptr)
+            harness.second_phase(second, ws, ex, stream)
             sim["ex"] = ex
             sim["runs"].append(dev.profiles[-1])
 
@@ -209,9 +196,7 @@ def main(argv=None):
               f"{r['timing_s']:.2f} s); numpy fp32 {r['numpy_s']:.3f} s "
               f"({r['ratio_numpy']:.1f}x); torch {torch_s}; max |sim - float64 golden| "
               f"{r['max_err']:.2e}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=2)
+    harness.write_json(args.json, rows)
     return rows
 
 

@@ -9,6 +9,7 @@ simulator run is that run's own.
 """
 from __future__ import annotations
 
+import json
 import resource
 import time
 
@@ -188,15 +189,40 @@ def to_device(arr: np.ndarray):
     shape, dtype and strides (in elements).
 
     Raises:
-        AssertionError: the allocation fails.
+        AssertionError: the allocation or the copy fails.
     """
     import aclnn
     from aclnn import acl
     ptr, ret = acl.rt.malloc(max(arr.nbytes, 1), aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
     assert ret == 0, acl.get_recent_err_msg()
-    acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(arr), arr.nbytes,
-                  aclnn.ACL_MEMCPY_HOST_TO_DEVICE)
+    assert acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(arr), arr.nbytes,
+                         aclnn.ACL_MEMCPY_HOST_TO_DEVICE) == 0, acl.get_recent_err_msg()
     shape = list(arr.shape)
     return aclnn.aclCreateTensor(shape, aclnn.numpy_to_acl_dtype(arr.dtype),
                                  [st // arr.itemsize for st in arr.strides], 0,
                                  aclnn.ACL_FORMAT_ND, shape, ptr)
+
+
+def second_phase(second, ws: int, executor, stream) -> None:
+    """The second phase of an aclnn call, run to its end: a workspace of ``ws`` bytes
+    (``aclrtMalloc``, none for 0), ``second(workspace, ws, executor, stream)``,
+    ``aclrtSynchronizeStream``, the workspace freed.
+
+    Raises:
+        AssertionError: the call or the synchronisation returns a nonzero status.
+    """
+    import aclnn
+    from aclnn import acl
+    wptr = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)[0] if ws else 0
+    assert second(wptr, ws, executor, stream) == 0
+    assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
+    if ws:
+        acl.rt.free(wptr)
+
+
+def write_json(path: str | None, figures, **dump_kw) -> None:
+    """``--json PATH``: the figures written to ``path``, indented (nothing when it is None);
+    ``dump_kw`` goes to :func:`json.dump` (``default=str`` for values JSON lacks)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(figures, f, indent=2, **dump_kw)
