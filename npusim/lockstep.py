@@ -454,6 +454,17 @@ def log_gm_view(ctx, gt, view: np.ndarray, nbytes: int, instruction: str, pipe) 
         ctx.undo.save(view)
 
 
+def _member_allocations(ctx: GroupContext, gt, span: int) -> tuple:
+    """Each member's GM address and allocation of ``gt``; a range of ``span`` bytes outside
+    its allocation diverges into single blocks, where the per-block checks raise the
+    error."""
+    addrs, allocs = values(gt.address, ctx.size), values(gt._alloc, ctx.size)
+    for a, al in zip(addrs, allocs):
+        if al is None or a < al.base or a + span > al.end:
+            raise Divergence(ctx.singletons)
+    return addrs, allocs
+
+
 def gm_rows(ctx: GroupContext, gt, rows: int, row: int, pitch: int, write: bool):
     """The GM rows of every member of ``ctx`` for a transfer of ``rows`` rows of ``row``
     bytes, ``pitch`` apart, from ``gt`` (a GlobalTensor whose address may differ per
@@ -463,12 +474,8 @@ def gm_rows(ctx: GroupContext, gt, rows: int, row: int, pitch: int, write: bool)
     Stores are logged with the bytes they overwrite (the undo log)."""
     g = ctx.size
     span = (rows - 1) * pitch + row
-    addrs = values(gt.address, g)
-    allocs = values(gt._alloc, g)
+    addrs, allocs = _member_allocations(ctx, gt, span)
     a0, alloc0 = addrs[0], allocs[0]
-    for a, al in zip(addrs, allocs):
-        if al is None or a < al.base or a + span > al.end:
-            raise Divergence(ctx.singletons)
     ctx.gm_log.append((gt.address, span, write))
     step = addrs[1] - a0 if g > 1 else 0
     regular = step >= 0 and all(al is alloc0 for al in allocs) and all(
@@ -507,12 +514,8 @@ def gm_spans(ctx, gt, nbytes: int, instruction: str, pipe: str, write: bool = Fa
         view = gt._checked_view(nbytes, instruction, pipe)
         views = [view]
     else:
-        addrs, allocs = values(gt.address, ctx.size), values(gt._alloc, ctx.size)
-        views = []
-        for a, al in zip(addrs, allocs):
-            if al is None or a < al.base or a + nbytes > al.end:
-                raise Divergence(ctx.singletons)
-            views.append(al.buf[a - al.base:a - al.base + nbytes])
+        views = [al.buf[a - al.base:a - al.base + nbytes]
+                 for a, al in zip(*_member_allocations(ctx, gt, nbytes))]
     if not write or rows is None:
         ctx.gm_log.append((gt.address, nbytes, write))
         if write:

@@ -105,10 +105,13 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR)
     r, c = np.arange(m)[:, None], np.arange(n)[None, :]
     s_idx = (np.arange(count)[:, None, None] * src_nd * 256
              + (c // 16) * src_stride * 16 + r * 16 + c % 16)
+    if ctx.is_group and (table is not None or (isinstance(dst, GlobalTensor)
+                                               and ctx.atomic_dtype is not None)):
+        # per block: a per-column table (a scale row per member), atomic stores (their
+        # accumulation order)
+        ctx.split()
     # [G, count, m, n]: one entry per member block (a lockstep group's, or a block's one)
     values = stacked(ctx, src.elements, int(s_idx.max()) + 1, name, pipe)[:, s_idx]
-    if table is not None and ctx.is_group:
-        ctx.split()                  # per-column tables: per block (a scale row per member)
     scale = _scales(ctx, table, p, n)
     out = _convert(values, Q(p.quantPre), scale, bool(p.reluEn), dst.dtype)
     if nd_out:
@@ -216,8 +219,6 @@ def _to_gm(ctx, dst: GlobalTensor, d_idx, out, m, n, count, dst_nd, p, nd_out) -
     rows = [(i * dst_nd * isz, n * isz, int(p.dstStride) * isz, m)
             for i in range(count)] if nd_out else \
            [(0, m * 16 * isz, int(p.dstStride) * 32, n // 16)]
-    if ctx.atomic_dtype is not None and ctx.is_group:
-        ctx.split()                  # atomic stores: per block (their accumulation order)
     gms = _lockstep.gm_spans(ctx, dst, span, name, pipe, True, rows)   # one per member block
     for gm, member_out in zip(gms, out):
         gm = gm.view(dst.dtype)
