@@ -473,6 +473,40 @@ def test_checker_errors_and_warnings_are_the_per_block_ones(kind, warn):
             assert err.core == blocks - 1
 
 
+def scalar_race_kernel(x, z, kind):
+    """A scalar access of UB the vector pipe wrote, with no V_S flag in between: a race the
+    checker reports in the tracked blocks."""
+    b = GetBlockIdx()
+    pipe = TPipe()
+    q = TQue(TPosition.VECIN, 1)
+    pipe.InitBuffer(q, 1, 4096)
+    xg, zg = GlobalTensor(float32), GlobalTensor(float32)
+    xg.SetGlobalBuffer(x + b * 4096, 1024)
+    zg.SetGlobalBuffer(z + b * 4096, 1024)
+    a = q.AllocTensor(float32)
+    DataCopy(a, xg, 1024)
+    q.EnQue(a)
+    a = q.DeQue(float32)
+    Muls(a, a, 2.0, 1024)
+    if kind == "GetValue":
+        a.GetValue(0)
+    else:
+        a.SetValue(0, 1.0)
+    SetFlag(HardEvent.V_MTE3, 0)
+    WaitFlag(HardEvent.V_MTE3, 0)
+    DataCopy(zg, a, 1024)
+    q.FreeTensor(a)
+
+
+@pytest.mark.parametrize("kind", ["GetValue", "SetValue"])
+def test_scalar_accesses_of_ub_are_race_checked_in_groups(kind):
+    x = np.arange(6 * 1024, dtype=np.float32)
+    gm, (xa, za) = _gm_with(x, np.zeros_like(x))
+    with differential(), pytest.raises(KernelError) as info:
+        run_kernel(scalar_race_kernel, 6, (xa, za, kind), soc=SOC, gm=gm)
+    assert "PIPE_S" in str(info.value) and "PIPE_V" in str(info.value)
+
+
 @pytest.mark.parametrize("checks", [None, CheckerConfig(all_blocks=True)])
 def test_tracked_blocks_run_in_the_group_and_their_findings_stay_per_block(checks):
     """The blocks the checker tracks join the group (the kernel's Python runs once for

@@ -283,6 +283,9 @@ class LocalTensor:
             col = self.elements(index + 1, "GetValue", "PIPE_S")[:, index]
         finally:
             ctx.batch_ok = False
+        if ctx.tracker is not None:        # the group's tracker: the members' offsets agree
+            isz = self.dtype.itemsize
+            ctx.tracker.read(ctx, PIPE_S, self.offset + index * isz, isz, "GetValue")
         ctx.record(_core.OP, PIPE_S, ctx.soc.scalar_cycles, 0, None, "GetValue")
         return _lockstep.collapse(ctx.members, col)
 
@@ -296,6 +299,9 @@ class LocalTensor:
                 view[j, index] = _lockstep.pick(value, j)
         finally:
             ctx.batch_ok = False
+        if ctx.tracker is not None:
+            isz = self.dtype.itemsize
+            ctx.tracker.write(ctx, PIPE_S, self.offset + index * isz, isz, "SetValue")
         ctx.record(_core.OP, PIPE_S, ctx.soc.scalar_cycles, 0, None, "SetValue")
 
     # -- simulator helpers ----------------------------------------------------------------
