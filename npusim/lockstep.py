@@ -15,13 +15,17 @@ of calling the kernel function once per block, :func:`run_blocks` calls it once 
   an undo log), splits the group and runs the parts again. Tails (``if blockIdx <
   frontCoreNum``, ``range(loops)`` with per-block counts), data-dependent branches (a
   ``GetValue`` on which the members disagree) and error messages (which name the core)
-  all diverge this way.
+  all diverge this way. A value the members disagree on that is only computed with (a
+  row maximum read with ``GetValue``, then ``np.sqrt`` of it, then the scalar of
+  ``Adds``) stays a BlockVector: numpy ufuncs act member by member
+  (:meth:`BlockVector.__array_ufunc__`), and a vector instruction takes one scalar per
+  member (:func:`member_scalar`).
 * The group's UB is a ``[G, ub_size]`` array. A LocalTensor's views are ``[G, n]``
   (``ub[:, a:b]``), but only while an instruction that is written for them runs
   (``ctx.batch_ok``, set by the batch-aware instructions: the queue/buffer calls,
   SetFlag/WaitFlag/PipeBarrier, DataCopy and DataCopyPad between GM and UB and UB to UB,
-  the level-2 ("first n elements") vector family of :mod:`npusim.ascendc.vector`,
-  Duplicate, Cast, Power, GetValue/SetValue). The cube memories (L1, L0A, L0B, L0C, ...)
+  the element-wise vector family of :mod:`npusim.ascendc.vector` in both forms (level 2
+  and level 0), Duplicate, Cast, Power, the level-0 reductions, GetValue/SetValue). The cube memories (L1, L0A, L0B, L0C, ...)
   are ``[G, size]`` arrays likewise, reachable by the cube instructions written for groups
   (:func:`npusim.ascendc.cube.common.stacked`): DataCopy with Nd2NzParams from GM, LoadData
   from L1, LoadDataWithTranspose, Mmad, and Fixpipe to GM or L1 (without a per-column
@@ -139,13 +143,12 @@ class BlockVector:
     indices; ``vals``: the values, in the same order). Never uniform: a result on which
     all members agree is returned as that plain value.
 
-    Arithmetic, bitwise operators and comparisons with plain values and BlockVectors of
-    the same group act member by member (each member's result is exactly what its
+    Arithmetic, bitwise operators, comparisons and numpy ufuncs with plain values and
+    BlockVectors of the same group act member by member (each member's result is exactly what its
     per-block run computes). Conversions that need one value raise :class:`Divergence`.
     """
 
     __slots__ = ("members", "vals")
-    __array_ufunc__ = None          # numpy scalars and arrays defer to the reflected method
 
     def __init__(self, members, vals):
         self.members = tuple(members)
@@ -180,6 +183,20 @@ class BlockVector:
     def value(self, j: int):
         """The value of the ``j``-th member."""
         return self.vals[j]
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """A numpy ufunc called on BlockVectors (``np.sqrt(x)``, ``np.float32(1) / x``):
+        member by member, each member's call the one its per-block run makes. An ``out=``
+        argument, a method other than the call itself (``reduce``, ``at``, ...) or a ufunc
+        with several outputs needs one value: it diverges."""
+        if method != "__call__" or "out" in kwargs or ufunc.nout != 1:
+            raise Divergence(self.partition())
+        for x in inputs:
+            if type(x) is BlockVector and x.members != self.members:
+                raise Divergence([(m,) for m in self.members])
+        return _make(self.members, [
+            ufunc(*[x.vals[j] if type(x) is BlockVector else x for x in inputs], **kwargs)
+            for j in range(len(self.members))])
 
     # -- arithmetic ---------------------------------------------------------------------
     def _op(self, other, fn):
@@ -294,6 +311,17 @@ def _has_bv(x) -> bool:
 def values(x, g: int) -> list:
     """The ``g`` members' values of ``x`` (a plain value repeated)."""
     return list(x.vals) if type(x) is BlockVector else [x] * g
+
+
+def member_scalar(dtype: np.dtype, value, ndim: int):
+    """``dtype.type(value)``, the scalar operand of a vector instruction; for a BlockVector
+    (a value read per member, such as a row's maximum) the members' scalars as an array
+    of shape ``(G, 1, ..., 1)`` (``ndim`` axes in all), each converted on its own, which
+    broadcasts over the group's stacked ``[G, ...]`` operands."""
+    if type(value) is not BlockVector:
+        return dtype.type(value)
+    out = np.array([dtype.type(v) for v in value.vals], dtype=dtype)
+    return out.reshape((len(out),) + (1,) * (ndim - 1))
 
 
 def collapse(members, column: np.ndarray):

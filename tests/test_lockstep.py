@@ -13,10 +13,12 @@ from hypothesis import given, strategies as st
 
 import npusim.launch as NL
 from npusim import GlobalMemory, KernelError, get_soc, lockstep, run_kernel
-from npusim.ascendc import (Add, DataCopy, DataCopyExtParams, DataCopyPad,
-                            DataCopyPadExtParams, GetBlockIdx, GetBlockNum, GlobalTensor,
-                            HardEvent, Muls, SetFlag, TBuf, TPipe, TPosition, TQue, WaitFlag,
-                            float32, half)
+from npusim.ascendc import (Add, Adds, BinaryRepeatParams, BlockReduceSum, Cast, DataCopy,
+                            DataCopyExtParams, DataCopyPad, DataCopyPadExtParams, Duplicate,
+                            GetBlockIdx, GetBlockNum, GlobalTensor, HardEvent, Muls,
+                            PairReduceSum, Power, RoundMode, SetFlag, TBuf, TPipe, TPosition, TQue,
+                            UnaryRepeatParams, WaitFlag, WholeReduceMax, WholeReduceSum, float32,
+                            half)
 from npusim.ascendc.checker import CheckerConfig
 from npusim.lockstep import BlockVector, Divergence
 
@@ -48,6 +50,34 @@ def test_arithmetic_is_member_by_member_and_collapses():
     assert [type(v) for v in z.vals] == [np.float32] * 4
     assert z.vals == [i * np.float32(0.1) for i in range(4)]
     assert (-x).vals == [0, -1, -2, -3] and abs(bv(-1, 2)).vals == [1, 2]
+
+
+def test_numpy_ufuncs_are_member_by_member():
+    f = bv(np.float32(4), np.float32(9), np.float32(2))
+    root = np.sqrt(f)
+    assert root.vals == [np.float32(2), np.float32(3), np.sqrt(np.float32(2))]
+    assert [type(v) for v in root.vals] == [np.float32] * 3     # float32 per block, as there
+    inv = np.float32(1) / f                                   # a numpy scalar on the left
+    assert inv.vals == [np.float32(1) / v for v in f.vals]
+    assert [type(v) for v in inv.vals] == [np.float32] * 3
+    assert np.maximum(bv(1, 5), 3).vals == [3, 5]
+    assert np.minimum(bv(1, 5), 9) == bv(1, 5)                 # elementwise == of results
+    assert np.sqrt(bv(np.float32(4), np.float32(4))) == np.float32(2)
+    with pytest.raises(Divergence):
+        np.sqrt(f, out=np.empty(()))                          # one destination for all
+    with pytest.raises(Divergence):
+        np.float32(f)                                         # a conversion: one value
+    with pytest.raises(Divergence) as info:
+        np.add(f, bv(1, 2, 3, members=(4, 5, 6)))
+    assert info.value.parts == [(0,), (1,), (2,)]
+
+
+def test_member_scalar_is_one_scalar_per_member_in_the_type():
+    assert lockstep.member_scalar(np.dtype(np.float16), 0.1, 2) == np.float16(0.1)
+    with np.errstate(over="ignore"):                          # as in a launch
+        got = lockstep.member_scalar(np.dtype(np.float16), bv(0.1, 70000.0, -2.5), 3)
+    assert got.shape == (3, 1, 1) and got.dtype == np.float16
+    np.testing.assert_array_equal(got.ravel(), [np.float16(0.1), np.float16(np.inf), -2.5])
 
 
 def test_comparisons_give_blockvectors_of_bools():
@@ -312,6 +342,48 @@ def test_operator_tests_agree_both_ways(module, func, params, tmp_path):
     assert stats.launches > 0
 
 
+ROW_OPERATORS = [  # operator, x shape, softmax dim or gamma shape, dtype, tiling mode
+    ("Softmax", (200, 1000), -1, np.float16, "AR"),
+    ("Softmax", (100, 3000), -1, np.float32, "AR"),
+    ("Softmax", (40, 20000), -1, np.float32, "AR_RECOMPUTE"),
+    ("RmsNorm", (300, 64), (64,), np.float32, "MERGE_N"),
+    ("RmsNorm", (200, 4096), (4096,), np.float16, "NORMAL"),
+    ("RmsNorm", (50, 30000), (30000,), np.float32, "SPLIT_D"),
+]
+
+
+@pytest.mark.parametrize("case", ROW_OPERATORS, ids=lambda c: f"{c[0]}-{c[4]}")
+def test_row_operators_run_in_lockstep_groups_and_agree(case, tmp_path):
+    """Softmax and RmsNorm read each row's maximum, sum or rstd through the scalar unit and
+    use it as a vector instruction's scalar: the blocks of a group hold different values
+    there, and still run as one group (level-0 WholeReduce, per-member scalars); GM,
+    records and profiles are the per-block ones."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from aclnn import runtime
+    from aclnn_helpers import open_stream
+    import test_rms_norm
+    import test_softmax
+    op, shape, extra, dtype, mode = case
+    rng = np.random.default_rng(len(shape) + shape[-1])
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    stream = open_stream(tmp_path)
+    try:
+        with differential() as stats:
+            if op == "Softmax":
+                got, td, _ = test_softmax.softmax(stream, x, extra)
+            else:
+                gamma = rng.standard_normal(extra).astype(dtype)
+                y, rstd, td, _ = test_rms_norm.rms_norm(stream, x, gamma, 1e-5)
+    finally:
+        runtime.reset()
+    assert td.mode == mode
+    assert stats.completed > 0, "no group of blocks ran to its end"
+    if op == "Softmax":
+        test_softmax.close(got, test_softmax.formula(x, extra), dtype)
+    else:
+        test_rms_norm.check(x, gamma, 1e-5, y, rstd)
+
+
 MATMULS = [  # (m, k, n, dtype, transpose A, transpose B, batch)
     (600, 700, 400, np.float16, False, False, None),   # rounds of tiles, several L1 chunks
     (300, 130, 280, "bf16", True, False, None),        # A^T: LoadData with ifTranspose
@@ -411,6 +483,73 @@ def tail_kernel(x, z, n, tile):
         c = o.DeQue(float32)
         DataCopyPad(zg[i], c, DataCopyExtParams(1, cur * 4, 0, 0, 0))
         o.FreeTensor(c)
+
+
+def scalar_operand_kernel(x, z):
+    """Per block, 512 floats: level-0 arithmetic (strided, masked, the accumulation idiom),
+    level-0 reductions, and vector instructions whose scalar is a value each block reads
+    from its own data (its row maximum, a square root of it) — the members of a group
+    hold different scalars."""
+    b = GetBlockIdx()
+    pipe = TPipe()
+    buf = TBuf(TPosition.VECCALC)
+    pipe.InitBuffer(buf, 6 * 2048)
+    ub = buf.Get(float32)
+    a, c, r = ub[0], ub[512], ub[1024]
+    xg, zg = GlobalTensor(float32), GlobalTensor(float32)
+    xg.SetGlobalBuffer(x + b * 2048, 512)
+    zg.SetGlobalBuffer(z + b * 2048 * 3, 1536)
+    DataCopy(a, xg, 512)
+    SetFlag(HardEvent.MTE2_V, 0)
+    WaitFlag(HardEvent.MTE2_V, 0)
+    Duplicate(r, 0.0, 512)
+    Duplicate(c, 0.0, 512)
+    # level 0: a strided, masked Add; a Cast there and back; the accumulation idiom
+    Add(c, a, a[64], [0x0FF0F00F00FFF0F0, 0], 4, BinaryRepeatParams(1, 1, 2, 8, 8, 8))
+    Cast(r[256].ReinterpretCast(half), c, RoundMode.CAST_RINT, 64, 2, UnaryRepeatParams(1, 1, 4, 8))
+    Cast(c, r[256].ReinterpretCast(half), RoundMode.CAST_NONE, 64, 2, UnaryRepeatParams(1, 1, 8, 4))
+    Add(r, a, r, 64, 8, BinaryRepeatParams(1, 1, 1, 0, 8, 0))
+    # level-0 reductions of each block's own data
+    WholeReduceMax(r[64], a, 64, 8, 1, 1, 8)
+    WholeReduceSum(r[96], a, 48, 8, 1, 1, 8)
+    BlockReduceSum(r[128], a, 8, 64, 1, 1, 8)
+    PairReduceSum(r[192], a, 4, 64, 1, 1, 8)
+    SetFlag(HardEvent.V_S, 0)
+    WaitFlag(HardEvent.V_S, 0)
+    m = r.GetValue(64)                          # this block's largest of its first row
+    root = np.sqrt(np.abs(m)) + np.float32(1)
+    SetFlag(HardEvent.S_V, 0)
+    WaitFlag(HardEvent.S_V, 0)
+    Adds(a, a, -m, 512)
+    Muls(a, a, np.float32(1) / root, 64, 8, UnaryRepeatParams())
+    Duplicate(r[256], m, 16, 2, 1, 8)
+    Duplicate(r[320], root, 40)
+    Power(r[384], r[384], root, 64)
+    SetFlag(HardEvent.V_MTE3, 0)
+    WaitFlag(HardEvent.V_MTE3, 0)
+    DataCopy(zg, a, 512)
+    DataCopy(zg[512], c, 512)
+    DataCopy(zg[1024], r, 512)
+
+
+def test_level0_and_per_member_scalars_run_grouped_and_agree():
+    """The level-0 forms and the scalars a block reads from its own data run once for a
+    group; GM, records and profiles are the per-block ones."""
+    blocks = 6
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(blocks * 512).astype(np.float32)
+    gm, (xa, za) = _gm_with(x, np.zeros(blocks * 1536, np.float32))
+    with differential() as stats:
+        run_kernel(scalar_operand_kernel, blocks, (xa, za), soc=SOC, gm=gm)
+    assert stats.completed > 0
+    z = np.frombuffer(gm.read(za, blocks * 1536 * 4), np.float32).reshape(blocks, 3, 512)
+    for blk in range(blocks):
+        row = x[blk * 512:(blk + 1) * 512]
+        m = row[:64].max()
+        assert z[blk, 2, 64] == m                          # WholeReduceMax, value first
+        root = np.sqrt(abs(m)) + np.float32(1)
+        np.testing.assert_array_equal(z[blk, 2, 320:360], root)
+        np.testing.assert_array_equal(z[blk, 0], (row - m) * (np.float32(1) / root))
 
 
 @pytest.mark.parametrize("n,blocks", [(1000, 7), (4096, 8), (100, 48)])

@@ -103,7 +103,7 @@ class KernelRmsNorm:
         """The scalar ``1 / sqrt(sum * avgFactor + epsilon)`` (float32) after a V->S flag."""
         SetFlag(HardEvent.V_S, self.eventV2S)
         WaitFlag(HardEvent.V_S, self.eventV2S)
-        total = np.float32(red.GetValue(0))
+        total = red.GetValue(0)                      # float (red is a float tensor)
         t = self.t
         with np.errstate(all="ignore"):
             return np.float32(1) / np.sqrt(total * np.float32(t.avgFactor) + np.float32(t.epsilon))

@@ -124,7 +124,7 @@ class KernelSoftmaxAR:
 
     def ReadScalar(self, local):
         self.v2s()
-        return np.float32(local.GetValue(0))
+        return local.GetValue(0)                     # float (local is a float tensor)
 
     def Finish(self, w, yLocal, offset, count):
         """y = Cast(w) (or w itself for fp32 y)."""

@@ -198,14 +198,24 @@ def _reduce_instruction(name: str, op: str, dst, src, mask, repeat_time, dst_rep
              + np.arange(per_repeat)[None, :])
     raw_dst = dst.ReinterpretCast(_RAW[isz])
     saturate = ctx.saturation and dt == _F16
-    for rows in _repeat_batches(call, dst, d_idx, src, s_idx):
-        sub = _repeat.Level0(rows.stop - rows.start, lanes, call.active[rows])
-        vals = _repeat.read(src, s_idx[rows], sub, name)
-        value, index, written = _reduce_groups(vals, sub.active, group, op, saturate)
-        out = _layout(value, index, order, isz)
-        out_call = _repeat.Level0(sub.repeat, per_repeat, np.repeat(written, width, axis=1))
-        if out_call.active.any():
-            _repeat.write(raw_dst, d_idx[rows], out_call, out, name)
+    # a lockstep group reduces its members' stacked repeats at once: each repeat is reduced
+    # on its own, so the members' repeats are simply more rows
+    ctx.batch_ok = ctx.is_group
+    try:
+        for rows in _repeat_batches(call, dst, d_idx, src, s_idx):
+            sub = _repeat.Level0(rows.stop - rows.start, lanes, call.active[rows])
+            vals = _repeat.read(src, s_idx[rows], sub, name)         # ([G,] repeat, lanes)
+            lead = vals.shape[:-2]
+            active = np.broadcast_to(sub.active, vals.shape).reshape(-1, lanes)
+            value, index, written = _reduce_groups(vals.reshape(-1, lanes), active, group, op,
+                                                   saturate)
+            out = _layout(value, index, order, isz).reshape(*lead, sub.repeat, per_repeat)
+            written = written[:sub.repeat]         # the mask's: the same for every member
+            out_call = _repeat.Level0(sub.repeat, per_repeat, np.repeat(written, width, axis=1))
+            if out_call.active.any():
+                _repeat.write(raw_dst, d_idx[rows], out_call, out, name)
+    finally:
+        ctx.batch_ok = False
     # the source's strides decide which UB bank groups a repeat reads (ubbank.py)
     issue_vector(ctx, name, call.count, rate_table[isz], None, (src,), repeats=call.repeat,
                  lanes=lanes, tracked=True, strides=((1, 8), (src_blk_stride, src_rep_stride)))

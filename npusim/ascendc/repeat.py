@@ -298,7 +298,8 @@ def lane_index(itemsize: int, call: Level0, blk_stride: int, rep_stride: int) ->
 
 
 def lanes_view(t, idx: np.ndarray, call: Level0, name: str) -> np.ndarray:
-    """The elements of ``t`` up to the last active lane, bounds-checked."""
+    """The elements of ``t`` up to the last active lane, bounds-checked: ``[n]``, or
+    ``[G, n]`` for a lockstep group's stacked UB (while a batch-aware instruction runs)."""
     isz = t.dtype.itemsize
     hi = int(idx[call.active].max()) + 1 if call.active.any() else 0
     end = t.offset + hi * isz
@@ -306,7 +307,7 @@ def lanes_view(t, idx: np.ndarray, call: Level0, name: str) -> np.ndarray:
         raise UbError(name, f"lane at element {hi - 1} of {t.dtype.name} from UB offset "
                       f"{t.offset} ends at {end}, past the end of its buffer at {t.limit} "
                       "(check repeatTime and the strides)", pipe="PIPE_V")
-    return t.ctx.ub[t.offset:end].view(t.dtype)
+    return t.ctx.ub[..., t.offset:end].view(t.dtype)
 
 
 def _track(ctx, t, idx: np.ndarray, call: Level0, name: str, write: bool) -> None:
@@ -326,21 +327,24 @@ def _track(ctx, t, idx: np.ndarray, call: Level0, name: str, write: bool) -> Non
 
 
 def read(t, idx: np.ndarray, call: Level0, name: str) -> np.ndarray:
-    """The values of ``t`` at ``idx`` (repeat, lanes); lanes that are off read as whatever
-    UB holds (they are never written back)."""
+    """The values of ``t`` at ``idx`` (repeat, lanes), with a leading member axis in a
+    lockstep group; lanes that are off read as whatever UB holds (they are never written
+    back)."""
     view = lanes_view(t, idx, call, name)
     _track(t.ctx, t, idx, call, name, write=False)
-    if view.size == 0:
-        return np.zeros(idx.shape, dtype=t.dtype)
-    return view[np.minimum(idx, view.size - 1)]
+    n = view.shape[-1]
+    if n == 0:
+        return np.zeros(view.shape[:-1] + idx.shape, dtype=t.dtype)
+    return view[..., np.minimum(idx, n - 1)]
 
 
 def write(t, idx: np.ndarray, call: Level0, values: np.ndarray, name: str) -> None:
-    """Store ``values`` (repeat, lanes) at ``idx`` in the active lanes only."""
+    """Store ``values`` (repeat, lanes; a leading member axis in a group), or the values of
+    the active lanes alone, at ``idx`` in the active lanes only."""
     view = lanes_view(t, idx, call, name)
     _track(t.ctx, t, idx, call, name, write=True)
     act = call.active
-    view[idx[act]] = values[act] if values.shape == idx.shape else values
+    view[..., idx[act]] = values[..., act] if values.shape[-idx.ndim:] == idx.shape else values
 
 
 def overlap(dst, d_idx: np.ndarray, srcs, s_idxs, call: Level0) -> str | None:

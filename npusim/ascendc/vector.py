@@ -77,6 +77,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from npusim import lockstep as _lockstep
 from npusim.ascendc import core as _core
 from npusim.ascendc import repeat as _repeat
 from npusim.ascendc import ubbank as _ubbank
@@ -273,11 +274,11 @@ def run_forms(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args, rate: flo
     UnaryRepeatParams one to one). ``fn(*values, out=array)`` computes one array.
 
     ``batch``: ``fn`` is element by element, so in a lockstep group (:mod:`npusim.lockstep`)
-    the level-2 form runs once on the members' stacked ``[G, count]`` views; otherwise a
-    group splits into single blocks here.
+    either form runs once on the members' stacked views (``[G, count]``, or ``[G, repeat,
+    lanes]`` at level 0); otherwise a group splits into single blocks here.
     """
     if type(args) is tuple and len(args) > 1:
-        run_level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask)
+        run_level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask, batch=batch)
         return
     count = int(args[0] if type(args) is tuple else args)
     if ctx.is_group and batch:
@@ -297,7 +298,9 @@ def _compute(ctx, ufunc, ins, scalar, dt, out) -> None:
     inf to ±65504 and NaN to 0, and int16/int32 results saturate instead of wrapping
     (Memory矢量计算接口边界值汇总.md; docs/reference/hardware.md §2.1 "Numerics")."""
     if scalar is not None:
-        ins = [*ins, dt.type(scalar)]   # the instruction takes a scalar of type T: rounded first
+        # the instruction takes a scalar of type T: rounded first (one per member in a group
+        # whose members read different values)
+        ins = [*ins, _lockstep.member_scalar(dt, scalar, out.ndim)]
     if not ctx.saturation:
         ufunc(*ins, out=out)
         return
@@ -326,7 +329,8 @@ _ACCUMULATE = frozenset({"Add", "Sub", "Mul", "Max", "Min", "AddRelu", "SubRelu"
 
 def run_level0(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args: tuple, rate: float,
                is_set_mask: bool = True, lanes: int | None = None,
-               pass_rows: bool = False, call: _repeat.Level0 | None = None) -> _repeat.Level0:
+               pass_rows: bool = False, call: _repeat.Level0 | None = None,
+               batch: bool = False) -> _repeat.Level0:
     """Run ``dst = fn(*srcs)`` as a level-0 call and record it.
 
     ``args`` is ``(mask, repeatTime[, repeatParams])`` with Binary- or UnaryRepeatParams
@@ -337,12 +341,27 @@ def run_level0(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args: tuple, r
     instructions whose operands vary per repeat beyond the sources, e.g. Select's mask).
     ``call``: the active lanes, resolved by the caller (for instructions whose mask or
     stride rules differ from the common ones, e.g. Copy); the caller checks the strides.
+    ``batch``: ``fn`` is element by element (and takes no ``rows``), so a lockstep group
+    runs the call once on its members' stacked ``[G, repeat, lanes]`` values; otherwise a
+    group splits into single blocks at the first UB access.
 
     Raises:
         LimitError: repeatTime > 255, strides > 255, a mask out of range.
         UbError: a lane beyond its operand's buffer; an address overlap the Ascend C
             rules forbid (a checker finding).
     """
+    if batch and ctx.is_group and not pass_rows:
+        ctx.batch_ok = True
+        try:
+            return _level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask, lanes, pass_rows,
+                           call)
+        finally:
+            ctx.batch_ok = False
+    return _level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask, lanes, pass_rows, call)
+
+
+def _level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask, lanes, pass_rows, call):
+    """:func:`run_level0`, in a group with its UB reachable when batched."""
     mask, repeat_time = args[0], args[1]
     params = args[2] if len(args) > 2 else (
         _repeat.BinaryRepeatParams() if len(srcs) > 1 else _repeat.UnaryRepeatParams())
@@ -377,7 +396,8 @@ def run_level0(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args: tuple, r
         if not sub.active.any():
             continue
         vals = [_repeat.read(s, i[rows], sub, name) for s, i in zip(srcs, s_idx)]
-        out = np.empty(d_idx[rows].shape, dtype=dst.dtype)
+        lead = (ctx.size,) if ctx.is_group else ()       # the members' axis (batched)
+        out = np.empty(lead + d_idx[rows].shape, dtype=dst.dtype)
         if pass_rows:
             fn(*vals, out=out, rows=rows)
         else:
@@ -411,7 +431,7 @@ def _accumulate(name, fn, dst, d_idx, src0, s0_idx, call) -> None:
     rows = _repeat.read(src0, s0_idx, call, name)
     step = np.empty_like(acc)
     for r in range(call.repeat):
-        fn(rows[r:r + 1], acc, out=step)
+        fn(rows[..., r:r + 1, :], acc, out=step)
         acc, step = step, acc
     _repeat.write(dst, d_idx[:1], first, acc, name)
 
@@ -648,13 +668,16 @@ def Duplicate(dst, scalar, *args, isSetMask=True):
     ctx = _core.current_core()
     if dst.dtype.itemsize not in (2, 4):
         raise DtypeError("Duplicate", f"{dst.dtype.name} is not a 16- or 32-bit type", pipe="PIPE_V")
-    value = dst.dtype.type(scalar)
+    level0 = len(args) > 1
+    # (G, 1[, 1]) in a group whose members read different values: it broadcasts over the
+    # stacked [G, count] (level 2) or [G, repeat, lanes] (level 0) lanes
+    value = _lockstep.member_scalar(dst.dtype, scalar, 3 if level0 else 2)
     rate = RATE_SIMPLE[dst.dtype.itemsize]
-    if len(args) > 1:
+    if level0:
         mask, repeat_time = args[0], args[1]
         blk, rep = (int(args[2]), int(args[3])) if len(args) > 3 else (1, 8)
-        run_level0(ctx, "Duplicate", lambda out: out.fill(value), dst, (),
-                   (mask, repeat_time, ((blk, rep),)), rate, isSetMask)
+        run_level0(ctx, "Duplicate", lambda out: np.copyto(out, value), dst, (),
+                   (mask, repeat_time, ((blk, rep),)), rate, isSetMask, batch=True)
         return
     count = int(args[0])
     ctx.batch_ok = ctx.is_group        # element by element: a lockstep group runs it at once
@@ -687,7 +710,7 @@ def Power(dst, src, exponent, count=None):
     dt = same_dtype("Power", dst, src)
     check_dtype(ctx, "Power", dt, _FLOATS)
     count = src.length if count is None else int(count)
-    exponent = dt.type(exponent)
+    exponent = _lockstep.member_scalar(dt, exponent, 2)
     ctx.batch_ok = ctx.is_group        # element by element: a lockstep group runs it at once
     try:
         with np.errstate(all="ignore"):
@@ -823,7 +846,7 @@ def Cast(dst, src, round_mode: RoundMode, *args, isSetMask=True):
         out[...] = _convert(x, src.dtype, dst.dtype, round_mode)
 
     if len(args) > 1:
-        run_level0(ctx, "Cast", convert, dst, (src,), args, rate, isSetMask)
+        run_level0(ctx, "Cast", convert, dst, (src,), args, rate, isSetMask, batch=True)
         return
     count = int(args[0])
     ctx.batch_ok = ctx.is_group        # element by element: a lockstep group runs it at once
