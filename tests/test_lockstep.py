@@ -342,6 +342,22 @@ def test_operator_tests_agree_both_ways(module, func, params, tmp_path):
     assert stats.launches > 0
 
 
+def test_index_cast_runs_grouped_and_agrees():
+    """The l0 Cast of int64 indices to int32 (IndexCast): one group for the blocks with
+    whole shares, saturating per block as per-block execution does."""
+    from npusim.kernels.common.elementwise import cast, elementwise_tiling
+    n = 20000
+    idx = np.random.default_rng(9).integers(-2**33, 2**33, n)
+    idx[::3] %= 1000
+    t = elementwise_tiling(SOC, n, 8, 4)
+    gm, (xa, za) = _gm_with(idx, np.zeros(n, np.int32))
+    with differential() as stats:
+        run_kernel(cast, t.blockDim, (xa, za, t, np.int64, np.int32), soc=SOC, gm=gm)
+    assert t.blockDim > 2 and stats.completed > 0
+    got = np.frombuffer(gm.read(za, n * 4), np.int32)
+    np.testing.assert_array_equal(got, np.clip(idx, -2**31, 2**31 - 1))
+
+
 ROW_OPERATORS = [  # operator, x shape, softmax dim or gamma shape, dtype, tiling mode
     ("Softmax", (200, 1000), -1, np.float16, "AR"),
     ("Softmax", (100, 3000), -1, np.float32, "AR"),

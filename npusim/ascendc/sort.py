@@ -420,9 +420,12 @@ def IndexCast(dst: LocalTensor, src: LocalTensor, count: int) -> None:
     if chain is None:
         raise DtypeError("IndexCast", f"no Cast from {src.dtype.name} to int32", pipe="PIPE_V")
     count = int(count)
-    x = src.elements(count, "IndexCast")
-    y = index_cast_values(x)
-    dst.elements(count, "IndexCast")[...] = y
+    ctx.batch_ok = ctx.is_group        # element by element: a lockstep group runs it at once
+    try:
+        dst.elements(count, "IndexCast")[...] = index_cast_values(src.elements(count,
+                                                                                "IndexCast"))
+    finally:
+        ctx.batch_ok = False
     for step, rate in chain:
         issue_vector(ctx, step, count, rate, dst, (src,))
 
