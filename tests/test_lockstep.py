@@ -362,6 +362,8 @@ ROW_OPERATORS = [  # operator, x shape, softmax dim or gamma shape, dtype, tilin
     ("Softmax", (200, 1000), -1, np.float16, "AR"),
     ("Softmax", (100, 3000), -1, np.float32, "AR"),
     ("Softmax", (40, 20000), -1, np.float32, "AR_RECOMPUTE"),
+    ("Softmax", (3, 40, 70), 1, np.float32, "ARA"),
+    ("Softmax", (2, 300, 50), 1, np.float16, "ARA_RECOMPUTE"),
     ("RmsNorm", (300, 64), (64,), np.float32, "MERGE_N"),
     ("RmsNorm", (200, 4096), (4096,), np.float16, "NORMAL"),
     ("RmsNorm", (50, 30000), (30000,), np.float32, "SPLIT_D"),

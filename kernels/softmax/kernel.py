@@ -273,13 +273,18 @@ class KernelSoftmaxARA:
         passes = 1 if self.fullLoad else 3
         chunks = [(c, min(t.rFactor, t.r - c)) for c in range(0, t.r, t.rFactor)]
         tasks = []
-        for tile in range(self.tileStart, self.tileStart + self.tileNum):
+        # the C++ loop ``for (tile = tileStart; tile < tileEnd; tile++)``: blocks with as many
+        # tiles (at the same column tile) run it together in lockstep, where a range() over
+        # the per-block bounds would need one value
+        tile, tileEnd = self.tileStart, self.tileStart + self.tileNum
+        while tile < tileEnd:
             i1, j = divmod(tile, t.a0Outer)
             col0 = j * t.tileA0Len
             cols = t.tileA0Len if j < t.a0Outer - 1 else t.tileA0Tail
             for p in range(passes):
                 for c, rows in chunks:
                     tasks.append((i1, col0, cols, p, c, rows))
+            tile += 1
         if not tasks:
             return
         self.CopyIn(*tasks[0])
