@@ -302,8 +302,18 @@ def test_examples_agree_both_ways(name, argv, capsys):
 def test_example_kernels_without_a_main_parser_agree_both_ways(capsys):
     with differential() as stats:
         _example("row_softmax_kernel").main(blocks=6, rows_per_block=16)
+    assert stats.completed > 0          # level 0 and Brcb: the six blocks run as one group
+    with differential() as stats:
         _example("matmul_custom").main()
-    assert stats.launches >= 2
+    assert stats.launches >= 1
+
+
+def test_a_strided_view_copy_runs_grouped(capsys):
+    """tensor_views' BroadcastTo copy of a strided view: the blocks' task loops run as one
+    group."""
+    with differential() as stats:
+        _example("tensor_views").main([])
+    assert stats.completed > 0
 
 
 def test_the_ema_adam_kernel_agrees_and_runs_grouped():

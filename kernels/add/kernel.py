@@ -201,7 +201,10 @@ class KernelBroadcastTo:
 
     def Process(self):
         t = self.tiling
-        for task in range(self.taskStart, self.taskStart + self.taskNum):
+        # the C++ loop ``for (task = taskStart; task < taskEnd; task++)``: blocks with as many
+        # tasks of one shape run it together in lockstep (a range() needs one value)
+        task, taskEnd = self.taskStart, self.taskStart + self.taskNum
+        while task < taskEnd:
             rest, ct = divmod(task, t.colTiles)
             o, rt = divmod(rest, t.rowTiles)
             srcOffset, dstOffset = 0, o * t.rowNum * t.colNum
@@ -216,6 +219,7 @@ class KernelBroadcastTo:
             self.CopyIn(srcOffset, rows, cols)
             self.Compute(rows, cols)
             self.CopyOut(dstOffset, rows, cols)
+            task += 1
 
     def CopyIn(self, srcOffset, rows, cols):
         t = self.tiling

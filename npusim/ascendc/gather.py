@@ -197,11 +197,15 @@ def Brcb(dst: LocalTensor, src0: LocalTensor, repeatTime: int,
     s_call, d_call = full(repeat, 8), full(repeat, 8 * epb)
     s_idx = np.arange(repeat * 8).reshape(repeat, 8)
     d_idx = _repeat.lane_index(dt.itemsize, d_call, blk, rep)
-    for t, idx, call in ((src0, s_idx, s_call), (dst, d_idx, d_call)):
-        _repeat.lanes_view(t, idx, call, name)      # bounds first
-    report_same_memory(ctx, name, touched(dst, d_idx, d_call), touched(src0, s_idx, s_call))
-    vals = _repeat.read(src0, s_idx, s_call, name)
-    _repeat.write(dst, d_idx, d_call, np.repeat(vals, epb, axis=1), name)
+    ctx.batch_ok = ctx.is_group        # lane by lane: a lockstep group runs it at once
+    try:
+        for t, idx, call in ((src0, s_idx, s_call), (dst, d_idx, d_call)):
+            _repeat.lanes_view(t, idx, call, name)      # bounds first
+        report_same_memory(ctx, name, touched(dst, d_idx, d_call), touched(src0, s_idx, s_call))
+        vals = _repeat.read(src0, s_idx, s_call, name)  # ([G,] repeat, 8)
+        _repeat.write(dst, d_idx, d_call, np.repeat(vals, epb, axis=-1), name)
+    finally:
+        ctx.batch_ok = False
     # no source operand for the bank-conflict model: its rule is for 256 B source repeats,
     # and Brcb reads one 32 B block a repeat
     issue_vector(ctx, name, 8 * repeat, BRCB_RATE, dst, (), repeats=repeat, lanes=8,
