@@ -6,7 +6,10 @@ kernel's single writer per row, and the index range errors."""
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from npusim.kernels.common.row_walk import sum_runs
 from npusim.kernels.common.sorted_index import (IndexOutOfRangeError, sort_tiling, sort_with_index,
                                          sorted_order_golden)
 from npusim.kernels.embedding_dense_backward import tiling as edb
@@ -349,6 +352,33 @@ def test_out_of_range_index_stops_the_kernel(case):
                        r"numWeights = 10\)") as info:
         run_v2(grad, idx, nw, -1, False, **kw)
     assert isinstance(info.value, KernelError)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_sum_runs_adds_each_run_in_its_order(data):
+    """sum_runs (the row walks' and the sparse merge's fp32 run sums, all runs at once)
+    equals adding each run's rows one after another into its accumulator, bit for bit:
+    signed zeros, magnitudes that round, runs of every length, a first step skipped."""
+    runs = data.draw(st.integers(0, 30))
+    width = data.draw(st.integers(1, 6))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    grad = (rng.standard_normal((40, width)) * 10.0 ** rng.integers(-8, 9, (40, 1))).astype(
+        np.float32)
+    grad[rng.random(grad.shape) < 0.1] = -0.0
+    walk_rows = rng.integers(0, 40, 80)
+    start = rng.integers(0, 60, runs)
+    length = rng.integers(0, 20, runs)
+    first = data.draw(st.integers(0, 2))
+    acc = (rng.standard_normal((runs, width)).astype(np.float32) if data.draw(st.booleans())
+           else np.zeros((runs, width), np.float32))
+    expect = acc.copy()
+    for e in range(runs):
+        for s in range(first, int(length[e])):
+            expect[e] += grad[walk_rows[start[e] + s]]
+    got = sum_runs(acc, grad, walk_rows, start, length, first)
+    assert got.tobytes() == expect.tobytes()
+    assert acc.tobytes() == expect.tobytes()          # in place
 
 
 # -- Atlas training kernel ---------------------------------------------------------------------

@@ -145,9 +145,17 @@ def sum_runs(acc: np.ndarray, grad: np.ndarray, walk_rows: np.ndarray, start: np
     """``acc[e] += grad[walk_rows[start[e] + s]]`` for ``s`` from ``first`` to
     ``length[e] - 1``, in that order: each run's rows added one after another in fp32, as
     the kernels' UB Adds do, all runs at once. Returns ``acc``."""
-    for s in range(first, int(length.max()) if len(length) else 0):
-        sel = np.flatnonzero(length > s)
-        acc[sel] += grad[walk_rows[start[sel] + s]]
+    if not len(length) or int(length.max()) <= first:
+        return acc
+    # runs longest first: the runs still adding at step s are a prefix, summed in a
+    # contiguous copy of their accumulators (a slice, not a gather and scatter per step)
+    order = np.argsort(-length, kind="stable")
+    by_len, begin = length[order], start[order]
+    live = np.searchsorted(-by_len, -np.arange(first, int(by_len[0])))  # runs longer than s
+    part = acc[order]
+    for s, k in enumerate(live, first):
+        part[:k] += grad[walk_rows[begin[:k] + s]]
+    acc[order] = part
     return acc
 
 
@@ -407,18 +415,24 @@ def _bypass_of(k) -> dict:
 #: Flushes per recorded batch of the small-dim walk.
 BATCH_FLUSHES = 16
 
-_add_cost_cache: dict = {}
+_add_cost_tables: dict = {}
 
 
-def _add_cost(ctx, add_local, grad_local, elem_offset: int, count: int) -> float:
-    """V cycles of ``Add(addLocal, addLocal, gradLocal[elem_offset], count)``, as the
-    instruction records them (UB bank conflicts depend on the offsets), memoised."""
-    key = (id(ctx.soc), count, add_local.offset, grad_local.offset + elem_offset * 4)
-    c = _add_cost_cache.get(key)
-    if c is None:
-        c = _add_cost_cache[key] = float(level2_cycles(
-            ctx.soc, count, RATE_SIMPLE[4], add_local, (add_local, grad_local[elem_offset])))
-    return c
+def _add_costs(ctx, add_local, grad_local, align: int, rows: int, count: int) -> np.ndarray:
+    """V cycles of ``Add(addLocal, addLocal, gradLocal[p * align], count)`` for each chunk
+    row ``p < rows``, as the instruction records them (UB bank conflicts depend on the
+    offsets): float64 array indexed by row, memoised per UB layout, so that a chunk's walk
+    gathers its rows' costs instead of looking each one up."""
+    key = (id(ctx.soc), count, add_local.offset, grad_local.offset, align, rows)
+    table = _add_cost_tables.get(key)
+    if table is None:
+        if len(_add_cost_tables) >= 64:
+            _add_cost_tables.clear()
+        table = _add_cost_tables[key] = np.array(
+            [level2_cycles(ctx.soc, count, RATE_SIMPLE[4], add_local,
+                           (add_local, grad_local[p * align])) for p in range(rows)],
+            dtype=np.float64)
+    return table
 
 
 def walk_small_dim_chunk(k, indices_local, idx_local, grad_local, n: int) -> None:
@@ -494,9 +508,7 @@ def _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, flush_addr, n, st
     add_local = k.addResQue._queue[-1]
     reset = float(level2_cycles(soc, E, RATE_SIMPLE[4], add_local))
     align = k.embeddingDimAlign
-    uniq, inverse = np.unique(pos[:stop], return_inverse=True)
-    add = np.array([_add_cost(ctx, add_local, grad_local, int(p) * align, E) for p in uniq],
-                   dtype=np.float64)[inverse] if stop else np.zeros(0)
+    add = _add_costs(ctx, add_local, grad_local, align, k.copyRowNum, E)[pos[:stop]]
     add_cum = np.r_[0.0, np.cumsum(add)]
     nf_all = len(flush_addr)
     name = "EmbeddingDenseGradV2SmallDim rows"
