@@ -36,7 +36,7 @@ import numpy as np
 
 from npusim.ascendc import core as _core
 from npusim.ascendc.types import PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V, CacheMode
-from npusim.ascendc.vector import RATE_SIMPLE, level2_cycles
+from npusim.ascendc.vector import RATE_SIMPLE, cost_key, level2_cycles
 from npusim.kernels.common.sorted_index import check_index
 
 LIMIT_COUNT_NUM = 10
@@ -423,7 +423,7 @@ def _add_costs(ctx, add_local, grad_local, align: int, rows: int, count: int) ->
     row ``p < rows``, as the instruction records them (UB bank conflicts depend on the
     offsets): float64 array indexed by row, memoised per UB layout, so that a chunk's walk
     gathers its rows' costs instead of looking each one up."""
-    key = (id(ctx.soc), count, add_local.offset, grad_local.offset, align, rows)
+    key = (cost_key(ctx.soc), count, add_local.offset, grad_local.offset, align, rows)
     table = _add_cost_tables.get(key)
     if table is None:
         if len(_add_cost_tables) >= 64:

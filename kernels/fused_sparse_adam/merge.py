@@ -33,7 +33,7 @@ import numpy as np
 from npusim.ascendc import HardEvent, float32, int32_t
 from npusim.ascendc import core as _core
 from npusim.ascendc.types import PIPE_MTE2, PIPE_S, PIPE_V, CacheMode
-from npusim.ascendc.vector import RATE_SIMPLE, level2_cycles
+from npusim.ascendc.vector import RATE_SIMPLE, cost_key, level2_cycles
 from npusim.kernels.common.row_walk import run_starts, sum_runs
 
 #: Sorted entries per recorded batch.
@@ -47,7 +47,7 @@ def _cycles(ctx, k, w: int, r: int | None) -> float:
     """V cycles of the Add into the accumulator (``r`` None) or of ApplyRun on tile row
     ``r``, as the kernel's instructions record them (memoised on the UB offsets)."""
     acc = k.accBuf.Get(float32)
-    key = (id(ctx.soc), w, acc.offset, k._tile(1).offset, k.tiling.rowAlign, r,
+    key = (cost_key(ctx.soc), w, acc.offset, k._tile(1).offset, k.tiling.rowAlign, r,
            bool(k.tiling.useNesterov))
     c = _cost_cache.get(key)
     if c is not None:

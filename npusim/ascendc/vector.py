@@ -168,6 +168,14 @@ def level2_cycles(soc, count: int, rate: float, dst: LocalTensor | None,
     return _cycles(soc, int(count), rate, dst, srcs)
 
 
+def cost_key(soc) -> tuple:
+    """What :func:`level2_cycles` (and :func:`issue_vector`'s cost) reads of a SoC: the
+    vector head cycles and the UB bank layout. Memos of those costs key on it rather than on
+    the SoC's id, which a SoC made for one launch (``dataclasses.replace``) can leave to
+    another with other banks."""
+    return (soc.vec_head_cycles, *_ubbank.layout(soc))
+
+
 def _conflict_cost(soc, count, rate, dst, srcs, dst_nbytes, src_nbytes, repeats, lanes,
                    strides) -> int:
     """Cycles the UB bank conflicts of one instruction add (:mod:`npusim.ascendc.ubbank`).
