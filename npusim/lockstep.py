@@ -25,7 +25,8 @@ of calling the kernel function once per block, :func:`run_blocks` calls it once 
   (``ctx.batch_ok``, set by the batch-aware instructions: the queue/buffer calls,
   SetFlag/WaitFlag/PipeBarrier, DataCopy and DataCopyPad between GM and UB and UB to UB,
   the element-wise vector family of :mod:`npusim.ascendc.vector` in both forms (level 2
-  and level 0), Duplicate, Cast, Power, the level-0 reductions, GetValue/SetValue). The cube memories (L1, L0A, L0B, L0C, ...)
+  and level 0), Duplicate, Cast, Power, the level-0 reductions, Brcb, IndexCast,
+  GetValue/SetValue). The cube memories (L1, L0A, L0B, L0C, ...)
   are ``[G, size]`` arrays likewise, reachable by the cube instructions written for groups
   (:func:`npusim.ascendc.cube.common.stacked`): DataCopy with Nd2NzParams from GM, LoadData
   from L1, LoadDataWithTranspose, Mmad, and Fixpipe to GM or L1 (without a per-column
