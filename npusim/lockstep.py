@@ -417,11 +417,12 @@ class GroupContext(_core.CoreContext):
 
     def members_results(self) -> list:
         """What per-block execution leaves of each member: its records, counters, warnings
-        and GM stores (one :class:`BlockResult` per member, in member order)."""
+        and GM stores (one :class:`BlockResult` per member, in member order). The GM access
+        log stays the group's (``gm_log``), which :func:`cross_block_conflict` reads as it
+        is."""
         g = self.size
         patched = [(i, spread(rec, g)) for i, rec in self.patches]
         writes = [spread(w, g) for w in self.gm_writes]
-        logs = [spread(e, g) for e in self.gm_log]
         nread, nwritten = spread(self.bytes_read, g), spread(self.bytes_written, g)
         out = []
         template = (self.records, tuple(i for i, _ in patched))
@@ -434,7 +435,6 @@ class GroupContext(_core.CoreContext):
             res.bytes_read, res.bytes_written = nread[j], nwritten[j]
             res.gm_writes = [w[j] for w in writes]
             res.trace_lines = list(self.trace_lines) if self.trace_lines is not None else None
-            res.gm_log = [e[j] for e in logs]
             out.append(res)
         return out
 
@@ -461,7 +461,7 @@ class BlockResult:
         self.bytes_written = 0
         self.gm_writes: list = []
         self.trace_lines = None
-        self.gm_log: list = []
+        self.gm_log = None             # its group keeps the GM access log (run_blocks)
         self.mix = None
 
     def warn(self, message: str) -> None:
@@ -656,32 +656,59 @@ def _merged(lo, hi, owner, width: int):
     return lo[idx], ends, owner[idx]
 
 
-def cross_block_conflict(logs: dict) -> bool:
+def _log_columns(logs: dict, groups) -> tuple[list, list]:
+    """The GM access logs as columns: (lo, nbytes, owner, write) of the single accesses and
+    (lo, row, owner, write, count, pitch) of the runs of rows, one list per column.
+
+    ``logs``: block -> its log; ``groups``: (members, log) of lockstep groups, whose entries
+    hold a :class:`BlockVector` where the members differ (each member's entry is what its
+    per-block run logs, as :meth:`GroupContext.members_results` spreads them): the columns
+    take the members' values in one ``extend`` per field, without a tuple per member."""
+    rows: list = [[], [], [], []]
+    runs: list = [[], [], [], [], [], []]
+    for b, log in logs.items():
+        for e in log:
+            cols = rows if len(e) == 3 else runs
+            cols[2].append(b)
+            for j, col in enumerate(cols):
+                if j != 2:
+                    col.append(e[j if j < 2 else j - 1])
+    for members, log in groups:
+        g = len(members)
+        for e in log:
+            cols = rows if len(e) == 3 else runs
+            cols[2].extend(members)
+            for j, col in enumerate(cols):
+                if j != 2:
+                    x = e[j if j < 2 else j - 1]
+                    col.extend(x.vals if type(x) is BlockVector else (x,) * g)
+    return rows, runs
+
+
+def cross_block_conflict(logs: dict, groups=()) -> bool:
     """Whether some block reads or writes GM bytes that another block writes.
 
     ``logs``: block -> list of (address, nbytes, is_write), or of (address, nbytes,
-    is_write, count, pitch) for ``count`` runs of ``nbytes`` ``pitch`` apart."""
-    rows, runs = [], []
-    for b, log in logs.items():
-        for e in log:
-            if e[1] <= 0:
-                continue
-            if len(e) == 3:
-                rows.append((e[0], e[0] + e[1], b, e[2]))
-            else:
-                runs.append((e[0], e[1], b, e[2], e[3], e[4]))
-    if runs:              # one row per run (numpy: a matmul's C tile is some hundred rows)
-        r = np.array(runs, dtype=np.int64)
+    is_write, count, pitch) for ``count`` runs of ``nbytes`` ``pitch`` apart. ``groups``:
+    (members, log) of lockstep groups, their logs in group form (:func:`_log_columns`)."""
+    rows, runs = _log_columns(logs, groups)
+    parts = []
+    if rows[0]:
+        lo, n, owner, write = (np.array(c, dtype=np.int64) for c in rows)
+        parts.append(np.stack([lo, lo + n, owner, write], axis=1)[n > 0])
+    if runs[0]:           # one row per run (numpy: a matmul's C tile is some hundred rows)
+        r = np.stack([np.array(c, dtype=np.int64) for c in runs], axis=1)
+        r = r[r[:, 1] > 0]
         count = r[:, 4]
         first = np.repeat(np.cumsum(count) - count, count)
         lo = np.repeat(r[:, 0], count) + (np.arange(int(count.sum())) - first) * np.repeat(
             r[:, 5], count)
-        expanded = np.stack([lo, lo + np.repeat(r[:, 1], count), np.repeat(r[:, 2], count),
-                             np.repeat(r[:, 3], count)], axis=1)
-        arr = np.concatenate([np.array(rows, dtype=np.int64).reshape(-1, 4), expanded])
-    elif rows:
-        arr = np.array(rows, dtype=np.int64)
-    else:
+        parts.append(np.stack([lo, lo + np.repeat(r[:, 1], count), np.repeat(r[:, 2], count),
+                               np.repeat(r[:, 3], count)], axis=1))
+    if not parts:
+        return False
+    arr = np.concatenate(parts)
+    if not len(arr):
         return False
     write = arr[:, 3].astype(bool)
     if not write.any():
@@ -819,6 +846,7 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
     undo = UndoLog()
     results: dict = {}
     final: list = []
+    group_logs: list = []                 # (members, GM access log) of the groups that ran
     ub1 = np.empty(soc.ub_size, dtype=np.uint8)
     try:
         while pending:
@@ -862,6 +890,7 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
                 continue
             for b, res in zip(part, ctx.members_results()):
                 results[b] = res
+            group_logs.append((part, ctx.gm_log))
             final.append(part)
     except Exception:      # noqa: BLE001 - a KernelError (or any error): per block decides
         _restore(undo)
@@ -869,8 +898,8 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
         return None
     finally:
         _core.set_current_core(None)
-    logs = {b: r.gm_log for b, r in results.items()}
-    conflict = cross_block_conflict(logs)
+    logs = {b: r.gm_log for b, r in results.items() if r.gm_log is not None}
+    conflict = cross_block_conflict(logs, group_logs)
     if key is not None:
         _CACHE[key] = (sorted(final, key=lambda p: p[0]), conflict)
         if len(_CACHE) > _CACHE_SIZE:

@@ -164,6 +164,49 @@ def test_cross_block_conflicts_are_those_of_the_bytes(logs):
     assert lockstep.cross_block_conflict(logs) == want
 
 
+@st.composite
+def _group_logs(draw):
+    """(per-block logs, groups): blocks 0-5 split between single blocks and up to two
+    lockstep groups whose log fields are plain or per member, as GroupContext logs them."""
+    blocks = list(range(6))
+    cut = sorted(draw(st.lists(st.integers(1, 5), max_size=2, unique=True)))
+    parts = [tuple(blocks[a:b]) for a, b in zip([0] + cut, cut + [6])]
+    logs, groups = {}, []
+    for part in parts:
+        g = len(part)
+        if g == 1 or draw(st.booleans()):
+            for b in part:
+                logs[b] = draw(st.lists(_ENTRY, max_size=3))
+            continue
+        log = []
+        for _ in range(draw(st.integers(0, 3))):
+            fields = [draw(st.lists(st.integers(0, 120), min_size=g, max_size=g)),
+                      draw(st.lists(st.integers(0, 24), min_size=g, max_size=g)),
+                      draw(st.booleans())]
+            if draw(st.booleans()):
+                fields += [draw(st.lists(st.integers(1, 4), min_size=g, max_size=g)),
+                           draw(st.lists(st.integers(1, 40), min_size=g, max_size=g))]
+            # each field the members' values (a BlockVector) or the first member's for all
+            log.append(tuple(
+                v if j == 2 else (BlockVector(part, v) if draw(st.booleans()) else v[0])
+                for j, v in enumerate(fields)))
+        groups.append((part, log))
+    return logs, groups
+
+
+@given(_group_logs())
+def test_group_logs_conflict_as_their_members_logs(case):
+    """A group's log read as it is (BlockVectors where members differ) finds the conflicts
+    the members' own logs, spread out, find."""
+    logs, groups = case
+    spread = dict(logs)
+    for part, log in groups:
+        for j, b in enumerate(part):
+            spread[b] = [tuple(x.vals[j] if type(x) is BlockVector else x for x in e)
+                         for e in log]
+    assert lockstep.cross_block_conflict(logs, groups) == lockstep.cross_block_conflict(spread)
+
+
 # -- the differential harness --------------------------------------------------------------------
 
 class Stats:
