@@ -425,13 +425,13 @@ class GroupContext(_core.CoreContext):
         writes = [spread(w, g) for w in self.gm_writes]
         nread, nwritten = spread(self.bytes_read, g), spread(self.bytes_written, g)
         out = []
-        template = (self.records, tuple(i for i, _ in patched))
+        template = (self.records, tuple(i for i, _ in patched),
+                    tuple(_frozen(rec) for _, rec in self.patches))
         for j, b in enumerate(self.members):
-            recs = GroupRecords(self.records)
+            recs = list(self.records)
             for i, per in patched:
                 recs[i] = per[j]
-            recs.template = template
-            res = BlockResult(b, self.core_kind, recs)
+            res = BlockResult(b, self.core_kind, GroupRecords(recs, template, j))
             res.bytes_read, res.bytes_written = nread[j], nwritten[j]
             res.gm_writes = [w[j] for w in writes]
             res.trace_lines = list(self.trace_lines) if self.trace_lines is not None else None
@@ -439,13 +439,40 @@ class GroupContext(_core.CoreContext):
         return out
 
 
-class GroupRecords(list):
-    """A member's records: a list of record tuples, as a block's, with ``template``: the
-    group's record list and the indices of the records that differ from member to member
-    (their GM addresses, say). The replay splits a group's records into pipe lists once
-    and gives each member its own records at those indices (timing._split_member)."""
+#: marks a value that differs from member to member in a group's key (:func:`_frozen`)
+_PER_MEMBER = object()
 
-    __slots__ = ("template",)
+
+def _frozen(x):
+    """``x`` (a record, or a field of one) with each BlockVector in it as (``_PER_MEMBER``,
+    its members' values): hashable, and equal for two groups exactly when every member's
+    ``spread`` value is equal."""
+    t = type(x)
+    if t is BlockVector:
+        return (_PER_MEMBER, tuple(x.vals))
+    if t is tuple and _has_bv(x):
+        return tuple(map(_frozen, x))
+    return x
+
+
+class GroupRecords(tuple):
+    """A member's records, fixed: a tuple of record tuples (a block's are a list of them),
+    with
+
+    * ``template``: the group's record list, the indices of the records that differ from
+      member to member (their GM addresses, say), and those records as the group keeps
+      them, in one hashable form for all members (:func:`_frozen`);
+    * ``member``: this member's position in the group.
+
+    The replay splits a group's records into pipe lists once and gives each member its own
+    records at those indices (timing._split_member); the kept replays key a member on the
+    template and its position (timing._records_key), which is why the records cannot
+    change once made."""
+
+    def __new__(cls, records, template: tuple, member: int):
+        self = super().__new__(cls, records)
+        self.template, self.member = template, member
+        return self
 
 
 class BlockResult:

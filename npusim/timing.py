@@ -997,7 +997,7 @@ def _split_member(records, pipes, merge: bool, kept: dict):
 
     ``records.template`` (when the records are a group member's,
     :class:`npusim.lockstep.GroupRecords`): the group's record list and the indices where
-    members differ. Where those are all transfers (GM addresses and byte counts differ;
+    members differ (its first two entries). Where those are all transfers (GM addresses and byte counts differ;
     kinds, pipes and everything else are the group's), the members' pipe lists are the
     same but for those transfers' items, since :func:`_split` never looks into a
     transfer's key: the first member's lists are kept in ``kept`` and each later member
@@ -1006,7 +1006,7 @@ def _split_member(records, pipes, merge: bool, kept: dict):
     template = getattr(records, "template", None)
     if template is None:
         return _split(records, pipes, merge)
-    shared, patched = template
+    shared, patched = template[:2]
     entry = kept.get(id(shared))
     if entry is None:
         lists = _split(records, pipes, merge)
@@ -1209,9 +1209,10 @@ class _Shared:
 
 def _records_key(blocks) -> tuple:
     """What the replay reads of ``blocks``, as a key: per block its records; for a lockstep
-    group's member (``records.template``), the group's records but those that differ from
-    member to member (one :class:`_Shared` per group), and the member's own at those
-    indices. Equal keys mean equal records."""
+    group's member (``records.template``, :class:`npusim.lockstep.GroupRecords`), the group's
+    records with those that differ from member to member in their group form (one
+    :class:`_Shared` per group), and the member's position in the group, which picks its
+    values out of them. Equal keys mean equal records."""
     shared: dict = {}
     out = []
     for records in blocks:
@@ -1219,14 +1220,14 @@ def _records_key(blocks) -> tuple:
         if template is None:
             out.append(tuple(records))
             continue
-        group, patched = template
+        group, patched, per_member = template
         part = shared.get(id(group))
         if part is None:
             items = list(group)
             for i in patched:
                 items[i] = None             # the group's own values there: per member
-            part = shared[id(group)] = _Shared((tuple(items), patched))
-        out.append((part, tuple(map(records.__getitem__, patched))))
+            part = shared[id(group)] = _Shared((tuple(items), patched, per_member))
+        out.append((part, records.member))
     return tuple(out)
 
 

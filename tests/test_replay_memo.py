@@ -133,8 +133,10 @@ def test_the_least_recent_replays_are_forgotten_beyond_the_limit(device, monkeyp
 
 
 def test_the_key_of_a_groups_records_sees_every_record(device, monkeypatch):
-    """A lockstep group's members share the group's records in the key: a change to a
-    member's own record or to a shared one changes the key."""
+    """A lockstep group's members share the group's records in the key, those that differ
+    from member to member in their group form: a change to one member's value in a
+    per-member record, or to a shared record, changes the key; and a member's records
+    cannot be changed behind the key's back."""
     from npusim import lockstep
     gm, xa, za, n, replays = device
     seen = []
@@ -146,22 +148,40 @@ def test_the_key_of_a_groups_records_sees_every_record(device, monkeypatch):
     a, b = seen
     assert all(isinstance(r, lockstep.GroupRecords) for r in a)
     assert timing._records_key(a) == timing._records_key(b)
+    group, patched, per_member = a[3].template
+    with pytest.raises(TypeError):
+        a[3][patched[0]] = a[3][patched[0]]
 
-    def member(records, i, change, template=None):
-        out = lockstep.GroupRecords(records)
-        out.template = template or records.template
-        out[i] = change(out[i])
+    def regroup(group, per_member, change):
+        """The members' records of a group whose member 3 has ``change`` at ``k``."""
+        k, record = change
+        template = (group, patched, per_member)
+        out = []
+        for r in a:
+            recs = list(r)
+            if r.member == 3:
+                recs[k] = record
+            out.append(lockstep.GroupRecords(recs, template, r.member))
         return out
 
-    group, patched = a[3].template
-    i = patched[0]                                   # a DMA's GM address: per member
-    moved = list(a)
-    moved[3] = member(a[3], i, lambda r: (*r[:4], (r[4][0] + 512, *r[4][1:]), r[5]))
+    # member 3's GM address of a DMA, in the group's form and in its own record
+    i = patched[0]
+    rec = a[3][i]
+    moved_rec = (*rec[:4], (rec[4][0] + 512, *rec[4][1:]), rec[5])
+    pos = patched.index(i)
+    marker, addrs = per_member[pos][4][0]
+    moved_form = list(per_member)
+    moved_form[pos] = (*per_member[pos][:4],
+                       ((marker, addrs[:3] + (addrs[3] + 512,) + addrs[4:]),
+                        *per_member[pos][4][1:]), per_member[pos][5])
+    moved = regroup(group, tuple(moved_form), (i, moved_rec))
     assert timing._records_key(moved) != timing._records_key(b)
+    assert timing._records_key(regroup(group, per_member, (i, rec))) == timing._records_key(b)
+    # a shared record's cycles, for every member
     j = next(k for k in range(len(group)) if k not in patched and group[k][0] == timing.OP)
     slower = list(group)
     slower[j] = (*group[j][:2], group[j][2] + 1, *group[j][3:])
-    template = (slower, patched)
-    changed = [member(r, j, lambda r: (*r[:2], r[2] + 1, *r[3:]), template) for r in a]
+    changed = [lockstep.GroupRecords([slower[k] if k == j else x for k, x in enumerate(r)],
+                                     (slower, patched, per_member), r.member) for r in a]
     assert timing._records_key(changed) != timing._records_key(b)
     assert [list(r) for r in changed] != [list(r) for r in b]
