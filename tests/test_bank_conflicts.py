@@ -6,6 +6,8 @@ asc-devkit (examples/01_simd_cpp_api/05_best_practices/04_memory_access/bank_con
 eight Add layouts with their measured cycles). A2/A3 layout: 48 banks x 128 rows x 32 B,
 16 bank groups; row r is in group r % 16 and bank group + 16 * (r // 2048).
 """
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -181,3 +183,57 @@ def test_a_layout_sweep_matches_a_direct_count_of_the_rules():
                       for r in rows[1:])
         want = [queue(reads, []), queue([], writes)] if delayed else [queue(reads, writes)]
         assert got == want, (addrs, blks)
+
+
+# -- the kept costs of npusim.ascendc.vector._cycles ------------------------------------------
+def _ub(offset, dtype="float32"):
+    """What the cost reads of a LocalTensor: its UB offset and element type."""
+    from types import SimpleNamespace
+    return SimpleNamespace(offset=offset, dtype=np.dtype(dtype))
+
+
+_SRCS_CLASH = (_ub(0x0), _ub(0x4000))           # both in bank group 0: a read-read queue
+_SRCS_APART = (_ub(0x0), _ub(0x4100))           # groups 0 and 8: no queue
+_BASE = dict(soc=SOC, count=4096, rate=64, dst=_ub(0x10000), srcs=_SRCS_CLASH, dst_nbytes=None,
+             src_nbytes=None, repeats=None, lanes=None, strides=None)
+_APART = dict(_BASE, srcs=_SRCS_APART)
+_LEVEL0 = dict(_BASE, repeats=64, lanes=64)
+
+
+@pytest.mark.parametrize("base, change", [
+    (_BASE, dict(soc=dataclasses.replace(SOC, vec_head_cycles=SOC.vec_head_cycles + 7))),
+    (_BASE, dict(soc=dataclasses.replace(SOC, ubbank_group_num=4))),
+    (_APART, dict(soc=dataclasses.replace(SOC, ubbank_size=8192))),
+    (_BASE, dict(count=2048)),
+    (_BASE, dict(rate=16)),
+    (_BASE, dict(rate=64.0)),                    # the same cycles, as a float
+    (_BASE, dict(count=np.int64(4096))),         # the same cycles, as a numpy int
+    (_APART, dict(dst=_ub(0x0))),
+    (dict(_APART, dst=_ub(0x100)), dict(dst=_ub(0x100, "float16"))),
+    (_BASE, dict(srcs=_SRCS_APART)),
+    (_BASE, dict(srcs=(_ub(0x0, "float16"), _ub(0x4000)))),
+    (_APART, dict(dst_nbytes=65536)),
+    (_APART, dict(src_nbytes=32768)),
+    (_LEVEL0, dict(repeats=32)),
+    (_LEVEL0, dict(strides=((1, 8), (2, 16), (1, 8)))),
+], ids=["head", "bank groups", "bank size", "count", "rate", "rate type", "count type",
+        "dst offset", "dst type", "src offsets", "src type", "dst bytes", "src bytes",
+        "repeats", "strides"])
+def test_a_kept_cost_is_that_of_its_own_operands(base, change):
+    """The cost an instruction records is kept by what it reads: after ``base`` was costed
+    (and kept), an instruction that differs in one thing gets its own cost, value and type,
+    not ``base``'s."""
+    from npusim.ascendc import vector as V
+
+    def args(case):
+        return [case[k] for k in ("soc", "count", "rate", "dst", "srcs", "dst_nbytes",
+                                  "src_nbytes", "repeats", "lanes", "strides")]
+    other = dict(base, **change)
+    V._CYCLES_KEPT.clear()
+    first = V._cycles(*args(base))
+    assert (first, type(first)) == (V._cost(*args(base)), type(V._cost(*args(base))))
+    want = V._cost(*args(other))
+    assert (want, type(want)) != (first, type(first))     # the change shows in the cost
+    got = V._cycles(*args(other))
+    assert (got, type(got)) == (want, type(want))
+    assert V._cycles(*args(base)) == first                # and both stay kept

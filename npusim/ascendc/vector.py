@@ -147,9 +147,40 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
                                          src_nbytes, repeats, lanes, strides), 0, None, name)
 
 
+#: _cycles' results by what they read (the SoC's head cycles and bank layout, the
+#: operands' UB offsets and element sizes, the form's numbers); cleared when full
+_CYCLES_KEPT: dict = {}
+_CYCLES_KEEP = 1 << 14
+
+
 def _cycles(soc, count, rate, dst, srcs, dst_nbytes=None, src_nbytes=None, repeats=None,
             lanes=None, strides=None):
-    """The cost :func:`issue_vector` records (its docstring): head + compute + conflicts."""
+    """The cost :func:`issue_vector` records (its docstring): head + compute + conflicts.
+    A kernel issues the same few instructions on the same UB offsets tile after tile, so
+    the cost is kept by what it reads (the bank model's own memo still builds its operands
+    first, which costs more than the lookup)."""
+    try:
+        # the types too: the cost is an int or a float, a numpy or a Python number, as
+        # the count and the rate are
+        key = (soc.vec_head_cycles, soc.ubbank_group_num, soc.ubbank_size, count, rate,
+               type(count), type(rate),
+               None if dst is None else (dst.offset, dst.dtype.itemsize),
+               tuple([(t.offset, t.dtype.itemsize) for t in srcs]), dst_nbytes, src_nbytes,
+               repeats, lanes, strides)
+        kept = _CYCLES_KEPT.get(key)
+    except TypeError:               # an argument that cannot be a key (a list of strides)
+        return _cost(soc, count, rate, dst, srcs, dst_nbytes, src_nbytes, repeats, lanes,
+                     strides)
+    if kept is None:
+        if len(_CYCLES_KEPT) >= _CYCLES_KEEP:
+            _CYCLES_KEPT.clear()
+        kept = _CYCLES_KEPT[key] = _cost(soc, count, rate, dst, srcs, dst_nbytes, src_nbytes,
+                                         repeats, lanes, strides)
+    return kept
+
+
+def _cost(soc, count, rate, dst, srcs, dst_nbytes, src_nbytes, repeats, lanes, strides):
+    """:func:`_cycles`, computed."""
     if repeats is None:
         cycles = -(-count // rate)
     else:
