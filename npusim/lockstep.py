@@ -521,6 +521,16 @@ def _member_allocations(ctx: GroupContext, gt, span: int) -> tuple:
     return addrs, allocs
 
 
+def strided_view(buf: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
+    """A writable view of the 1-D ``buf`` (GM or UB bytes, or their initialised flags) with
+    ``shape`` and ``strides`` (in bytes); when ``buf`` is contiguous, numpy checks the view
+    stays inside it: ``as_strided`` at a fifth of its cost (about
+    0.5 µs against 2.4 µs), which a group's every GM transfer pays."""
+    if not buf.flags.c_contiguous:
+        return as_strided(buf, shape=shape, strides=strides, writeable=True)
+    return np.ndarray(shape, dtype=buf.dtype, buffer=buf, strides=strides)
+
+
 def gm_rows(ctx: GroupContext, gt, rows: int, row: int, pitch: int, write: bool):
     """The GM rows of every member of ``ctx`` for a transfer of ``rows`` rows of ``row``
     bytes, ``pitch`` apart, from ``gt`` (a GlobalTensor whose address may differ per
@@ -537,15 +547,14 @@ def gm_rows(ctx: GroupContext, gt, rows: int, row: int, pitch: int, write: bool)
     regular = step >= 0 and all(al is alloc0 for al in allocs) and all(
         addrs[j] - addrs[j - 1] == step for j in range(2, g))
     if regular:
-        base = alloc0.buf[a0 - alloc0.base:]
-        out = as_strided(base, shape=(g, rows, row), strides=(step, pitch, 1), writeable=True)
+        out = strided_view(alloc0.buf[a0 - alloc0.base:], (g, rows, row), (step, pitch, 1))
         if write:
             ctx.undo.save(out)
         return out
     views = []
     for a, al in zip(addrs, allocs):
         buf = al.buf[a - al.base:a - al.base + span]
-        v = as_strided(buf, shape=(rows, row), strides=(pitch, 1), writeable=True)
+        v = strided_view(buf, (rows, row), (pitch, 1))
         if write:
             ctx.undo.save(v)
         views.append(v)

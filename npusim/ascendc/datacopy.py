@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import checker
@@ -85,7 +84,7 @@ def _strided(buf: np.ndarray, rows: int, row_bytes: int, pitch: int) -> np.ndarr
     """rows x row_bytes view of ``buf`` with ``pitch`` bytes between row starts."""
     if rows == 1:
         return buf[:row_bytes].reshape(1, row_bytes)
-    return as_strided(buf, shape=(rows, row_bytes), strides=(pitch, 1), writeable=True)
+    return _lockstep.strided_view(buf, (rows, row_bytes), (pitch, 1))
 
 
 def _write_gm(ctx, gm_bytes: np.ndarray, ub_bytes: np.ndarray) -> None:
