@@ -84,6 +84,7 @@ from __future__ import annotations
 import math
 import os
 from collections import OrderedDict
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -421,17 +422,14 @@ class GroupContext(_core.CoreContext):
         log stays the group's (``gm_log``), which :func:`cross_block_conflict` reads as it
         is."""
         g = self.size
-        patched = [(i, spread(rec, g)) for i, rec in self.patches]
         writes = [spread(w, g) for w in self.gm_writes]
         nread, nwritten = spread(self.bytes_read, g), spread(self.bytes_written, g)
         out = []
-        template = (self.records, tuple(i for i, _ in patched),
+        template = (self.records, tuple(i for i, _ in self.patches),
                     tuple(_frozen(rec) for _, rec in self.patches))
+        own = _MemberRecords(self.records, self.patches, g)
         for j, b in enumerate(self.members):
-            recs = list(self.records)
-            for i, per in patched:
-                recs[i] = per[j]
-            res = BlockResult(b, self.core_kind, GroupRecords(recs, template, j))
+            res = BlockResult(b, self.core_kind, GroupRecords(template, j, own))
             res.bytes_read, res.bytes_written = nread[j], nwritten[j]
             res.gm_writes = [w[j] for w in writes]
             res.trace_lines = list(self.trace_lines) if self.trace_lines is not None else None
@@ -450,14 +448,40 @@ def _frozen(x):
     t = type(x)
     if t is BlockVector:
         return (_PER_MEMBER, tuple(x.vals))
-    if t is tuple and _has_bv(x):
-        return tuple(map(_frozen, x))
+    if t is tuple:
+        return tuple([_frozen(v) if type(v) is BlockVector or type(v) is tuple else v
+                      for v in x])
     return x
 
 
-class GroupRecords(tuple):
-    """A member's records, fixed: a tuple of record tuples (a block's are a list of them),
-    with
+class _MemberRecords:
+    """The members' own record lists of a group, made from the group's records and its
+    per-member ones (``patches``: (index, record with BlockVectors)) the first time a
+    member's records are read: a launch that takes a kept replay reads none."""
+
+    __slots__ = ("group", "patches", "size", "lists")
+
+    def __init__(self, group: list, patches: list, size: int):
+        self.group, self.patches, self.size = group, patches, size
+        self.lists = None
+
+    def of(self, j: int) -> tuple:
+        """Member ``j``'s records."""
+        if self.lists is None:
+            spread_out = [(i, spread(rec, self.size)) for i, rec in self.patches]
+            lists = []
+            for j2 in range(self.size):
+                recs = list(self.group)
+                for i, per in spread_out:
+                    recs[i] = per[j2]
+                lists.append(tuple(recs))
+            self.lists = lists
+        return self.lists[j]
+
+
+class GroupRecords(Sequence):
+    """A member's records, fixed: a sequence of record tuples (a block's are a list of
+    them), made when first read (:class:`_MemberRecords`), with
 
     * ``template``: the group's record list, the indices of the records that differ from
       member to member (their GM addresses, say), and those records as the group keeps
@@ -469,10 +493,19 @@ class GroupRecords(tuple):
     template and its position (timing._records_key), which is why the records cannot
     change once made."""
 
-    def __new__(cls, records, template: tuple, member: int):
-        self = super().__new__(cls, records)
-        self.template, self.member = template, member
-        return self
+    __slots__ = ("template", "member", "_own")
+
+    def __init__(self, template: tuple, member: int, own: _MemberRecords):
+        self.template, self.member, self._own = template, member, own
+
+    def __len__(self) -> int:
+        return len(self.template[0])
+
+    def __getitem__(self, i):
+        return self._own.of(self.member)[i]
+
+    def __iter__(self):
+        return iter(self._own.of(self.member))
 
 
 class BlockResult:

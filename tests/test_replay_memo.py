@@ -149,39 +149,46 @@ def test_the_key_of_a_groups_records_sees_every_record(device, monkeypatch):
     assert all(isinstance(r, lockstep.GroupRecords) for r in a)
     assert timing._records_key(a) == timing._records_key(b)
     group, patched, per_member = a[3].template
+    assert all(r.template is a[3].template for r in a)     # one group: every block
     with pytest.raises(TypeError):
         a[3][patched[0]] = a[3][patched[0]]
 
-    def regroup(group, per_member, change):
-        """The members' records of a group whose member 3 has ``change`` at ``k``."""
-        k, record = change
-        template = (group, patched, per_member)
-        out = []
-        for r in a:
-            recs = list(r)
-            if r.member == 3:
-                recs[k] = record
-            out.append(lockstep.GroupRecords(recs, template, r.member))
-        return out
+    class Own:
+        """Members' record lists given as they are."""
 
-    # member 3's GM address of a DMA, in the group's form and in its own record
+        def __init__(self, lists):
+            self.lists = lists
+
+        def of(self, j):
+            return self.lists[j]
+
+    def regroup(template, k, change):
+        """The group's members, with ``change`` applied to member 3's record ``k``."""
+        lists = [list(r) for r in a]
+        lists[3][k] = change(lists[3][k])
+        own = Own(lists)
+        return [lockstep.GroupRecords(template, r.member, own) for r in a]
+
+    # member 3's GM address of a DMA: in its records and in the group's form of them
     i = patched[0]
-    rec = a[3][i]
-    moved_rec = (*rec[:4], (rec[4][0] + 512, *rec[4][1:]), rec[5])
     pos = patched.index(i)
     marker, addrs = per_member[pos][4][0]
     moved_form = list(per_member)
     moved_form[pos] = (*per_member[pos][:4],
                        ((marker, addrs[:3] + (addrs[3] + 512,) + addrs[4:]),
                         *per_member[pos][4][1:]), per_member[pos][5])
-    moved = regroup(group, tuple(moved_form), (i, moved_rec))
+    moved = regroup((group, patched, tuple(moved_form)), i,
+                    lambda r: (*r[:4], (r[4][0] + 512, *r[4][1:]), r[5]))
     assert timing._records_key(moved) != timing._records_key(b)
-    assert timing._records_key(regroup(group, per_member, (i, rec))) == timing._records_key(b)
+    assert moved[3][i] != b[3][i] and list(moved[2]) == list(b[2])
+    same = regroup((group, patched, per_member), i, lambda r: r)
+    assert timing._records_key(same) == timing._records_key(b)
     # a shared record's cycles, for every member
     j = next(k for k in range(len(group)) if k not in patched and group[k][0] == timing.OP)
     slower = list(group)
     slower[j] = (*group[j][:2], group[j][2] + 1, *group[j][3:])
-    changed = [lockstep.GroupRecords([slower[k] if k == j else x for k, x in enumerate(r)],
-                                     (slower, patched, per_member), r.member) for r in a]
+    lists = [[slower[k] if k == j else x for k, x in enumerate(r)] for r in a]
+    changed = [lockstep.GroupRecords((slower, patched, per_member), r.member, Own(lists))
+               for r in a]
     assert timing._records_key(changed) != timing._records_key(b)
     assert [list(r) for r in changed] != [list(r) for r in b]
