@@ -547,7 +547,15 @@ def _member_allocations(ctx: GroupContext, gt, span: int) -> tuple:
     """Each member's GM address and allocation of ``gt``; a range of ``span`` bytes outside
     its allocation diverges into single blocks, where the per-block checks raise the
     error."""
-    addrs, allocs = values(gt.address, ctx.size), values(gt._alloc, ctx.size)
+    g = ctx.size
+    addrs, alloc = values(gt.address, g), gt._alloc
+    if type(alloc) is not BlockVector:
+        # one allocation for all: its lowest and highest address decide (the common case,
+        # a tensor the members split between them)
+        if alloc is None or min(addrs) < alloc.base or max(addrs) + span > alloc.end:
+            raise Divergence(ctx.singletons)
+        return addrs, [alloc] * g
+    allocs = alloc.vals
     for a, al in zip(addrs, allocs):
         if al is None or a < al.base or a + span > al.end:
             raise Divergence(ctx.singletons)
@@ -577,8 +585,8 @@ def gm_rows(ctx: GroupContext, gt, rows: int, row: int, pitch: int, write: bool)
     a0, alloc0 = addrs[0], allocs[0]
     ctx.gm_log.append((gt.address, span, write))
     step = addrs[1] - a0 if g > 1 else 0
-    regular = step >= 0 and all(al is alloc0 for al in allocs) and all(
-        addrs[j] - addrs[j - 1] == step for j in range(2, g))
+    regular = step >= 0 and all(al is alloc0 for al in allocs) and (
+        addrs == list(range(a0, a0 + step * g, step)) if step else addrs == [a0] * g)
     if regular:
         out = strided_view(alloc0.buf[a0 - alloc0.base:], (g, rows, row), (step, pitch, 1))
         if write:
