@@ -120,6 +120,9 @@ def report(ctx, exc: KernelError) -> None:
     raise exc
 
 
+_count = np.count_nonzero
+
+
 def _blocks_of(byte_addr: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """The distinct 32 B blocks of the bytes at ``byte_addr`` (all in ``[lo, hi)``), sorted:
     ``np.unique(byte_addr // 32)``, by marking the blocks instead of sorting the addresses
@@ -171,7 +174,7 @@ class MemoryShadow:
         thr[pipe] = _NEVER
         wp = self.w_pipe[blocks]
         late = self.w_idx[blocks] >= thr[wp]
-        if late.any():
+        if _count(late):                # any(), at a third of its cost (about 0.2 us)
             writer = int(wp[int(late.argmax())])
             other = Pipe(writer).name
             verb = "overwrites" if writing else "reads"
@@ -187,7 +190,7 @@ class MemoryShadow:
             if own is not None:
                 rthr[own, 0] = _NEVER
             busy = self.r_all[:, blocks] >= rthr
-            if busy.any():
+            if _count(busy):
                 r = self.readers[int(busy.any(axis=1).argmax())]
                 self.on_race(ctx, pipe, r, SyncError(
                     instruction, f"{Pipe(pipe).name} overwrites {self.mem} [{offset}, {end}) that "
