@@ -734,8 +734,9 @@ def _merged(lo, hi, owner, width: int):
 
 
 def _log_columns(logs: dict, groups) -> tuple[list, list]:
-    """The GM access logs as columns: (lo, nbytes, owner, write) of the single accesses and
-    (lo, row, owner, write, count, pitch) of the runs of rows, one list per column.
+    """The GM access logs as columns, one list per field in the entries' own order and the
+    owning block last: (address, nbytes, is_write, block) of the single accesses and
+    (address, nbytes, is_write, count, pitch, block) of the runs of rows.
 
     ``logs``: block -> its log; ``groups``: (members, log) of lockstep groups, whose entries
     hold a :class:`BlockVector` where the members differ (each member's entry is what its
@@ -746,19 +747,16 @@ def _log_columns(logs: dict, groups) -> tuple[list, list]:
     for b, log in logs.items():
         for e in log:
             cols = rows if len(e) == 3 else runs
-            cols[2].append(b)
-            for j, col in enumerate(cols):
-                if j != 2:
-                    col.append(e[j if j < 2 else j - 1])
+            for col, x in zip(cols, e):
+                col.append(x)
+            cols[-1].append(b)
     for members, log in groups:
         g = len(members)
         for e in log:
             cols = rows if len(e) == 3 else runs
-            cols[2].extend(members)
-            for j, col in enumerate(cols):
-                if j != 2:
-                    x = e[j if j < 2 else j - 1]
-                    col.extend(x.vals if type(x) is BlockVector else (x,) * g)
+            for col, x in zip(cols, e):
+                col.extend(x.vals if type(x) is BlockVector else (x,) * g)
+            cols[-1].extend(members)
     return rows, runs
 
 
@@ -771,17 +769,16 @@ def cross_block_conflict(logs: dict, groups=()) -> bool:
     rows, runs = _log_columns(logs, groups)
     parts = []
     if rows[0]:
-        lo, n, owner, write = (np.array(c, dtype=np.int64) for c in rows)
+        lo, n, write, owner = (np.array(c, dtype=np.int64) for c in rows)
         parts.append(np.stack([lo, lo + n, owner, write], axis=1)[n > 0])
     if runs[0]:           # one row per run (numpy: a matmul's C tile is some hundred rows)
-        r = np.stack([np.array(c, dtype=np.int64) for c in runs], axis=1)
-        r = r[r[:, 1] > 0]
-        count = r[:, 4]
+        r = np.array(runs, dtype=np.int64)
+        lo0, row, write, count, pitch, owner = r[:, r[1] > 0]
         first = np.repeat(np.cumsum(count) - count, count)
-        lo = np.repeat(r[:, 0], count) + (np.arange(int(count.sum())) - first) * np.repeat(
-            r[:, 5], count)
-        parts.append(np.stack([lo, lo + np.repeat(r[:, 1], count), np.repeat(r[:, 2], count),
-                               np.repeat(r[:, 3], count)], axis=1))
+        lo = np.repeat(lo0, count) + (np.arange(int(count.sum())) - first) * np.repeat(
+            pitch, count)
+        parts.append(np.stack([lo, lo + np.repeat(row, count), np.repeat(owner, count),
+                               np.repeat(write, count)], axis=1))
     if not parts:
         return False
     arr = np.concatenate(parts)

@@ -997,12 +997,12 @@ def _split_member(records, pipes, merge: bool, kept: dict):
 
     ``records.template`` (when the records are a group member's,
     :class:`npusim.lockstep.GroupRecords`): the group's record list and the indices where
-    members differ (its first two entries). Where those are all transfers (GM addresses and byte counts differ;
-    kinds, pipes and everything else are the group's), the members' pipe lists are the
-    same but for those transfers' items, since :func:`_split` never looks into a
-    transfer's key: the first member's lists are kept in ``kept`` and each later member
-    gets a copy with its own transfers put in. Otherwise, and for records of a block that
-    ran alone, :func:`_split` runs as it is."""
+    members differ (its first two entries). Where those are all transfers (GM addresses and
+    byte counts differ; kinds, pipes and everything else are the group's), the members'
+    pipe lists are the same but for those transfers' items, since :func:`_split` never
+    looks into a transfer's key: the first member's lists are kept in ``kept`` and each
+    later member gets a copy with its own transfers put in. Otherwise, and for records of a
+    block that ran alone, :func:`_split` runs as it is."""
     template = getattr(records, "template", None)
     if template is None:
         return _split(records, pipes, merge)

@@ -147,8 +147,8 @@ def issue_vector(ctx, name: str, count: int, rate: float, dst: LocalTensor | Non
                                          src_nbytes, repeats, lanes, strides), 0, None, name)
 
 
-#: _cycles' results by what they read (the SoC's head cycles and bank layout, the
-#: operands' UB offsets and element sizes, the form's numbers); cleared when full
+#: _cycles' results by what they read (the SoC's, :func:`cost_key`; the operands' UB
+#: offsets and element sizes; the form's numbers); cleared when full
 _CYCLES_KEPT: dict = {}
 _CYCLES_KEEP = 1 << 14
 
@@ -162,8 +162,7 @@ def _cycles(soc, count, rate, dst, srcs, dst_nbytes=None, src_nbytes=None, repea
     try:
         # the types too: the cost is an int or a float, a numpy or a Python number, as
         # the count and the rate are
-        key = (soc.vec_head_cycles, soc.ubbank_group_num, soc.ubbank_size, count, rate,
-               type(count), type(rate),
+        key = (cost_key(soc), count, rate, type(count), type(rate),
                None if dst is None else (dst.offset, dst.dtype.itemsize),
                tuple([(t.offset, t.dtype.itemsize) for t in srcs]), dst_nbytes, src_nbytes,
                repeats, lanes, strides)
