@@ -69,6 +69,10 @@ class aclOpExecutor:
         self.repeatable = False
         self.released = False
         self.runs = 0
+        #: the operator's aliasing rule (``aclnn.ops._check.aliasing``): a function of no
+        #: arguments returning the message of an output that overlaps what the operator
+        #: still reads, or None; checked again by the second phase
+        self.alias_check = None
 
     def __repr__(self) -> str:
         state = "released" if self.released else ("repeatable" if self.repeatable else "ready")
@@ -194,8 +198,10 @@ def run_executor(api: str, workspace, workspace_size, executor, stream) -> int:
         0 when the launch was enqueued (the kernel runs when the stream is synchronised);
         161001 for a null executor or a null workspace with ``workspace_size > 0``; 161002
         for a released executor, a workspace smaller than asked, a workspace that is not
-        device memory, an argument of the wrong Python type, or a tensor whose memory is
-        no longer inside a live allocation [R]; 361001 when the stream handle or the
+        device memory, an argument of the wrong Python type, a tensor whose memory is
+        no longer inside a live allocation, or outputs that now overlap each other or an
+        input the operator reads (moved there by aclSetInputTensorAddr /
+        aclSetOutputTensorAddr; the operator's aliasing rule) [R]; 361001 when the stream handle or the
         device is not valid. Nothing is enqueued and the executor is unchanged on error.
     """
     if executor is None:
@@ -232,6 +238,9 @@ def run_executor(api: str, workspace, workspace_size, executor, stream) -> int:
         problem = _tensor_memory_problem(t, device)
         if problem is not None:
             return report_error(ACLNN_ERR_PARAM_INVALID, f"{api}: {name}: {problem}")
+    problem = executor.alias_check() if executor.alias_check is not None else None
+    if problem is not None:
+        return report_error(ACLNN_ERR_PARAM_INVALID, f"{api}: {problem}")
     s = runtime.resolve_stream(stream)
     if s is None or s.device is not device:
         return report_error(ACLNN_ERR_RUNTIME_ERROR, f"{api}: stream {stream!r} is not a live "

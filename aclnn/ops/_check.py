@@ -13,6 +13,7 @@ closest documented code ("parameter check error", ``docs/reference/api.md`` §1)
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -221,3 +222,195 @@ def boolean(name: str, value) -> bool:
     if _is_int(value) and value in (0, 1):
         return bool(value)
     raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{name} must be a bool, got {value!r}")
+
+
+# -- aliasing --------------------------------------------------------------------------------
+#: The exact overlap test enumerates at most this many contiguous runs of each view inside
+#: the two views' common byte window; beyond it the views are taken to overlap (see
+#: :func:`overlap`).
+MAX_RUNS = 1 << 20
+
+
+def _layout(t):
+    """The bytes a view addresses as ``(base, dims, run)``: every ``base + sum(i_k * s_k)``
+    for ``0 <= i_k < n_k`` over ``dims = ((n_k, s_k), ...)`` (byte strides, largest first)
+    starts a run of ``run`` bytes. Size-1 and stride-0 dims are dropped (they repeat the
+    same bytes), negative strides flipped, dims that tile each other merged, and a
+    contiguous innermost dim folded into the run. None for an empty view."""
+    if t.is_empty():
+        return None
+    isz = t.itemsize
+    base = t.data_address()
+    dims = []
+    for n, s in zip(t.view_dims, t.strides):
+        if n == 1 or s == 0:
+            continue
+        s *= isz
+        if s < 0:
+            base += (n - 1) * s
+            s = -s
+        dims.append((n, s))
+    dims.sort(key=lambda d: -d[1])
+    merged = []
+    for n, s in dims:
+        if merged and merged[-1][1] == n * s:          # the outer dim steps over this one
+            merged[-1] = (merged[-1][0] * n, s)
+        else:
+            merged.append((n, s))
+    run = isz
+    if merged and merged[-1][1] == isz:
+        run = merged.pop()[0] * isz
+    return base, tuple(merged), run
+
+
+def _span(layout):
+    base, dims, run = layout
+    return base, base + sum((n - 1) * s for n, s in dims) + run
+
+
+def _runs(layout, lo: int, hi: int):
+    """The start addresses of the runs of ``layout`` that touch ``[lo, hi)``, or None when
+    there are more than :data:`MAX_RUNS`. Dim by dim, largest stride first, only the
+    indices whose remaining sub-view can reach the window are kept, so the work is the
+    number of runs near the window, not the view's size."""
+    base, dims, run = layout
+    starts = np.array([base], dtype=np.int64)
+    extent = [run]                                      # bytes below a start, per level
+    for n, s in reversed(dims):
+        extent.append(extent[-1] + (n - 1) * s)
+    extent.reverse()                                    # extent[k]: dims k.. and the run
+    for k, (n, s) in enumerate(dims):
+        rest = extent[k + 1]
+        first = np.clip((lo - rest - starts) // s + 1, 0, n)     # start + i*s + rest > lo
+        stop = np.clip(-((starts - hi) // s), 0, n)              # start + i*s < hi
+        count = np.maximum(stop - first, 0)
+        total = int(count.sum())
+        if total > MAX_RUNS:
+            return None
+        # the ragged ranges first[j] .. stop[j] of every start, flattened
+        owner = np.repeat(np.arange(starts.size), count)
+        step = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+        starts = starts[owner] + (first[owner] + step) * s
+    return starts
+
+
+def overlap(a, b) -> bool:
+    """Whether aclTensors ``a`` and ``b`` address a common device byte.
+
+    Exact for views of any strides: two views of one allocation that share no byte (row
+    slices, interleaved columns, the real and the imaginary halves...) do not overlap.
+    First the byte spans are compared; when they meet and both views are dense (their
+    bytes fill their spans), they overlap. Then the bytes modulo the gcd ``g`` of all the
+    strides: each view's lie in one residue interval ``base + [0, run)`` mod ``g``, and
+    disjoint intervals mean no common byte (interleaved columns of any size). Otherwise
+    the runs of contiguous bytes each view has inside the common window are listed with
+    numpy and intersected. Only when a view has
+    more than :data:`MAX_RUNS` runs in that window is the answer the conservative "they
+    overlap" [R: the exact test, and that bound, are the simulator's].
+    """
+    la, lb = _layout(a), _layout(b)
+    if la is None or lb is None:
+        return False
+    (a0, a1), (b0, b1) = _span(la), _span(lb)
+    lo, hi = max(a0, b0), min(a1, b1)
+    if lo >= hi:
+        return False
+    if not la[1] and not lb[1]:                        # two runs: each fills its span
+        return True
+    # every byte of a view is base + (a multiple of g) + [0, run): views whose residues
+    # modulo g are disjoint share no byte (interleaved columns, real/imaginary parts)
+    g = math.gcd(*(s for _, s in la[1] + lb[1]))
+    if (lb[0] - la[0]) % g >= la[2] and (la[0] - lb[0]) % g >= lb[2]:
+        return False
+    ra, rb = _runs(la, lo, hi), _runs(lb, lo, hi)
+    if ra is None or rb is None:
+        return True
+    if ra.size == 0 or rb.size == 0:
+        return False
+    # a's runs as a union of disjoint intervals, then each run of b against its neighbour
+    ra = np.sort(ra)
+    ends = np.maximum.accumulate(ra + la[2])
+    i = np.searchsorted(ra, rb + lb[2], side="left") - 1     # a's last run starting before b's end
+    hit = (i >= 0) & (ends[np.maximum(i, 0)] > rb)
+    return bool(hit.any())
+
+
+def same_elements(a, b) -> bool:
+    """Whether ``a`` and ``b`` address the same bytes element for element, in the same
+    order: the same first address, element size, and dims with their strides once the
+    dims of size 1 are dropped (``(8,)`` and ``(1, 8)`` of one buffer are the same)."""
+    def dims(t):
+        return [(n, s) for n, s in zip(t.view_dims, t.strides) if n != 1]
+    return (a.data_address() == b.data_address() and a.itemsize == b.itemsize
+            and dims(a) == dims(b))
+
+
+def _byte_range(t) -> str:
+    layout = _layout(t)
+    lo, hi = _span(layout)
+    return f"[0x{lo:x}, 0x{hi:x})"
+
+
+def no_aliasing(outputs: dict, elementwise: dict | None = None, whole: dict | None = None) -> None:
+    """161002 when an output shares device memory with what the operator still reads.
+
+    Args:
+        outputs: ``{name: aclTensor}`` the operator writes (in-place ``Ref`` tensors
+            included). No two may share a byte: which write lands last is not defined.
+        elementwise: ``{name: aclTensor}`` inputs the kernel reads tile by tile at the
+            positions it writes the outputs (each tile read before it is written): an
+            output may be exactly such an input (:func:`same_elements`: in place), but may
+            not overlap it otherwise (a shifted or reinterpreted view would read bytes
+            another tile, or core, has already written).
+        whole: ``{name: aclTensor}`` inputs read by every core or out of order (scalars,
+            a broadcast gamma, the matrices of a product, gathered rows): no output may
+            share a byte with them.
+
+    Inputs the operator first copies into its workspace (Contiguous, Cast, Sort...) by an
+    earlier kernel of its chain are not listed: they are read before any output changes.
+    The message names both arguments [R: CANN does not check aliasing; the simulator
+    refuses what would give a wrong result].
+    """
+    names = list(outputs)
+    for i, x in enumerate(names):
+        for y in names[i + 1:]:
+            if overlap(outputs[x], outputs[y]):
+                raise ParamError(ACLNN_ERR_PARAM_INVALID, f"the outputs {x} {_byte_range(outputs[x])} "
+                                 f"and {y} {_byte_range(outputs[y])} overlap in device memory: "
+                                 "each must have memory of its own")
+    for out_name, out in outputs.items():
+        for name, t in (elementwise or {}).items():
+            if overlap(out, t) and not same_elements(out, t):
+                raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{out_name} {_byte_range(out)} "
+                                 f"partially overlaps {name} {_byte_range(t)}: an output may "
+                                 f"be exactly the input {name} (same address, dtype size, shape "
+                                 "and strides) or share no byte with it, since the kernel "
+                                 f"would read bytes of {name} it has already overwritten")
+        for name, t in (whole or {}).items():
+            if overlap(out, t):
+                raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{out_name} {_byte_range(out)} "
+                                 f"overlaps {name} {_byte_range(t)} in device memory: the "
+                                 f"kernel reads {name} while it writes {out_name}, so the result "
+                                 "would be wrong; give them separate memory")
+
+
+def aliasing(outputs: dict, elementwise: dict | None = None, whole: dict | None = None):
+    """The rule of :func:`no_aliasing` over these tensors as a function of no arguments
+    that returns the message of the first violation, or None. The first phase raises it
+    as a :class:`ParamError`; the executor keeps it (``aclOpExecutor.alias_check``) so
+    that the second phase checks again after ``aclSetInputTensorAddr`` /
+    ``aclSetOutputTensorAddr`` moved a tensor."""
+    def problem():
+        try:
+            no_aliasing(outputs, elementwise, whole)
+        except ParamError as exc:
+            return str(exc)
+        return None
+    return problem
+
+
+def check_aliasing(rule) -> None:
+    """Raise :func:`aliasing`'s message as 161002."""
+    message = rule()
+    if message is not None:
+        raise ParamError(ACLNN_ERR_PARAM_INVALID, message)

@@ -22,6 +22,15 @@ The executor runs, in stream order, the l0 chain of the operator on Atlas A2:
    launches separate ``Cast`` kernels; the values are the same, see
    :mod:`npusim.kernels.add.tiling` for the recipe and its order of operations).
 
+Aliasing: the Add kernel reads each tile of self and other before it writes that tile
+of out, so out may be exactly self or other (same address, dtype size, shape and
+strides: ``aclnnAdd(x, y, out=x)`` is aclnnInplaceAdd) but may not partially overlap an
+input it reads in place -- a shifted view, or one of another dtype size, would read
+bytes another tile or core has already written: 161002 naming both, in the first phase
+(and in the second after ``aclSetInputTensorAddr``/``aclSetOutputTensorAddr``). An input
+gathered by BroadcastTo is read before Add starts, so any overlap with it is accepted
+[R: CANN does not check aliasing] (:func:`aclnn.ops._check.no_aliasing`).
+
 Workspace: the BroadcastTo buffers only, each rounded up to 512 B [R]. No Ascend C system
 workspace is added: the real A2 Add/Axpy kernels are TBE kernels, and the simulated ones
 call no library API that uses it (no SyncAll, no Matmul), so ``workspaceSize`` is 0 when
@@ -178,6 +187,13 @@ def _validate(api, self, other, alpha, out, names):
 def _build(api, op_name, self, other, alpha, out, names):
     try:
         dev, shape, recipe = _validate(api, self, other, alpha, out, names)
+        # inputs the Add kernel reads in place, tile for tile with out (the others are
+        # gathered into the workspace by BroadcastTo first): out may be one of them
+        # exactly, or share no byte with it
+        direct = {name: t for name, t in zip(names[:2], (self, other))
+                  if not _tiling.needs_gather(t.view_dims, t.strides, shape)}
+        alias = _check.aliasing({names[2]: out}, elementwise=direct)
+        _check.check_aliasing(alias)
     except ParamError as exc:
         return 0, None, report_error(exc.code, f"{api}: {exc}")
     soc = dev.soc
@@ -213,6 +229,7 @@ def _build(api, op_name, self, other, alpha, out, names):
                              outputs=[out], input_names=names[:2], output_names=names[2:])
     executor.tiling = td
     executor.broadcast_tilings = tuple(bt for _, bt, _ in gathers)
+    executor.alias_check = alias
     return workspace_size, executor, ACLNN_SUCCESS
 
 
@@ -240,7 +257,8 @@ def aclnnAddGetWorkspaceSize(self, other, alpha, out):
           non-ND format; an unsupported SoC (310P); and, as simulator checks [R], an
           object that is not an aclTensor/aclScalar, a destroyed one, a view reaching
           outside its storage, a non-contiguous out, negative strides, data outside
-          device memory (a freed or foreign pointer), and dtype
+          device memory (a freed or foreign pointer), out partially overlapping self or
+          other (see "Aliasing" in the module docstring), and dtype
           combinations the simulated vector unit cannot compute (INT64/DOUBLE/COMPLEX
           promote types; INT8/UINT8/BOOL and some promotions until the vector Cast table
           has the needed pairs) — the message says which;

@@ -19,6 +19,12 @@ operator takes its scalars as inputs (aclnnApplyAdamW: beta1Power ... eps "shape
 dtype "与varRef保持一致"), shared with aclnnFusedSparseAdam (docs/tutorial.md §10). A
 number or an aclScalar in their place is 161002, and the message says what to pass.
 
+Aliasing: varRef and mRef are updated in place and may share no byte with each other;
+grad may be exactly varRef or mRef (each tile is read before it is written) but may not
+partially overlap them; the scalars are read once per core while other cores write, so
+they may share no byte with varRef or mRef. Anything else is 161002 naming both
+arguments (:func:`aclnn.ops._check.no_aliasing`) [R].
+
 The calling convention is pyACL's (values first, status last, ``docs/reference/api.md`` §5)::
 
     workspaceSize, executor, ret = aclnnApplyAddSignGetWorkspaceSize(
@@ -67,8 +73,10 @@ def aclnnApplyAddSignGetWorkspaceSize(varRef, mRef, lr, alpha, signDecay, beta, 
         shapes that differ from varRef's, a scalar with other than one element or given
         as a number or aclScalar instead of an aclTensor, more than 8 dims, a non-ND
         format, a non-contiguous tensor, a view reaching outside its storage, data
-        outside device memory (a freed or foreign pointer), a destroyed tensor, an object that is not an aclTensor [R], or a SoC other than
-        Atlas A2/A3;
+        outside device memory (a freed or foreign pointer), a destroyed tensor, an
+        object that is not an aclTensor [R], a SoC other than Atlas A2/A3, or memory
+        shared where the aliasing rule of the module docstring forbids it (varRef with
+        mRef, grad partially with either, a scalar with either);
         361001 (ACLNN_ERR_RUNTIME_ERROR) when no device is set.
         The message names the argument (``acl.get_recent_err_msg()``). A failed call
         changes nothing.
@@ -91,6 +99,9 @@ def aclnnApplyAddSignGetWorkspaceSize(varRef, mRef, lr, alpha, signDecay, beta, 
             _check.nd_format(name, t)
         for name, t in tensors.items():
             _check.contiguous_on_device(name, t, dev)
+        alias = _check.aliasing({"varRef": varRef, "mRef": mRef}, elementwise={"grad": grad},
+                                whole=scalars)
+        _check.check_aliasing(alias)
     except ParamError as exc:
         return 0, None, report_error(exc.code, f"{api}: {exc}")
 
@@ -110,6 +121,7 @@ def aclnnApplyAddSignGetWorkspaceSize(varRef, mRef, lr, alpha, signDecay, beta, 
                              input_names=["varRef", "mRef", *_SCALARS, "grad"],
                              output_names=["varRef", "mRef"])
     executor.tiling = td
+    executor.alias_check = alias
     return td.workspaceSize, executor, ACLNN_SUCCESS
 
 

@@ -7,6 +7,12 @@ the calling convention is pyACL's (values first, status last, ``docs/reference/a
         grad, varRef, mRef, vRef, sRef, step, lr, emaDecay, beta1, beta2, eps,
         mode, biasCorrection, weightDecay)
     ret = aclnnApplyFusedEmaAdam(workspace, workspaceSize, executor, stream)
+
+Aliasing: varRef, mRef, vRef and sRef are the operator's in-place outputs and may share
+no byte with one another; grad may be exactly one of them (each tile, and in mode 1 var
+again, is read before the tile is written) but may not partially overlap them; step is
+read once per core while other cores write, so it may share no byte with them. Anything
+else is 161002 naming both arguments (:func:`aclnn.ops._check.no_aliasing`) [R].
 """
 from __future__ import annotations
 
@@ -46,8 +52,10 @@ def aclnnApplyFusedEmaAdamGetWorkspaceSize(grad, varRef, mRef, vRef, sRef, step,
         ``ACLNN_SUCCESS``; or ``(0, None, code)`` with code 161001 (a null tensor),
         161002 (dtype, shape, dims, format, mode, step, unsupported SoC, non-contiguous or
         non-device data -- a freed or foreign pointer --, a view reaching outside its
-        storage, a destroyed tensor; and [R] Python-only mistakes: an object that is not
-        an aclTensor, an attribute of the wrong type) or 361001 (no device set). The
+        storage, a destroyed tensor, memory shared where the aliasing rule of the module
+        docstring forbids it -- two of varRef/mRef/vRef/sRef, grad partially with one,
+        step with one --; and [R] Python-only mistakes: an object that is not an
+        aclTensor, an attribute of the wrong type) or 361001 (no device set). The
         message names the argument (``acl.get_recent_err_msg()``). A failed call
         changes nothing.
     """
@@ -80,6 +88,9 @@ def aclnnApplyFusedEmaAdamGetWorkspaceSize(grad, varRef, mRef, vRef, sRef, step,
         biasCorrection = _check.boolean("biasCorrection", biasCorrection)
         for name, t in dict(tensors, step=step).items():
             _check.contiguous_on_device(name, t, dev)
+        alias = _check.aliasing(dict(varRef=varRef, mRef=mRef, vRef=vRef, sRef=sRef),
+                                elementwise={"grad": grad}, whole={"step": step})
+        _check.check_aliasing(alias)
     except ParamError as exc:
         return 0, None, report_error(exc.code, f"{api}: {exc}")
 
@@ -105,6 +116,7 @@ def aclnnApplyFusedEmaAdamGetWorkspaceSize(grad, varRef, mRef, vRef, sRef, step,
                              input_names=["grad", "varRef", "mRef", "vRef", "sRef", "step"],
                              output_names=["varRef", "mRef", "vRef", "sRef"])
     executor.tiling = td
+    executor.alias_check = alias
     return workspace_size, executor, ACLNN_SUCCESS
 
 

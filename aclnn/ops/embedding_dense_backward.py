@@ -25,6 +25,12 @@ The result is built in the workspace (the op's ``AllocTensor``) and copied to ``
 last kernel; the kernels run as a chain that stops at the first failure, so a failed launch
 leaves ``out`` as it was (kernels/common/chain.py).
 
+Aliasing: ``out`` may overlap grad or indices, in any way. The result is built in the
+workspace, and the kernel that writes ``out`` (the last Cast or ViewCopy) runs after every
+kernel that reads grad and indices has finished, so the values are those of the inputs
+as they were; an empty grad or indices reads nothing (ZerosLike writes ``out``). Nothing
+is refused for aliasing [R: the order of the graph above].
+
 Indices outside ``[0, numWeights)`` (the doc: "indices ... 取值范围 [0, numWeights-1]";
 the V2 kernel itself has no check and would write outside its output) stop the kernel that
 reads them: ``acl.rt.synchronize_stream`` returns ACL_ERROR_RT_AICORE_EXCEPTION (507015)

@@ -36,6 +36,12 @@ parameter error here (lr_t is then infinite and var becomes inf/NaN, as the arit
 gives); the MindSpore front end (:mod:`aclnn.mindspore`) refuses it before launching, as
 MindSpore's CPU kernel does.
 
+Aliasing: varRef, mRef and vRef are updated in place and may share no byte with one
+another; grad's rows are read by index while every row of the outputs is written, and the
+scalars once per core, so neither may share a byte with an output. indices is read only
+by the Cast and Sort kernels that run before the update, so it may overlap the outputs.
+A violation is 161002 naming both arguments (:func:`aclnn.ops._check.no_aliasing`) [R].
+
 The graph: ``Cast`` of int64 indices to int32 (saturating, so an index beyond the int32
 range stays out of range and is dropped) -> the shared ``Sort`` kernel (indices with their
 positions) -> the ``FusedSparseAdam`` kernel, which merges the duplicates from the sorted
@@ -87,7 +93,9 @@ def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Po
         161001 for a null tensor or scalar, 161002 for a dtype, shape, dimension count,
         format or useNesterov the rules do not allow, a scalar input that is not a
         one-element aclTensor of varRef's dtype (a number or an aclScalar included: the
-        message says what to pass), an unsupported SoC, non-contiguous or non-device data;
+        message says what to pass), an unsupported SoC, non-contiguous or non-device data,
+        memory shared where the aliasing rule of the module docstring forbids it (two of
+        varRef/mRef/vRef, grad or a scalar with one of them);
         361001 with no device. The message names the argument. A failed call changes
         nothing.
     """
@@ -126,6 +134,9 @@ def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Po
             _check.nd_format(name, t)
         for name, t in tensors.items():
             _check.contiguous_on_device(name, t, dev)
+        alias = _check.aliasing(dict(varRef=varRef, mRef=mRef, vRef=vRef),
+                                whole=dict(scalars, grad=grad))
+        _check.check_aliasing(alias)
     except ParamError as exc:
         return 0, None, report_error(exc.code, f"{api}: {exc}")
 
@@ -173,6 +184,7 @@ def aclnnFusedSparseAdamGetWorkspaceSize(varRef, mRef, vRef, beta1Power, beta2Po
     executor.tiling = td
     executor.sort_tiling = st
     executor.kernels = kernels
+    executor.alias_check = alias
     return ws, executor, ACLNN_SUCCESS
 
 

@@ -40,6 +40,17 @@ documented as grouped accumulation for float32 with k > 2048 on A2/A3: not model
 float32 path runs as KEEP_DTYPE [R]. Two 1-D inputs (a dot product): cubeMathType has no
 effect (doc) and the product runs on the cube too [R: CANN runs l0 Dot on the vector unit].
 
+Aliasing: the MatMul kernel reads the blocks of self and mat2 that each base block of
+out needs while other cores already write theirs, so out may share no byte with an
+input the kernel reads in place (a contiguous or transposed view of the compute dtype):
+161002, naming both, in the first phase (and in the second after
+``aclSetInputTensorAddr``/``aclSetOutputTensorAddr``). Any overlap is harmless, and
+accepted, where the input reaches the kernel through the workspace (Contiguous or
+Cast) or the result does (Cast to out's dtype): those copies are made before, or after,
+the product [R: CANN does not check; ``out == self`` of 256 x 256 float32 would
+otherwise return 0 with wrong values]. Views of one allocation that share no byte
+(disjoint rows, interleaved columns) are accepted (:func:`aclnn.ops._check.overlap`).
+
 Workspace: the MatMulV3 tiling's (the 16 MiB Ascend C system workspace on A2/A3) plus the
 Contiguous / Cast buffers and the pre-cast output, each 512 B aligned; 0 when nothing is
 launched (an empty ``out``). ``out`` must be contiguous (ViewCopy into a strided ``out`` is
@@ -322,6 +333,18 @@ def _plan(op: _Op, dev, self, mat2, out, math_type: int, promoted, shape):
     return td, operands, (c_off, out_casts), layout
 
 
+def _aliasing(out, plan):
+    """The aliasing rule (module docstring, "Aliasing"): None when the MatMul kernel
+    writes its result into the workspace (a Cast writes out after the product is done),
+    else out against the inputs the kernel reads in place."""
+    td, operands, (c_off, _), _ = plan
+    if c_off is not None:
+        return None
+    in_place = {name: o.tensor for name, o in zip(("self", "mat2"), operands)
+                if o.gather is None and not o.casts}
+    return _check.aliasing({"out": out}, whole=in_place) if in_place else None
+
+
 def _prepare(step_list, op: _Operand, workspace: int) -> int:
     """Append the Contiguous and Cast launches of one operand; return the address the
     kernel reads it at."""
@@ -347,6 +370,9 @@ def _first_phase(op: _Op, self, mat2, out, cubeMathType):
         zero_k = not empty_out and (self.is_empty() or mat2.is_empty())
         plan = None if (empty_out or zero_k) else _plan(op, dev, self, mat2, out, math_type,
                                                         promoted, shape)
+        alias = None if plan is None else _aliasing(out, plan)
+        if alias is not None:
+            _check.check_aliasing(alias)
     except ParamError as exc:
         return 0, None, report_error(exc.code, f"{api}: {exc}")
     except _tiling.TilingError as exc:
@@ -380,6 +406,7 @@ def _first_phase(op: _Op, self, mat2, out, cubeMathType):
     executor = aclOpExecutor(op.api, layout.size, launch, dev, inputs=[self, mat2],
                              outputs=[out], input_names=["self", "mat2"], output_names=["out"])
     executor.tiling = td
+    executor.alias_check = alias
     return layout.size, executor, ACLNN_SUCCESS
 
 
@@ -424,7 +451,9 @@ _DOC = """First phase of {api}: validate, tile, build the executor.
           not broadcast, a non-ND format, out's shape not the result's; and, as simulator
           checks [R], an unsupported SoC (Atlas A2/A3 only), an object that is not a live
           aclTensor, a view reaching outside its storage, negative strides, a
-          non-contiguous out, data outside device memory;
+          non-contiguous out, data outside device memory, out sharing a byte with self or
+          mat2 where the kernel reads that input in place (see "Aliasing" in the module
+          docstring; the message names both);
         * 561002 ACLNN_ERR_INNER_TILING_ERROR: no base block fits;
         * 361001: no device set.
 

@@ -13,7 +13,18 @@ status last, ``docs/reference/api.md`` §5)::
 Status codes, as the document lists them: 161001 for a null x/gamma/yOut/rstdOut; 161002
 for a dtype outside the table ("输入或输出的数据类型不在支持范围之内"); 561002
 (ACLNN_ERR_INNER_TILING_ERROR) for the other parameter rules ("参数不满足参数说明中的要求"):
-the shapes (checked by ``CheckInputShape4RmsNorm`` in the tiling) and ``epsilon < 0``.
+the shapes (checked by ``CheckInputShape4RmsNorm`` in the tiling) and ``epsilon < 0``
+(and NaN, which the tiling's check refuses too). These checks run for an empty x as well,
+so an empty x gets the code a non-empty one would.
+
+Aliasing: yOut and rstdOut may share no byte. The kernel reads each tile of x (every
+chunk of a long row, twice in SPLIT_D) before it writes that tile of yOut and rstdOut and
+never reads it again afterwards, so an output may be exactly x (same address, dtype size,
+shape: RmsNorm in place) but may not partially overlap it; gamma is read by every core,
+so no output may share a byte with it. An input gathered by Contiguous is read before the
+kernel starts, so any overlap with it is accepted. A violation is 161002 naming both
+arguments, in the first phase (and in the second after ``aclSetInputTensorAddr``/
+``aclSetOutputTensorAddr``) [R: CANN does not check aliasing].
 
 The executor runs ``Contiguous`` (:func:`npusim.kernels.add.kernel.broadcast_to`) for a
 non-contiguous x or gamma (into the workspace), then the RmsNorm kernel
@@ -98,8 +109,8 @@ def _validate(x, gamma, epsilon, yOut, rstdOut):
                          f"({'/'.join(d.name for d in combo)}) are not a supported combination "
                          f"({table})")
     _check_shapes(x, gamma, yOut, rstdOut)
-    if eps < 0:
-        raise _ShapeError(f"epsilon = {eps} is less than zero")
+    if eps < 0 or eps != eps:         # NaN fails the tiling's check too (rms_norm tiling)
+        raise _ShapeError(f"epsilon = {eps} is less than zero or NaN; it must be >= 0")
     for name, t in names:
         _check.nd_format(name, t)
     for name, t in (("x", x), ("gamma", gamma)):
@@ -133,10 +144,12 @@ def aclnnRmsNormGetWorkspaceSize(x, gamma, epsilon, yOut, rstdOut):
           yOut = x, rstdOut FLOAT); epsilon not a number; an unsupported SoC; and, as
           simulator checks [R], a non-ND format, an object that is not an aclTensor, a
           destroyed one, a view outside its storage, non-contiguous outputs, data
-          outside device memory;
+          outside device memory, memory shared where the aliasing rule of the module
+          docstring forbids it (yOut with rstdOut, an output partially with x, or with
+          gamma);
         * 561002 ACLNN_ERR_INNER_TILING_ERROR: the shape rules (x/gamma 1-8 dims, gamma
           the last dims of x and not empty, yOut = x's shape, rstdOut's documented shape),
-          ``epsilon < 0``, or no tile fits the UB;
+          ``epsilon < 0`` or NaN (for an empty x too), or no tile fits the UB;
         * 361001: no device set.
 
         The message names the argument; a failed call changes no device memory.
@@ -161,6 +174,15 @@ def aclnnRmsNormGetWorkspaceSize(x, gamma, epsilon, yOut, rstdOut):
     layout = Workspace(td.workspaceSize)
     gathers = [contiguous_launch(t, layout, name, soc) for name, t in (("x", x), ("gamma", gamma))]
     workspace_size = layout.size
+    # inputs the RmsNorm kernel reads in place (not gathered by Contiguous first): x tile
+    # for tile with the outputs, gamma by every core and row
+    (x_gather, _), (g_gather, _) = gathers
+    alias = _check.aliasing({"yOut": yOut, "rstdOut": rstdOut},
+                            elementwise={} if x_gather else {"x": x},
+                            whole={} if g_gather else {"gamma": gamma})
+    problem = alias()
+    if problem is not None:
+        return 0, None, report_error(ACLNN_ERR_PARAM_INVALID, f"{API}: {problem}")
 
     def launch(device, stream, workspace):
         steps, addrs = [], []
@@ -180,6 +202,7 @@ def aclnnRmsNormGetWorkspaceSize(x, gamma, epsilon, yOut, rstdOut):
     executor = aclOpExecutor("aclnnRmsNorm", workspace_size, launch, dev, inputs=inputs,
                              outputs=outputs, **names)
     executor.tiling = td
+    executor.alias_check = alias
     return workspace_size, executor, ACLNN_SUCCESS
 
 

@@ -18,6 +18,20 @@ The executor runs the l0 chain of aclnn_softmax.cpp in stream order:
    there is no direct Cast: FLOAT16 <-> BF16), when the dtypes differ.
 
 ``ViewCopy`` into a non-contiguous out is not modelled: out must be contiguous [R].
+
+Aliasing: every SoftmaxV2 template reads a tile of self (AR: whole rows; ARA: a column
+tile of [R, A0]; the RECOMPUTE templates: every chunk of a row, or of a column tile,
+once per pass) before it writes that tile of out, and never reads a tile again once it
+is written, so out may be exactly self (same address, shape and dtype: softmax in
+place). A partial overlap (a shifted view) would read rows another core has already
+written: 161002 naming both, in the first phase (and in the second after
+``aclSetInputTensorAddr``/``aclSetOutputTensorAddr``). When self goes through Contiguous
+or the result through Cast, the workspace holds the data in between and any overlap is
+accepted [R: CANN does not check aliasing] (:func:`aclnn.ops._check.no_aliasing`).
+
+Empty self: every check runs first, as ``CheckParams`` precedes "空tensor直接返回" in
+aclnn_softmax.cpp, so an empty self gets the code a non-empty one would; then nothing is
+launched.
 Workspace: the SoftmaxV2 tiling's (the 16 MiB Ascend C system workspace on A2/A3) plus the
 Contiguous and Cast buffers, each 512 B aligned; 0 for an empty self (nothing is launched).
 """
@@ -106,8 +120,6 @@ def _validate(self, dim, out):
         raise ParamError(ACLNN_ERR_PARAM_INVALID, f"Softmax is not supported on "
                          f"{soc.soc_version}: this simulator runs aclnnSoftmax on Atlas A2/A3 "
                          "only")
-    if self.is_empty():               # "空tensor直接返回"
-        return dev, None
     _check.dtype_in("self", self, supported)
     _check.dtype_in("out", out, supported)
     dim = _dim_value(dim, self.ndim)
@@ -126,6 +138,8 @@ def _validate(self, dim, out):
     _check.in_storage("self", self)
     _check_view_on_device("self", self, dev)
     _check.contiguous_on_device("out", out, dev)
+    if self.is_empty():               # "空tensor直接返回", after CheckParams as in CANN
+        return dev, None
     return dev, dim
 
 
@@ -149,7 +163,9 @@ def aclnnSoftmaxGetWorkspaceSize(self, dim, out):
           non-ND format, an unsupported SoC (the simulator runs Atlas A2/A3 only); and,
           as simulator checks [R], DOUBLE (CANN runs it on the AI CPU), an object that
           is not an aclTensor, a destroyed one, a view reaching outside its storage, a
-          non-contiguous out, negative strides, data outside device memory;
+          non-contiguous out, negative strides, data outside device memory, out
+          partially overlapping self (see "Aliasing" in the module docstring). An empty
+          self is checked as any other;
         * 561002 ACLNN_ERR_INNER_TILING_ERROR: no SoftmaxV2 template fits the UB;
         * 361001: no device set.
 
@@ -183,6 +199,13 @@ def aclnnSoftmaxGetWorkspaceSize(self, dim, out):
     y_off = None if same else layout.take("y", total * td.yDtype.itemsize)
     casts = [] if same else cast_steps(td.yDtype, out.np_dtype, total, soc, layout, "cast")
     workspace_size = layout.size
+    # SoftmaxV2 reads self in place and writes out directly only with no Contiguous and
+    # no Cast; then out may be exactly self, but not partially overlap it
+    alias = (_check.aliasing({"out": out}, elementwise={"self": self})
+             if gather is None and same else None)
+    problem = alias() if alias is not None else None
+    if problem is not None:
+        return 0, None, report_error(ACLNN_ERR_PARAM_INVALID, f"{API}: {problem}")
 
     def launch(device, stream, workspace):
         steps = []
@@ -205,6 +228,7 @@ def aclnnSoftmaxGetWorkspaceSize(self, dim, out):
     executor = aclOpExecutor("aclnnSoftmax", workspace_size, launch, dev, inputs=[self],
                              outputs=[out], input_names=["self"], output_names=["out"])
     executor.tiling = td
+    executor.alias_check = alias
     return workspace_size, executor, ACLNN_SUCCESS
 
 
