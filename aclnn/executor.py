@@ -17,11 +17,13 @@ Rules (``docs/reference/api.md`` §4 "Executor semantics"):
 Simulator checks of the second phase, each 161002 (the closest documented code,
 "parameter check error", api.md §1) [R]: an executor argument that is not an
 aclOpExecutor, a workspace or workspaceSize that is not an int, a workspace that is not
-inside one live device allocation, and an input or output tensor whose device memory
-is no longer inside one live allocation (freed since the first phase, or moved there by
-``aclSetInputTensorAddr``). On real hardware the last two corrupt memory or raise an AI
-Core exception; here the launch is refused and no device byte changes. A failed second
-phase leaves the executor as it was (still runnable).
+inside one live device allocation, an input or output tensor whose device memory is
+no longer inside one live allocation (freed since the first phase, or moved there by
+``aclSetInputTensorAddr``), and tensors moved so that they break the operator's aliasing
+rule (``aclOpExecutor.alias_check``, :func:`aclnn.ops._check.no_aliasing`). On real
+hardware these corrupt memory, give wrong results or raise an AI Core exception; here
+the launch is refused and no device byte changes. A failed second phase leaves the
+executor as it was (still runnable).
 """
 from __future__ import annotations
 

@@ -263,9 +263,19 @@ def _layout(t):
     return base, tuple(merged), run
 
 
-def _span(layout):
-    base, dims, run = layout
-    return base, base + sum((n - 1) * s for n, s in dims) + run
+def _bounds(t):
+    """``[first byte, last byte + 1)`` of a view, or None when it is empty."""
+    lo = hi = 0
+    for n, st in zip(t.view_dims, t.strides):
+        if n == 0:
+            return None
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    isz = t.itemsize
+    base = t.data_address()
+    return base + lo * isz, base + (hi + 1) * isz
 
 
 def _runs(layout, lo: int, hi: int):
@@ -304,17 +314,19 @@ def overlap(a, b) -> bool:
     strides: each view's lie in one residue interval ``base + [0, run)`` mod ``g``, and
     disjoint intervals mean no common byte (interleaved columns of any size). Otherwise
     the runs of contiguous bytes each view has inside the common window are listed with
-    numpy and intersected. Only when a view has
-    more than :data:`MAX_RUNS` runs in that window is the answer the conservative "they
-    overlap" [R: the exact test, and that bound, are the simulator's].
+    numpy and intersected. Only when a view has more than :data:`MAX_RUNS` runs in that
+    window is the answer the conservative "they overlap" [R: the exact test, and that
+    bound, are the simulator's].
     """
+    return _overlap(a, b, _bounds(a), _bounds(b))
+
+
+def _overlap(a, b, sa, sb) -> bool:
+    """:func:`overlap` given the views' :func:`_bounds`."""
+    if sa is None or sb is None or sa[1] <= sb[0] or sb[1] <= sa[0]:
+        return False                                   # the common case: cheap
     la, lb = _layout(a), _layout(b)
-    if la is None or lb is None:
-        return False
-    (a0, a1), (b0, b1) = _span(la), _span(lb)
-    lo, hi = max(a0, b0), min(a1, b1)
-    if lo >= hi:
-        return False
+    lo, hi = max(sa[0], sb[0]), min(sa[1], sb[1])
     if not la[1] and not lb[1]:                        # two runs: each fills its span
         return True
     # every byte of a view is base + (a multiple of g) + [0, run): views whose residues
@@ -346,8 +358,7 @@ def same_elements(a, b) -> bool:
 
 
 def _byte_range(t) -> str:
-    layout = _layout(t)
-    lo, hi = _span(layout)
+    lo, hi = _bounds(t)
     return f"[0x{lo:x}, 0x{hi:x})"
 
 
@@ -371,6 +382,13 @@ def no_aliasing(outputs: dict, elementwise: dict | None = None, whole: dict | No
     The message names both arguments [R: CANN does not check aliasing; the simulator
     refuses what would give a wrong result].
     """
+    elementwise, whole = elementwise or {}, whole or {}
+    bounds = {id(t): _bounds(t) for t in (*outputs.values(), *elementwise.values(),
+                                           *whole.values())}
+
+    def overlap(a, b):
+        return _overlap(a, b, bounds[id(a)], bounds[id(b)])
+
     names = list(outputs)
     for i, x in enumerate(names):
         for y in names[i + 1:]:
@@ -379,14 +397,14 @@ def no_aliasing(outputs: dict, elementwise: dict | None = None, whole: dict | No
                                  f"and {y} {_byte_range(outputs[y])} overlap in device memory: "
                                  "each must have memory of its own")
     for out_name, out in outputs.items():
-        for name, t in (elementwise or {}).items():
+        for name, t in elementwise.items():
             if overlap(out, t) and not same_elements(out, t):
                 raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{out_name} {_byte_range(out)} "
                                  f"partially overlaps {name} {_byte_range(t)}: an output may "
                                  f"be exactly the input {name} (same address, dtype size, shape "
                                  "and strides) or share no byte with it, since the kernel "
                                  f"would read bytes of {name} it has already overwritten")
-        for name, t in (whole or {}).items():
+        for name, t in whole.items():
             if overlap(out, t):
                 raise ParamError(ACLNN_ERR_PARAM_INVALID, f"{out_name} {_byte_range(out)} "
                                  f"overlaps {name} {_byte_range(t)} in device memory: the "
