@@ -387,3 +387,33 @@ def test_rms_norm_refuses_nan_epsilon_for_an_empty_x_too(stream, rows):
                                                _tensor((rows, 1)))
     assert (ws, ex, ret) == (0, None, aclnn.ACLNN_ERR_INNER_TILING_ERROR)
     assert "epsilon" in acl.get_recent_err_msg()
+
+
+def test_second_phase_refuses_two_outputs_moved_onto_one_memory(stream):
+    host = [_vec(500, k) for k in range(3)]
+    var, m, grad = (to_device(x) for x in host)
+    ws, ex, ret = aclnnApplyAddSignGetWorkspaceSize(*_sign_args(var, m, _sign_scalars(), grad))
+    assert ret == 0 and aclnn.aclSetAclOpExecutorRepeatable(ex) == 0
+    assert aclnn.aclSetOutputTensorAddr(ex, 1, m, var.tensor_data) == 0      # mRef on varRef
+    wptr = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)[0]
+    assert aclnnApplyAddSign(wptr, ws, ex, stream) == aclnn.ACLNN_ERR_PARAM_INVALID
+    msg = acl.get_recent_err_msg()
+    assert "varRef" in msg and "mRef" in msg, msg
+    assert acl.rt.synchronize_stream(stream) == 0
+    assert_unchanged([var, grad], [host[0], host[2]])
+
+
+def test_embedding_dense_backward_out_on_grad_is_accepted_and_exact(stream):
+    # out is written by the chain's last kernel, after every read of grad (module docstring)
+    from aclnn.ops.embedding_dense_backward import (aclnnEmbeddingDenseBackward,
+                                                    aclnnEmbeddingDenseBackwardGetWorkspaceSize)
+    grad = np.arange(32, dtype=np.float32).reshape(4, 8)
+    buf = to_device(np.concatenate([grad.ravel(), np.zeros(16, np.float32)]))
+    g, out = on(buf, (4, 8)), on(buf, (6, 8))               # out covers all of grad
+    idx = to_device(np.array([1, 3, 1, 5], np.int32))
+    ws, ex, ret = aclnnEmbeddingDenseBackwardGetWorkspaceSize(g, idx, 6, -1, False, out)
+    assert ret == 0, acl.get_recent_err_msg()
+    run(aclnnEmbeddingDenseBackward, ws, ex, stream)
+    want = np.zeros((6, 8), np.float32)
+    want[1], want[3], want[5] = grad[0] + grad[2], grad[1], grad[3]
+    np.testing.assert_array_equal(from_device(out), want)
