@@ -32,6 +32,7 @@ accepted [R: CANN does not check aliasing] (:func:`aclnn.ops._check.no_aliasing`
 Empty self: every check runs first, as ``CheckParams`` precedes "空tensor直接返回" in
 aclnn_softmax.cpp, so an empty self gets the code a non-empty one would; then nothing is
 launched.
+
 Workspace: the SoftmaxV2 tiling's (the 16 MiB Ascend C system workspace on A2/A3) plus the
 Contiguous and Cast buffers, each 512 B aligned; 0 for an empty self (nothing is launched).
 """
