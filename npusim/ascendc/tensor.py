@@ -13,7 +13,7 @@ import numpy as np
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import core as _core
-from npusim.ascendc.types import PIPE_S, CacheMode, TPosition
+from npusim.ascendc.types import PIPE_S, CacheMode, TPosition, tensor_dtype
 from npusim.errors import GmAccessError, KernelError, UbError, kernel_source_line
 
 #: Cycles of one scalar GM access (a load through the scalar unit's data cache path).
@@ -45,7 +45,7 @@ class GlobalTensor:
     mem = _core.GM
 
     def __init__(self, dtype=None):
-        self.dtype = np.dtype(dtype) if dtype is not None else None
+        self.dtype = tensor_dtype(dtype, "GlobalTensor") if dtype is not None else None
         self.address = 0
         self.length = 0
         self._alloc = None
@@ -192,7 +192,7 @@ class LocalTensor:
         """
         from npusim.errors import AlignmentError
         ctx = _core.current_core()
-        dtype = np.dtype(dtype)
+        dtype = tensor_dtype(dtype, "LocalTensor")
         position = TPosition(position)
         mem = _core.position_memory(ctx.soc, position)
         if mem == _core.GM:
@@ -233,7 +233,7 @@ class LocalTensor:
 
     def ReinterpretCast(self, dtype) -> "LocalTensor":
         """The same bytes seen as ``dtype``."""
-        dtype = np.dtype(dtype)
+        dtype = tensor_dtype(dtype, "ReinterpretCast")
         return LocalTensor(self.ctx, dtype, self.offset,
                            self.length * self.dtype.itemsize // dtype.itemsize,
                            self.limit, self.position, self.owner, self.mem)
