@@ -10,14 +10,16 @@
                   | --soc Ascend910B1,Ascend910B4 | --axis NAME=V1,V2 [--shape ...]
                   [--plot FILE.png] [--csv FILE] [--jobs N | --scheduler ADDRESS | --serial]
                   [--no-progress] [--plugin FILE.py]
-    npusim timeline TRACE.json --plot FILE.png [--cores 0,1,2] [--window START,END]
+    npusim timeline TRACE.json --plot FILE.png [--cores 0-3,aic0-1] [--window START,END]
                   [--copies]
 
 ``--plugin`` imports a module or file that registers operators of your own
 (``npusim_tools.registry.register_custom``, e.g. ``examples/custom_aclnn_op.py``);
 ``--axis NAME=V1,V2`` sweeps an attribute of the operator. ``timeline`` frames the kernels
 (copies over the host link, often much longer, are left out unless ``--copies``) and
-draws a legend of its colours.
+draws a legend of its colours; its rows are named as msprof names the cores, ``AIC c``
+(cube) and ``AIV c`` (vector; ``AI Core c`` on 910A/310P), and ``--cores`` selects them:
+``0-3`` or ``aiv0-3`` vector cores, ``aic0-1`` cube cores.
     npusim pyasc [--soc NAME] [--trace FILE] [--op-summary FILE] SCRIPT.py [ARGS...]
 
 Exit status: 0 on success; 1 when a run fails its golden check or an operator call
@@ -77,6 +79,44 @@ def parse_int_list(text: str, what: str) -> list[int]:
     if not out:
         raise UsageError(f"{what}: no values in {text!r}")
     return out
+
+
+def parse_core_list(text: str) -> tuple[list[int], list[int]]:
+    """``--cores`` of ``npusim timeline`` -> (vector core indices, cube core indices).
+
+    Items are separated by commas; ``aic0-3`` / ``aic5`` select cube cores (the trace's
+    ``AIC c`` rows), ``aiv0-7`` or a bare ``0-7`` vector cores (``AIV c`` on A2/A3, ``AI
+    Core c`` on 910A/310P). A bare number >= 400 keeps its old meaning, cube core
+    ``n - 400`` (the offset of the AIC rows in earlier plots).
+
+    Raises:
+        UsageError: an item that is none of these.
+    """
+    vector, cube = [], []
+    for part in text.split(","):
+        item = part.strip().lower()
+        if not item:
+            continue
+        kind = item[:3] if item[:3] in ("aic", "aiv") else None
+        try:
+            numbers = parse_int_list(item[3:] if kind else item, "--cores")
+        except UsageError:
+            raise UsageError(f"--cores: {part.strip()!r} is not a core or range (0-3), "
+                             "aivN[-M] or aicN[-M]") from None
+        if kind == "aic":
+            cube.extend(numbers)
+        elif kind == "aiv":
+            vector.extend(numbers)
+        else:
+            vector.extend(n for n in numbers if n < _LEGACY_CUBE_OFFSET)
+            cube.extend(n - _LEGACY_CUBE_OFFSET for n in numbers if n >= _LEGACY_CUBE_OFFSET)
+    if not vector and not cube:
+        raise UsageError(f"--cores: no cores in {text!r}")
+    return vector, cube
+
+
+#: Earlier timelines numbered cube core c as 400 + c; a bare number >= 400 still means that.
+_LEGACY_CUBE_OFFSET = 400
 
 
 def parse_shape(text: str) -> tuple:
@@ -334,7 +374,7 @@ def cmd_timeline(args) -> int:
         raise UsageError(f"{args.trace}: no such file") from None
     except (OSError, TraceFormatError) as exc:
         raise UsageError(f"{args.trace}: {exc}") from None
-    cores = parse_int_list(args.cores, "--cores") if args.cores else None
+    cores, cube_cores = parse_core_list(args.cores) if args.cores else (None, None)
     window = None
     if args.window:
         try:
@@ -343,7 +383,8 @@ def cmd_timeline(args) -> int:
             window = ()
         if len(window) != 2 or not window[0] < window[1]:
             raise UsageError(f"--window: {args.window!r} is not START,END in µs with START < END")
-    fig = plot_timeline(trace, args.plot, cores=cores, window=window, copies=args.copies)
+    fig = plot_timeline(trace, args.plot, cores=cores, cube_cores=cube_cores, window=window,
+                        copies=args.copies)
     n_rows = len(fig.axes[0].get_yticks())
     print(f"timeline: {args.plot} ({n_rows} rows)")
     return EXIT_OK
@@ -398,7 +439,9 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("timeline", help="Gantt chart of a trace")
     t.add_argument("trace")
     t.add_argument("--plot", required=True, help="the PNG to write")
-    t.add_argument("--cores", help="AI cores to show, e.g. 0-3 (default: all)")
+    t.add_argument("--cores", help="cores to show (default: all): vector cores as 0-3 or "
+                                   "aiv0-3 (the AIV rows; AI Core on 910A/310P), cube cores "
+                                   "as aic0-1 (the AIC rows); e.g. aic0-1,aiv0-3")
     t.add_argument("--window", help="START,END: the part of the device clock to show (µs; "
                                     "default: the kernels' span)")
     t.add_argument("--copies", action="store_true",

@@ -54,7 +54,7 @@ def test_run_checks_the_golden_and_writes_trace_and_summary(capsys, tmp_path):
     assert "aclnnApplyFusedEmaAdam shape [64, 64] float32 on Ascend910B1 (4 vector cores)" in out
     assert "golden check: ok" in out and "blockDim 4, Task Duration" in out
     events = json.loads(trace.read_text())["traceEvents"]
-    assert sum(1 for e in events if e["ph"] == "M" and "AI Core" in str(e["args"].get("name"))) == 4
+    assert sum(1 for e in events if e["ph"] == "M" and "AIV" in str(e["args"].get("name"))) == 4
     with open(summary, newline="") as f:
         (row,) = list(csv.DictReader(f))
     assert row["OP Type"] == "ApplyFusedEmaAdam" and row["Block Dim"] == "4"
