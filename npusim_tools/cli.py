@@ -22,9 +22,10 @@ draws a legend of its colours; its rows are named as msprof names the cores, ``A
 ``0-3`` or ``aiv0-3`` vector cores, ``aic0-1`` cube cores.
     npusim pyasc [--soc NAME] [--trace FILE] [--op-summary FILE] SCRIPT.py [ARGS...]
 
-Exit status: 0 on success; 1 when a run fails its golden check or an operator call
-fails; 2 for a bad argument (a one-line ``npusim: error: ...`` on stderr, never a
-traceback). ``--trace`` turns profiling on (the acl.init ``"npusim": {"profiling": true,
+Exit status: 0 on success; 1 when a run fails its golden check, an operator call fails or
+a pyasc script fails; 2 for a bad argument (an option's value, a shape or ``--axis``
+attribute the operator does not take, a missing file, pyasc not installed): a one-line
+``npusim: error: ...`` on stderr, never a traceback. ``--trace`` turns profiling on (the acl.init ``"npusim": {"profiling": true,
 "trace": FILE}`` switch); without it nothing is traced.
 
 Lists take commas and ranges: ``--cores 1-8,16,32,48`` (``a-b`` is every integer from a
@@ -148,6 +149,16 @@ def _load_plugins(args) -> tuple:
         except registry.RunError as exc:
             raise UsageError(f"--plugin: {exc}") from None
     return plugins
+
+
+def _case(entry, shape, dtype, seed):
+    """The operator's case for ``shape``: a shape the operator cannot take is a bad
+    ``--shape`` (exit 2), not a failed run."""
+    from npusim_tools import registry
+    try:
+        return registry.make_case(entry, shape, dtype, seed)
+    except registry.RunError as exc:
+        raise UsageError(f"--shape {'x'.join(map(str, shape))}: {exc}") from None
 
 
 def _entry(name: str):
@@ -284,7 +295,7 @@ def cmd_run(args) -> int:
         raise UsageError("--seed must be >= 0")
     _check_output_path(args.trace, "--trace")
     _check_output_path(args.op_summary, "--op-summary")
-    case = registry.make_case(entry, shape, dtype, args.seed)
+    case = _case(entry, shape, dtype, args.seed)
     try:
         res = registry.run_aclnn(entry, case, soc.soc_version, args.cores, trace=args.trace,
                                  op_summary=args.op_summary)
@@ -344,6 +355,11 @@ def cmd_sweep(args) -> int:
     _check_output_path(args.csv, "--csv")
     if args.seed < 0:
         raise UsageError("--seed must be >= 0")
+    case = _case(entry, shape, axes["dtype"][0], args.seed)   # the same for every point
+    unknown = sorted(set(own) - set(case.attrs))
+    if unknown:
+        raise UsageError(f"--axis: {entry.name} has no attribute {', '.join(unknown)}; its "
+                         f"attributes: {', '.join(sorted(case.attrs)) or 'none'}")
     executor = "serial" if args.serial else None
     result = run_sweep(registry.runner(entry.name, args.seed, plugins=plugins), executor=executor,
                                 scheduler=args.scheduler, jobs=args.jobs,
@@ -388,6 +404,21 @@ def cmd_timeline(args) -> int:
     n_rows = len(fig.axes[0].get_yticks())
     print(f"timeline: {args.plot} ({n_rows} rows)")
     return EXIT_OK
+
+
+def cmd_pyasc(args) -> int:
+    """``npusim pyasc``: the script and pyasc itself are checked first (exit 2), so that
+    status 1 means the script ran and failed."""
+    import importlib.util
+    from npusim.pyasc import __main__ as pyasc_main
+    if not os.path.isfile(args.script):
+        raise UsageError(f"{args.script}: no such file")
+    if importlib.util.find_spec("asc") is None:
+        raise UsageError("npusim pyasc needs pyasc: pip install '.[pyasc]' in the npusim "
+                         "checkout (pyasc has wheels for CPython 3.9-3.12)")
+    _check_output_path(args.trace, "--trace")
+    _check_output_path(args.op_summary, "--op-summary")
+    return pyasc_main.run(args)
 
 
 _PLUGIN_HELP = ("a module or .py file to import first: it registers operators of your own "
@@ -451,7 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
     from npusim.pyasc import __main__ as pyasc_main      # no pyasc import until it runs
     y = sub.add_parser("pyasc", help="run a pyasc (import asc) script on npusim")
     pyasc_main.add_arguments(y)
-    y.set_defaults(func=pyasc_main.run)
+    y.set_defaults(func=cmd_pyasc)
     return p
 
 

@@ -103,6 +103,14 @@ def test_run_exits_1_when_the_golden_disagrees(capsys, monkeypatch):
     (["timeline", "{tmp}/bad.json", "--plot", "{tmp}/x.png"], ["not a trace"]),
     (["timeline", "{tmp}/ok.json"], ["--plot", "required"]),
     (["timeline", "{tmp}/ok.json", "--plot", "{tmp}/x.png", "--window", "5,1"], ["--window"]),
+    (["timeline", "{tmp}/ok.json", "--plot", "{tmp}/x.png", "--cores", "aicx"],
+     ["--cores", "'aicx'", "aicN"]),
+    # a shape or attribute the operator cannot take is a bad argument, not a failed run
+    (["run", "EmbeddingDenseBackward", "--shape", "1024"], ["--shape 1024", "at least 2-D"]),
+    (["run", "Matmul", "--shape", "64x64"], ["--shape 64x64", "M x K x N"]),
+    (["sweep", "Matmul", "--shape", "64x64", "--cores", "1,2", "--serial"], ["--shape 64x64"]),
+    (["sweep", "Add", "--axis", "foo=1,2", "--serial"], ["--axis", "no attribute foo", "alpha"]),
+    (["pyasc", "{tmp}/missing.py"], ["missing.py", "no such file"]),
 ])
 def test_bad_arguments_give_one_line_and_exit_2(capsys, tmp_path, argv, words):
     (tmp_path / "bad.json").write_text(json.dumps({"events": []}))
