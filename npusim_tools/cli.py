@@ -25,8 +25,9 @@ draws a legend of its colours; its rows are named as msprof names the cores, ``A
 Exit status: 0 on success; 1 when a run fails its golden check, an operator call fails or
 a pyasc script fails; 2 for a bad argument (an option's value, a shape or ``--axis``
 attribute the operator does not take, a missing file, pyasc not installed): a one-line
-``npusim: error: ...`` on stderr, never a traceback. ``--trace`` turns profiling on (the acl.init ``"npusim": {"profiling": true,
-"trace": FILE}`` switch); without it nothing is traced.
+``npusim: error: ...`` on stderr, never a traceback. ``--trace`` turns profiling on (the
+acl.init ``"npusim": {"profiling": true, "trace": FILE}`` switch); without it nothing is
+traced.
 
 Lists take commas and ranges: ``--cores 1-8,16,32,48`` (``a-b`` is every integer from a
 to b), shapes take commas or ``x``: ``--shape 1024x1024``.

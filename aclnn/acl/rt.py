@@ -21,7 +21,8 @@ Status codes used, beyond ACL_SUCCESS (0), and when:
 * ACL_ERROR_RT_PARAM_INVALID (107000): count > dest_max, a range outside its
   allocation or registered host buffer, a raw host address this process does not map
   (checked before it is dereferenced, so a bad pointer never crashes the interpreter
-  [R]), a copy destination inside a read-only numpy array (nothing is written), an unknown or destroyed stream/event handle;
+  [R]), a copy destination inside a read-only numpy array (nothing is written), an
+  unknown or destroyed stream/event handle;
 * ACL_ERROR_RT_INVALID_DEVICEID (107001): device id outside [0, device_count);
 * ACL_ERROR_RT_CONTEXT_NULL (107002): no current device (set_device not called) [R];
 * ACL_ERROR_RT_STREAM_CONTEXT (107003): a stream of another device than the current one;
