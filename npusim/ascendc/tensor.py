@@ -94,8 +94,10 @@ class GlobalTensor:
 
     def __getitem__(self, offset: int) -> "GlobalTensor":
         """The sub-tensor starting ``offset`` elements in (Ascend C ``operator[]``)."""
-        sub = GlobalTensor(self.dtype)
-        offset = _index(offset, "GlobalTensor[]")
+        sub = GlobalTensor()
+        sub.dtype = self.dtype                     # already a numpy dtype
+        if type(offset) is not int:
+            offset = _index(offset, "GlobalTensor[]")
         sub.address = self.address + offset * self.dtype.itemsize
         rest = self.length - offset
         sub.length = (rest.map(lambda r: max(r, 0)) if type(rest) is _lockstep.BlockVector
