@@ -683,7 +683,10 @@ class NpuTraining:
                  if end > t_begin and kind == "H2D"]
         spans += [(p.op_name, p.start_us, p.start_us + p.duration_us) for p in dev.profiles
                   if p.start_us >= t_begin]
-        self.timeline.append({"begin": t_begin, "spans": spans})
+        # the step's span on the device: from where the previous step left the device (its
+        # first copy starts there) to its last kernel or copy
+        self.timeline.append({"begin": t_begin, "spans": spans,
+                              "end": max([end for _, _, end in spans], default=t_begin)})
 
     def _stream_id(self) -> int:
         return aclnn.runtime.resolve_stream(self.stream).id
@@ -740,7 +743,10 @@ def train(steps: int = DEFAULTS["steps"], optimizer: str = "npu",
     are float32.
 
     Returns a dict with ``train_loss`` (one per step, measured before that step's
-    update), ``device_us`` (simulated device time of each step's kernels; 0.0 for numpy),
+    update), ``device_us`` (simulated device time of each step's kernels: the forward
+    matmul's and the backward kernels' and updates' Task Durations, which run back to back
+    on the compute stream; 0.0 for numpy), ``step_us`` (the step's whole span on the
+    simulated device, host -> device copies on the host link included; 0.0 for numpy),
     ``heldout_steps`` / ``heldout_loss`` (held-out loss of the EMA weights after that
     many updates, starting at 0), ``heldout_start``, ``heldout_end``, ``wall_s``,
     ``optimizer``, ``timeline`` (the device spans of the last step that copied the next
@@ -776,7 +782,11 @@ def train(steps: int = DEFAULTS["steps"], optimizer: str = "npu",
     def ema_f32():
         return {name: p.astype(np.float32) for name, p in opt.ema.items()}
 
-    result = dict(optimizer=optimizer, dtype=dtype, train_loss=[], device_us=[],
+    if optimizer == "npu":
+        log("per step, simulated device time: kernels = the Task Durations of the step's "
+            "kernels (back to back on the compute stream);\n  step = the step's whole span on "
+            "the device, host -> device copies on the host link included")
+    result = dict(optimizer=optimizer, dtype=dtype, train_loss=[], device_us=[], step_us=[],
                   heldout_steps=[0], heldout_loss=[evaluate(ema_f32(), X_held, y_held)])
     log(f"step {0:3d}  held-out loss (EMA weights) {result['heldout_loss'][0]:.4f}")
     t0 = time.perf_counter()
@@ -805,7 +815,15 @@ def train(steps: int = DEFAULTS["steps"], optimizer: str = "npu",
                     p[...] = state[name]
             result["train_loss"].append(loss)
             result["device_us"].append(device_us)
-            log(f"step {step:3d}  loss {loss:.4f}  device {device_us:.1f} us")
+            if optimizer == "npu":
+                span = opt.timeline[-1]
+                step_us = span["end"] - span["begin"]
+                log(f"step {step:3d}  loss {loss:.4f}  device: kernels {device_us:.1f} us, "
+                    f"step {step_us:.1f} us")
+            else:
+                step_us = 0.0
+                log(f"step {step:3d}  loss {loss:.4f}  device {device_us:.1f} us (host run)")
+            result["step_us"].append(step_us)
             if step % eval_every == 0 or step == steps:
                 held = evaluate(ema_f32(), X_held, y_held)
                 result["heldout_steps"].append(step)
@@ -822,7 +840,8 @@ def train(steps: int = DEFAULTS["steps"], optimizer: str = "npu",
     result["heldout_end"] = result["heldout_loss"][-1]
     log(f"held-out loss (EMA weights): start {result['heldout_start']:.2f} -> "
         f"end {result['heldout_end']:.2f}   ({steps} steps, {result['wall_s']:.1f} s, "
-        f"device total {sum(result['device_us']):.1f} us)")
+        f"device: kernels {sum(result['device_us']):.1f} us in steps of "
+        f"{sum(result['step_us']):.1f} us)")
     if "timeline" in result:
         log(describe_timeline(result["timeline"]))
     return result
@@ -830,7 +849,12 @@ def train(steps: int = DEFAULTS["steps"], optimizer: str = "npu",
 
 def describe_timeline(timeline: dict) -> str:
     """One line per device span of a step, times in µs from the step's start."""
-    lines = ["device timeline of the last step that prefetched ids (µs from its start):"]
+    kernels = sum(end - start for name, start, end in timeline["spans"]
+                  if not name.startswith("H2D"))
+    lines = ["device timeline of the last step that prefetched ids (µs from its start; its "
+             f"kernels take {kernels:.1f} us of its {timeline['end'] - timeline['begin']:.1f} "
+             "us, the rest is host -> device copies and waits for the host link; a copy-stream "
+             "span that starts before 0 overlapped the previous step):"]
     for name, start, end in sorted(timeline["spans"], key=lambda s: s[1]):
         lines.append(f"  {start - timeline['begin']:8.2f} .. {end - timeline['begin']:8.2f}  "
                      f"{name}")

@@ -112,7 +112,7 @@ class GmAccessError(KernelError):
 
 
 class SyncError(KernelError):
-    """Pipe synchronisation misuse (eventID range, unpaired flags)."""
+    """Pipe synchronisation misuse (unpaired flags, a reserved eventID, a missing hand-off)."""
 
     category = "Sync"
 
@@ -124,6 +124,8 @@ class DtypeError(KernelError):
 
 
 class LimitError(KernelError):
-    """A documented count limit was exceeded (buffers, repeat count, blockDim...)."""
+    """A documented count limit or parameter range was exceeded (buffers, repeatTime,
+    blockDim, an eventID, a DataCopy/LoadData/Fixpipe/Mmad field...): the message names the
+    field, its range and the page that documents it."""
 
     category = "Limit"

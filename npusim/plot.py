@@ -38,28 +38,42 @@ def _save(fig: Figure, path) -> None:
         fig.savefig(path, dpi=100)
 
 
-def _core_of(pid: int) -> int | None:
+#: The two kinds of core process of a trace (npusim.trace): cube cores ("AIC c", msprof's
+#: name) and vector cores ("AIV c" on A2/A3, "AI Core c" on the coupled 910A/310P).
+AIC, VECTOR = "AIC", "vector"
+
+
+def _core_of(pid: int) -> tuple[str, int] | None:
+    """(kind, index) of a core process's pid: ("AIC", c) or ("vector", c); None for the
+    stream and copy rows."""
     local = pid % 1000
-    return local - _trace.CORE_PID if local >= _trace.CORE_PID else None
+    if local >= _trace.CUBE_PID:
+        return AIC, local - _trace.CUBE_PID
+    if local >= _trace.CORE_PID:
+        return VECTOR, local - _trace.CORE_PID
+    return None
 
 
 def _row_label(span) -> str:
-    core = _core_of(span.pid)
-    if core is not None:
-        return f"core {core} {span.thread}"
+    if _core_of(span.pid) is not None:       # the trace's process name without "NPU d "
+        return f"{span.process.split(' ', 2)[-1]} {span.thread}"
     if span.pid % 1000 == _trace.COPIES_PID:
         return f"copy {span.thread}"
     return span.thread
 
 
 def plot_timeline(trace, path=None, *, cores=None, streams: bool = True,
-                  window=None, title: str | None = None, copies: bool = False) -> Figure:
+                  window=None, title: str | None = None, copies: bool = False,
+                  cube_cores=None) -> Figure:
     """Gantt chart of a trace: rows (core, pipe), bars per instruction.
 
     Args:
         trace: a trace object (:func:`npusim.trace.build_trace`) or a path to a trace file.
         path: where to save the figure (PNG by its extension), or None.
-        cores: AI core indices to show (default: every core in the trace).
+        cores: indices of the vector cores to show (the trace's "AIV c" on A2/A3, "AI
+            Core c" on 910A/310P). cube_cores: indices of the cube cores to show (the
+            trace's "AIC c"). With neither, every core is shown; with one or both,
+            only the cores they name.
         streams: also show the stream rows (and, with ``copies``, the copy engines).
         window: ``(start_us, end_us)`` to show only that part of the device clock.
             Default: the kernels' span (first kernel instruction to last, plus 2 %), so
@@ -70,7 +84,8 @@ def plot_timeline(trace, path=None, *, cores=None, streams: bool = True,
 
     Returns:
         The matplotlib Figure: one Axes, x label "time (µs)", one y tick per row labelled
-        ``"core C PIPE_X"``, ``"core C blocks"``, ``"stream N"`` or ``"copy H2D"``, and a
+        ``"AIV C PIPE_X"`` (``"AI Core C PIPE_X"`` on 910A/310P), ``"AIC C PIPE_M"``,
+        ``"AIV C blocks"``, ``"stream N"`` or ``"copy H2D"``, and a
         legend of the colours used (one entry per pipe, copy link and stream task kind).
 
     Raises:
@@ -80,7 +95,9 @@ def plot_timeline(trace, path=None, *, cores=None, streams: bool = True,
     if isinstance(trace, (str, os.PathLike)):
         trace = _trace.load_trace(trace)
     spans, porder, torder = _trace.trace_spans(trace)
-    keep = set(cores) if cores is not None else None
+    keep = None
+    if cores is not None or cube_cores is not None:
+        keep = {(VECTOR, int(c)) for c in cores or ()} | {(AIC, int(c)) for c in cube_cores or ()}
     rows: dict = {}
     legend: dict = {}
     for sp in spans:
@@ -130,9 +147,10 @@ def plot_timeline(trace, path=None, *, cores=None, streams: bool = True,
         ax.legend(handles=[Patch(facecolor=c, label=label) for label, c in legend.items()],
                   fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="colours",
                   title_fontsize=7)
-    n_cores = len({_core_of(k[1]) for k in keys if _core_of(k[1]) is not None})
+    shown = {_core_of(k[1]) for k in keys if _core_of(k[1]) is not None}
+    n_cube = sum(1 for kind, _ in shown if kind == AIC)
     ax.set_title(title or f"npusim timeline: {sum(len(r) for r in rows.values())} spans, "
-                 f"{n_cores} AI cores")
+                 f"{len(shown) - n_cube} vector cores" + (f", {n_cube} AIC" if n_cube else ""))
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     _save(fig, path)

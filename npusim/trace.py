@@ -15,11 +15,14 @@ Layout, for device ``d`` (pids are ``1000*d + ...`` so several devices share a f
   (complete events) and event records (instant events).
 * ``NPU d host<->device copies`` (pid ``1000d+2``): threads H2D, D2H and D2D (one copy
   engine each) with every asynchronous copy.
-* ``NPU d AI Core c`` (pid ``1000d+100+c``), one process per vector core (AIV on A2/A3,
-  the AI core of the 910A/310P) a traced kernel used (block ``b`` runs on core ``b %
-  cores``, cores = the device's vector core count), and ``NPU d AIC c`` (pid
-  ``1000d+500+c``) per cube core (AIC_ONLY blocks modulo the cube core count; in a mixed
-  launch the AIC of block ``g`` on ``AIC g``, its AIVs on ``AI Core 2g`` and ``2g+1``): a
+* ``NPU d AIV c`` (pid ``1000d+100+c``), one process per vector core a traced kernel used
+  (``NPU d AI Core c`` on the coupled 910A/310P, whose AI cores are not split; block ``b``
+  runs on core ``b % cores``, cores = the device's vector core count), and ``NPU d AIC c``
+  (pid ``1000d+500+c``) per cube core (AIC_ONLY blocks modulo the cube core count; in a
+  mixed launch the AIC of block ``g`` on ``AIC g``, its AIVs on ``AIV 2g`` and ``2g+1``).
+  AIC and AIV are msprof's names of the A2/A3 cube and vector cores (op_summary's aic_* /
+  aiv_* columns); in a mixed launch msprof op simulator's ``core g.cubecore0`` and
+  ``core g.veccore0`` / ``veccore1`` are ``AIC g`` and ``AIV 2g`` / ``2g+1`` here. Each has a
   thread ``blocks`` (which block of which kernel the core runs) and one thread per pipe,
   in msprof's order (PIPE_MTE2, PIPE_V, PIPE_MTE3, PIPE_S, then the cube's), with one span
   per instruction. A span's ``args`` carry the ``instruction``, the ``bytes`` it moved
@@ -95,6 +98,7 @@ def kernel_events(profile, soc=None, *, device_id: int = 0, start_us: float | No
     to_us = 1e6 / soc.freq_hz
     base = (profile.start_us if start_us is None else start_us) + soc.launch_overhead_us
     n_vec, n_cube = max(1, soc.vector_block_num), max(1, soc.cube_block_num)
+    vec_row = "AIV" if soc.is_split else "AI Core"     # msprof's names: AIV / AIC on A2/A3
     records, lines = profile.records, profile.lines
     kinds = profile.core_kinds or ["AIV"] * len(timing.spans)
     ids = profile.core_ids or list(range(len(timing.spans)))
@@ -103,7 +107,7 @@ def kernel_events(profile, soc=None, *, device_id: int = 0, start_us: float | No
         if kinds[b] == "AIC":      # a cube core's row; a vector (or coupled) core's
             core, pid0, row = ids[b] % n_cube, CUBE_PID, "AIC"
         else:
-            core, pid0, row = ids[b] % n_vec, CORE_PID, "AI Core"
+            core, pid0, row = ids[b] % n_vec, CORE_PID, vec_row
         pid = 1000 * device_id + pid0 + core
         if (pid, None) not in meta:
             meta.add((pid, None))

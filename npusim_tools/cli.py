@@ -10,20 +10,24 @@
                   | --soc Ascend910B1,Ascend910B4 | --axis NAME=V1,V2 [--shape ...]
                   [--plot FILE.png] [--csv FILE] [--jobs N | --scheduler ADDRESS | --serial]
                   [--no-progress] [--plugin FILE.py]
-    npusim timeline TRACE.json --plot FILE.png [--cores 0,1,2] [--window START,END]
+    npusim timeline TRACE.json --plot FILE.png [--cores 0-3,aic0-1] [--window START,END]
                   [--copies]
 
 ``--plugin`` imports a module or file that registers operators of your own
 (``npusim_tools.registry.register_custom``, e.g. ``examples/custom_aclnn_op.py``);
 ``--axis NAME=V1,V2`` sweeps an attribute of the operator. ``timeline`` frames the kernels
 (copies over the host link, often much longer, are left out unless ``--copies``) and
-draws a legend of its colours.
+draws a legend of its colours; its rows are named as msprof names the cores, ``AIC c``
+(cube) and ``AIV c`` (vector; ``AI Core c`` on 910A/310P), and ``--cores`` selects them:
+``0-3`` or ``aiv0-3`` vector cores, ``aic0-1`` cube cores.
     npusim pyasc [--soc NAME] [--trace FILE] [--op-summary FILE] SCRIPT.py [ARGS...]
 
-Exit status: 0 on success; 1 when a run fails its golden check or an operator call
-fails; 2 for a bad argument (a one-line ``npusim: error: ...`` on stderr, never a
-traceback). ``--trace`` turns profiling on (the acl.init ``"npusim": {"profiling": true,
-"trace": FILE}`` switch); without it nothing is traced.
+Exit status: 0 on success; 1 when a run fails its golden check, an operator call fails or
+a pyasc script fails; 2 for a bad argument (an option's value, a shape or ``--axis``
+attribute the operator does not take, a missing file, pyasc not installed): a one-line
+``npusim: error: ...`` on stderr, never a traceback. ``--trace`` turns profiling on (the
+acl.init ``"npusim": {"profiling": true, "trace": FILE}`` switch); without it nothing is
+traced.
 
 Lists take commas and ranges: ``--cores 1-8,16,32,48`` (``a-b`` is every integer from a
 to b), shapes take commas or ``x``: ``--shape 1024x1024``.
@@ -79,6 +83,44 @@ def parse_int_list(text: str, what: str) -> list[int]:
     return out
 
 
+def parse_core_list(text: str) -> tuple[list[int], list[int]]:
+    """``--cores`` of ``npusim timeline`` -> (vector core indices, cube core indices).
+
+    Items are separated by commas; ``aic0-3`` / ``aic5`` select cube cores (the trace's
+    ``AIC c`` rows), ``aiv0-7`` or a bare ``0-7`` vector cores (``AIV c`` on A2/A3, ``AI
+    Core c`` on 910A/310P). A bare number >= 400 keeps its old meaning, cube core
+    ``n - 400`` (the offset of the AIC rows in earlier plots).
+
+    Raises:
+        UsageError: an item that is none of these.
+    """
+    vector, cube = [], []
+    for part in text.split(","):
+        item = part.strip().lower()
+        if not item:
+            continue
+        kind = item[:3] if item[:3] in ("aic", "aiv") else None
+        try:
+            numbers = parse_int_list(item[3:] if kind else item, "--cores")
+        except UsageError:
+            raise UsageError(f"--cores: {part.strip()!r} is not a core or range (0-3), "
+                             "aivN[-M] or aicN[-M]") from None
+        if kind == "aic":
+            cube.extend(numbers)
+        elif kind == "aiv":
+            vector.extend(numbers)
+        else:
+            vector.extend(n for n in numbers if n < _LEGACY_CUBE_OFFSET)
+            cube.extend(n - _LEGACY_CUBE_OFFSET for n in numbers if n >= _LEGACY_CUBE_OFFSET)
+    if not vector and not cube:
+        raise UsageError(f"--cores: no cores in {text!r}")
+    return vector, cube
+
+
+#: Earlier timelines numbered cube core c as 400 + c; a bare number >= 400 still means that.
+_LEGACY_CUBE_OFFSET = 400
+
+
 def parse_shape(text: str) -> tuple:
     """``"1048576"``, ``"64,128"`` or ``"64x128"`` -> a tuple of ints >= 1.
 
@@ -108,6 +150,16 @@ def _load_plugins(args) -> tuple:
         except registry.RunError as exc:
             raise UsageError(f"--plugin: {exc}") from None
     return plugins
+
+
+def _case(entry, shape, dtype, seed):
+    """The operator's case for ``shape``: a shape the operator cannot take is a bad
+    ``--shape`` (exit 2), not a failed run."""
+    from npusim_tools import registry
+    try:
+        return registry.make_case(entry, shape, dtype, seed)
+    except registry.RunError as exc:
+        raise UsageError(f"--shape {'x'.join(map(str, shape))}: {exc}") from None
 
 
 def _entry(name: str):
@@ -244,7 +296,7 @@ def cmd_run(args) -> int:
         raise UsageError("--seed must be >= 0")
     _check_output_path(args.trace, "--trace")
     _check_output_path(args.op_summary, "--op-summary")
-    case = registry.make_case(entry, shape, dtype, args.seed)
+    case = _case(entry, shape, dtype, args.seed)
     try:
         res = registry.run_aclnn(entry, case, soc.soc_version, args.cores, trace=args.trace,
                                  op_summary=args.op_summary)
@@ -304,6 +356,11 @@ def cmd_sweep(args) -> int:
     _check_output_path(args.csv, "--csv")
     if args.seed < 0:
         raise UsageError("--seed must be >= 0")
+    case = _case(entry, shape, axes["dtype"][0], args.seed)   # the same for every point
+    unknown = sorted(set(own) - set(case.attrs))
+    if unknown:
+        raise UsageError(f"--axis: {entry.name} has no attribute {', '.join(unknown)}; its "
+                         f"attributes: {', '.join(sorted(case.attrs)) or 'none'}")
     executor = "serial" if args.serial else None
     result = run_sweep(registry.runner(entry.name, args.seed, plugins=plugins), executor=executor,
                                 scheduler=args.scheduler, jobs=args.jobs,
@@ -334,7 +391,7 @@ def cmd_timeline(args) -> int:
         raise UsageError(f"{args.trace}: no such file") from None
     except (OSError, TraceFormatError) as exc:
         raise UsageError(f"{args.trace}: {exc}") from None
-    cores = parse_int_list(args.cores, "--cores") if args.cores else None
+    cores, cube_cores = parse_core_list(args.cores) if args.cores else (None, None)
     window = None
     if args.window:
         try:
@@ -343,10 +400,26 @@ def cmd_timeline(args) -> int:
             window = ()
         if len(window) != 2 or not window[0] < window[1]:
             raise UsageError(f"--window: {args.window!r} is not START,END in µs with START < END")
-    fig = plot_timeline(trace, args.plot, cores=cores, window=window, copies=args.copies)
+    fig = plot_timeline(trace, args.plot, cores=cores, cube_cores=cube_cores, window=window,
+                        copies=args.copies)
     n_rows = len(fig.axes[0].get_yticks())
     print(f"timeline: {args.plot} ({n_rows} rows)")
     return EXIT_OK
+
+
+def cmd_pyasc(args) -> int:
+    """``npusim pyasc``: the script and pyasc itself are checked first (exit 2), so that
+    status 1 means the script ran and failed."""
+    import importlib.util
+    from npusim.pyasc import __main__ as pyasc_main
+    if not os.path.isfile(args.script):
+        raise UsageError(f"{args.script}: no such file")
+    if importlib.util.find_spec("asc") is None:
+        raise UsageError("npusim pyasc needs pyasc: pip install '.[pyasc]' in the npusim "
+                         "checkout (pyasc has wheels for CPython 3.9-3.12)")
+    _check_output_path(args.trace, "--trace")
+    _check_output_path(args.op_summary, "--op-summary")
+    return pyasc_main.run(args)
 
 
 _PLUGIN_HELP = ("a module or .py file to import first: it registers operators of your own "
@@ -398,7 +471,9 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("timeline", help="Gantt chart of a trace")
     t.add_argument("trace")
     t.add_argument("--plot", required=True, help="the PNG to write")
-    t.add_argument("--cores", help="AI cores to show, e.g. 0-3 (default: all)")
+    t.add_argument("--cores", help="cores to show (default: all): vector cores as 0-3 or "
+                                   "aiv0-3 (the AIV rows; AI Core on 910A/310P), cube cores "
+                                   "as aic0-1 (the AIC rows); e.g. aic0-1,aiv0-3")
     t.add_argument("--window", help="START,END: the part of the device clock to show (µs; "
                                     "default: the kernels' span)")
     t.add_argument("--copies", action="store_true",
@@ -408,7 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     from npusim.pyasc import __main__ as pyasc_main      # no pyasc import until it runs
     y = sub.add_parser("pyasc", help="run a pyasc (import asc) script on npusim")
     pyasc_main.add_arguments(y)
-    y.set_defaults(func=pyasc_main.run)
+    y.set_defaults(func=cmd_pyasc)
     return p
 
 

@@ -67,9 +67,9 @@ def test_total_buffer_limit():
 
 def test_event_id_range():
     run(lambda: (SetFlag(HardEvent.MTE2_V, 7), WaitFlag(HardEvent.MTE2_V, 7)))
-    with pytest.raises(SyncError, match=r"\[0, 7\]"):
+    with pytest.raises(LimitError, match=r"\[0, 7\]"):
         run(lambda: SetFlag(HardEvent.MTE2_V, 8))
-    with pytest.raises(SyncError, match=r"\[0, 3\]"):
+    with pytest.raises(LimitError, match=r"\[0, 3\]"):
         run(lambda: SetFlag(HardEvent.V_MTE3, 4), soc=get_soc("Ascend910A"))
 
 
@@ -143,7 +143,7 @@ def test_datacopy_params_strided_rows():
     out = np.frombuffer(gm.read(dst, 128), np.float32)
     expect = np.concatenate([np.arange(24 * r, 24 * r + 8) for r in range(4)])
     assert np.array_equal(out, expect)
-    with pytest.raises(AlignmentError, match="blockCount"):
+    with pytest.raises(LimitError, match="blockCount"):
         def bad(src):
             pipe = TPipe()
             buf = TBuf()

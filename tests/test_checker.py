@@ -147,7 +147,7 @@ def leak(x, y):
     (ub_overflow, "UB"), (misaligned_vector, "Alignment"), (uninitialised, "Uninitialised"),
     (v_reads_before_mte2, "Sync"), (mte3_before_v, "Sync"),
     (mte2_overwrites_v_source, "Sync"), (double_set, "Sync"),
-    (unpaired, "Sync"), (event_id_out_of_range, "Sync"), (leak, "Leak"),
+    (unpaired, "Sync"), (event_id_out_of_range, "Limit"), (leak, "Leak"),
 ])
 def test_each_category_is_caught_at_its_line(kernel, category):
     exc = caught(kernel, category)

@@ -54,7 +54,7 @@ def test_run_checks_the_golden_and_writes_trace_and_summary(capsys, tmp_path):
     assert "aclnnApplyFusedEmaAdam shape [64, 64] float32 on Ascend910B1 (4 vector cores)" in out
     assert "golden check: ok" in out and "blockDim 4, Task Duration" in out
     events = json.loads(trace.read_text())["traceEvents"]
-    assert sum(1 for e in events if e["ph"] == "M" and "AI Core" in str(e["args"].get("name"))) == 4
+    assert sum(1 for e in events if e["ph"] == "M" and "AIV" in str(e["args"].get("name"))) == 4
     with open(summary, newline="") as f:
         (row,) = list(csv.DictReader(f))
     assert row["OP Type"] == "ApplyFusedEmaAdam" and row["Block Dim"] == "4"
@@ -103,6 +103,14 @@ def test_run_exits_1_when_the_golden_disagrees(capsys, monkeypatch):
     (["timeline", "{tmp}/bad.json", "--plot", "{tmp}/x.png"], ["not a trace"]),
     (["timeline", "{tmp}/ok.json"], ["--plot", "required"]),
     (["timeline", "{tmp}/ok.json", "--plot", "{tmp}/x.png", "--window", "5,1"], ["--window"]),
+    (["timeline", "{tmp}/ok.json", "--plot", "{tmp}/x.png", "--cores", "aicx"],
+     ["--cores", "'aicx'", "aicN"]),
+    # a shape or attribute the operator cannot take is a bad argument, not a failed run
+    (["run", "EmbeddingDenseBackward", "--shape", "1024"], ["--shape 1024", "at least 2-D"]),
+    (["run", "Matmul", "--shape", "64x64"], ["--shape 64x64", "M x K x N"]),
+    (["sweep", "Matmul", "--shape", "64x64", "--cores", "1,2", "--serial"], ["--shape 64x64"]),
+    (["sweep", "Add", "--axis", "foo=1,2", "--serial"], ["--axis", "no attribute foo", "alpha"]),
+    (["pyasc", "{tmp}/missing.py"], ["missing.py", "no such file"]),
 ])
 def test_bad_arguments_give_one_line_and_exit_2(capsys, tmp_path, argv, words):
     (tmp_path / "bad.json").write_text(json.dumps({"events": []}))

@@ -119,9 +119,10 @@ def test_cube_copy_limits_and_paths():
         return kernel
 
     x = {"x": np.zeros(1024, np.float16)}
-    with pytest.raises(AlignmentError, match=r"nValue = 16385 is outside \[0, 16384\]"):
+    with pytest.raises(LimitError, match=r"nValue = 16385 is outside \[0, 16384\] "
+                                         r"\(DataCopy 随路格式转换, Nd2NzParams table"):
         aic_run(copy(Nd2NzParams(1, 16385, 16, 0, 16, 16, 1, 0)), x, {})
-    with pytest.raises(AlignmentError, match=r"dstNzC0Stride = 0"):
+    with pytest.raises(LimitError, match=r"dstNzC0Stride = 0"):
         aic_run(copy(Nd2NzParams(1, 2, 16, 0, 16, 0, 1, 0)), x, {})
     with pytest.raises(DtypeError, match="keeps the type"):
         aic_run(copy(Nd2NzParams(1, 2, 16, 0, 16, 16, 1, 0), float32, src_dtype=half), x, {})
@@ -239,8 +240,10 @@ def test_load_data_from_gm_and_its_rules():
     with pytest.raises(DtypeError, match="16-bit types only") as err:
         aic_run(bad(LoadData2DParams(0, 1, 0, 0, 0, True), float32), {}, {})
     assert err.value.line.startswith("test_cube_layouts.py:")      # at the kernel's line
-    with pytest.raises(AlignmentError, match=r"repeatTimes = 256 is outside \[0, 255\]"):
-        aic_run(bad(LoadData2DParams(0, 256)), {}, {})
+    for repeat in (256, 300):       # a range limit, named with its page (Load2D.md)
+        with pytest.raises(LimitError, match=rf"repeatTimes = {repeat} is outside \[0, 255\] "
+                                             r"\(Load2D\.md"):
+            aic_run(bad(LoadData2DParams(0, repeat)), {}, {})
     with pytest.raises(AlignmentError, match="512 B aligned"):
         aic_run(bad(LoadData2DParams(0, 1), dst_off=16), {}, {})         # 32 B into L0A
     with pytest.raises(KernelError, match="must be a LocalTensor in A2/B2"):
@@ -532,9 +535,9 @@ def test_fixpipe_errors():
         run(fix("gm", (half, FixpipeParamsV220(n, m, 16, n, QuantMode_t.VDEQF16))), int8_t)
     with pytest.raises(KernelError, match="unitFlag is not modelled"):
         run(fix("gm", (float32, FixpipeParamsV220(n, m, 16, n, unitFlag=2))))
-    with pytest.raises(AlignmentError, match=r"nSize = 4096 is outside \[1, 4095\]"):
+    with pytest.raises(LimitError, match=r"nSize = 4096 is outside \[1, 4095\] \(Fixpipe\.md"):
         run(fix("gm", (float32, FixpipeParamsV220(4096, m, 16, n))))
-    with pytest.raises(AlignmentError, match="dstStride must not be 0"):
+    with pytest.raises(LimitError, match="dstStride = 0 must be >= 1"):
         run(fix("gm", (float32, FixpipeParamsV220(n, m, 16, 0))))
     with pytest.raises(KernelError, match="Ascend910A has no Fixpipe"):
         def on_910a(addr):

@@ -195,7 +195,7 @@ def test_a_custom_op_runs_through_the_command_and_sweeps(capsys, tmp_path):
     out = capsys.readouterr().out
     assert out.splitlines()[1].split()[:2] == ["tileLength", "cores"]
     assert cli.main(["sweep", "ScaledAdd", "--plugin", path, "--cores", "1,2",
-                     "--axis", "nope=1,2"]) == 1
+                     "--axis", "nope=1,2"]) == 2
     assert "has no attribute nope" in capsys.readouterr().err
     assert cli.main(["run", "--plugin", "no/such.py", "ScaledAdd"]) == 2
     assert "no such file" in capsys.readouterr().err

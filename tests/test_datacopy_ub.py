@@ -48,7 +48,8 @@ def test_datacopy_ub_to_ub_count_nop_and_limits():
                       dict(x=x, z=np.zeros(64, np.float32), w=np.full(8, 5, np.float32)))
     np.testing.assert_array_equal(after["z"], x)
     np.testing.assert_array_equal(after["w"], 5)                    # blockCount 0: a NOP
-    with pytest.raises(AlignmentError, match="blockCount = 4096"):
+    with pytest.raises(LimitError, match=r"blockCount = 4096 is outside \[0, 4095\] "
+                                         r"\(docs/reference/hardware\.md §3"):
         ub_run(lambda t: DataCopy(t["z"], t["x"], DataCopyParams(4096, 1, 0, 0)),
                dict(x=x, z=np.zeros(64, np.float32)))
     with pytest.raises(AlignmentError, match="whole number of 32 B"):

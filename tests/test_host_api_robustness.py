@@ -1097,3 +1097,36 @@ def test_every_operator_is_in_the_tables():
                "rms_norm": "aclnnRmsNorm", "matmul": "aclnnMatmul"}
     assert modules <= set(spelled), f"operator modules without rows: {modules - set(spelled)}"
     assert {spelled[m] for m in modules} <= set(OPS)
+
+
+# -- acl.rt: a read-only host destination ------------------------------------------------------
+@pytest.mark.parametrize("api", ["memcpy", "memcpy_async"])
+@pytest.mark.parametrize("kind", [D2H, aclnn.ACL_MEMCPY_HOST_TO_HOST, aclnn.ACL_MEMCPY_DEFAULT])
+def test_copy_into_a_read_only_numpy_array_is_refused(env, api, kind):
+    """A numpy array whose flags.writeable is False is no copy destination: 107000 naming
+    dst, and the array keeps its bytes (before and after the stream runs)."""
+    src_host = np.arange(16, dtype=np.float32)
+    ptr = env.malloc(src_host.nbytes)
+    assert acl.rt.memcpy(ptr, 64, acl.util.numpy_to_ptr(src_host), 64, H2D) == 0
+    src = ptr if kind != aclnn.ACL_MEMCPY_HOST_TO_HOST else acl.util.numpy_to_ptr(src_host)
+    target = np.full(16, -1.0, np.float32)
+    target.flags.writeable = False
+    args = [acl.util.numpy_to_ptr(target), 64, src, 64, kind]
+    if api == "memcpy_async":
+        args.append(env.stream)
+    expect_failure(getattr(acl.rt, api), args, 107000, "dst", ("read-only",),
+                   api=f"acl.rt.{api}")
+    assert acl.rt.synchronize_stream(env.stream) == 0
+    assert (target == -1.0).all()
+
+
+def test_async_copy_into_an_array_made_read_only_before_it_runs_fails_at_sync(env):
+    ptr = env.malloc(64)
+    target = np.full(16, -1.0, np.float32)
+    assert acl.rt.memcpy_async(acl.util.numpy_to_ptr(target), 64, ptr, 64, D2H,
+                               env.stream) == 0
+    target.flags.writeable = False
+    # a host-side failure of a task: ACL_ERROR_RT_INTERNAL_ERROR, as for unmapped memory
+    assert acl.rt.synchronize_stream(env.stream) == 507000
+    assert "read-only" in acl.get_recent_err_msg()
+    assert (target == -1.0).all()

@@ -494,7 +494,25 @@ def test_device_launch_profile_op_summary_and_trace():
     for sp in spans_:
         by_proc.setdefault(sp.process, set()).add(sp.thread)
     assert {"PIPE_M", "PIPE_FIX", "PIPE_MTE1"} <= by_proc["NPU 0 AIC 0"]
-    assert "NPU 0 AIC 1" in by_proc and "PIPE_V" in by_proc["NPU 0 AI Core 3"]
-    assert "PIPE_M" not in by_proc["NPU 0 AI Core 3"]
-    aiv3 = [sp for sp in spans_ if sp.process == "NPU 0 AI Core 3" and sp.thread == "blocks"]
+    assert "NPU 0 AIC 1" in by_proc and "PIPE_V" in by_proc["NPU 0 AIV 3"]
+    assert "PIPE_M" not in by_proc["NPU 0 AIV 3"]
+    aiv3 = [sp for sp in spans_ if sp.process == "NPU 0 AIV 3" and sp.thread == "blocks"]
     assert aiv3[0].args["core"] == "AIV" and aiv3[0].args["block"] == 3
+    # the timeline plot names the rows as msprof names the cores (AIC / AIV), and --cores
+    # selects cube cores as aicN (the old 400 + N still works)
+    from npusim.plot import plot_timeline
+    from npusim_tools.cli import parse_core_list
+    tr = trace.build_trace(dev)
+
+    def labels(**sel):
+        ax = plot_timeline(tr, None, streams=False, **sel).axes[0]
+        return {t.get_text() for t in ax.get_yticklabels()}
+    every = labels()
+    assert {"AIC 0 PIPE_M", "AIC 1 PIPE_FIX", "AIV 3 PIPE_V", "AIV 3 blocks"} <= every
+    assert not any(lbl.startswith(("core ", "AIC 4")) for lbl in every)
+    for text in ("aic1", "AIC1", "401"):
+        vec, cube = parse_core_list(text)
+        assert (vec, cube) == ([], [1])
+        assert {lbl.split()[1] for lbl in labels(cores=vec, cube_cores=cube)} == {"1"}
+        assert all(lbl.startswith("AIC 1 ") for lbl in labels(cores=vec, cube_cores=cube))
+    assert parse_core_list("aic0-1,aiv2,3") == ([2, 3], [0, 1])

@@ -291,7 +291,7 @@ def test_acl_writes_trace_and_op_summary_at_reset_and_finalize(tmp_path):
     rows = profiling.read_op_summary(summary)
     assert [r["Op Name"] for r in rows] == ["ApplyFusedEmaAdam"] and rows[0]["Block Dim"] == "2"
     events = json.loads(trace.read_text())["traceEvents"]
-    assert any(e.get("args", {}).get("name") == "NPU 0 AI Core 1" for e in events)
+    assert any(e.get("args", {}).get("name") == "NPU 0 AIV 1" for e in events)
     trace.unlink()
     assert acl.finalize() == 0                            # finalize writes them again
     assert trace.exists() and len(profiling.read_op_summary(summary)) == 1

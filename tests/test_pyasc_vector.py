@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 asc = pytest.importorskip(
-    "asc", reason="pyasc is not installed for this Python (pip install 'npusim[pyasc]'; pyasc "
+    "asc", reason="pyasc is not installed for this Python (pip install '.[pyasc]'; pyasc "
     "1.1.1 has wheels for CPython 3.9-3.12 on manylinux): the pyasc front-end tests skip")
 
 from hypothesis import given, settings, strategies as st  # noqa: E402

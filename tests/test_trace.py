@@ -125,9 +125,9 @@ def _names(trace_obj):
 
 def test_one_process_per_core_one_thread_per_pipe(trace_obj):
     procs, threads = _names(trace_obj)
-    cores = sorted(name for name in procs.values() if "AI Core" in name)
-    assert len(cores) == 48 and "NPU 0 AI Core 47" in cores
-    core0 = next(pid for pid, name in procs.items() if name == "NPU 0 AI Core 0")
+    cores = sorted(name for name in procs.values() if "AIV" in name)
+    assert len(cores) == 48 and "NPU 0 AIV 47" in cores
+    core0 = next(pid for pid, name in procs.items() if name == "NPU 0 AIV 0")
     assert {name for (pid, _), name in threads.items() if pid == core0} == {
         "blocks", "PIPE_MTE2", "PIPE_V", "PIPE_MTE3"}
     assert {"NPU 0 streams", "NPU 0 host<->device copies"} <= set(procs.values())
@@ -141,7 +141,7 @@ def test_core_spans_lie_inside_the_kernel_and_carry_instruction_bytes_line(trace
     prof = traced_device.profiles[-1]
     start, end = prof.start_us, prof.start_us + prof.duration_us
     procs, threads = _names(trace_obj)
-    core_pids = {pid for pid, name in procs.items() if "AI Core" in name}
+    core_pids = {pid for pid, name in procs.items() if "AIV" in name}
     spans = [e for e in trace_obj["traceEvents"] if e["ph"] == "X" and e["pid"] in core_pids]
     assert spans
     for e in spans:
@@ -190,7 +190,7 @@ def test_load_trace_round_trip_and_rejects_what_is_not_a_trace(tmp_path, trace_o
     path.write_text(json.dumps(trace_obj))
     assert trace.load_trace(path)["traceEvents"] == trace_obj["traceEvents"]
     spans, porder, torder = trace.trace_spans(trace_obj)
-    assert any(s.process == "NPU 0 AI Core 3" and s.thread == "PIPE_V" for s in spans)
+    assert any(s.process == "NPU 0 AIV 3" and s.thread == "PIPE_V" for s in spans)
     bad = [({"events": []}, "traceEvents"),
            ({"traceEvents": [{"ph": "X", "name": "a", "ts": 0, "pid": 1, "tid": 1}]}, "dur"),
            ({"traceEvents": [{"ph": "X", "name": "a", "ts": 0, "dur": -1, "pid": 1, "tid": 1}]},
@@ -213,7 +213,7 @@ def test_a_device_without_profiling_has_stream_rows_only():
     dev.synchronize_stream(dev.default_stream)
     events = trace.build_trace(dev)["traceEvents"]
     assert [e["name"] for e in events if e["ph"] == "X"] == ["Scale"]
-    assert not any("AI Core" in str(e.get("args", {}).get("name")) for e in events)
+    assert not any("AIV" in str(e.get("args", {}).get("name")) for e in events)
 
 
 def test_trace_of_a_bare_run_kernel_profile():
@@ -240,15 +240,15 @@ def test_timeline_plot_rows_and_axes(tmp_path, trace_obj, traced_device):
     labels = [t.get_text() for t in ax.get_yticklabels()]
     ids = sorted({r.stream_id for r in traced_device.tasks})
     assert labels[:4] == [f"stream {ids[0]}", f"stream {ids[1]}", "copy H2D", "copy D2H"]
-    assert {"core 0 PIPE_MTE2", "core 0 PIPE_V", "core 1 PIPE_MTE3", "core 1 blocks"} <= set(labels)
-    assert not any(lbl.startswith("core 2 ") for lbl in labels)
+    assert {"AIV 0 PIPE_MTE2", "AIV 0 PIPE_V", "AIV 1 PIPE_MTE3", "AIV 1 blocks"} <= set(labels)
+    assert not any(lbl.startswith("AIV 2 ") for lbl in labels)
     # one bar collection per row, bars where the trace has spans
     assert len(ax.collections) == len(labels)
-    row = labels.index("core 0 PIPE_V")
+    row = labels.index("AIV 0 PIPE_V")
     assert len(ax.collections[row].get_paths()) == 2 * 3          # blocks 0 and 48, 3 tiles
     fig2 = plot_timeline(trace_obj, None, streams=False, window=(0.0, 1.0))
     assert fig2.axes[0].get_xlim() == (0.0, 1.0)
-    assert all(lbl.get_text().startswith("core") for lbl in fig2.axes[0].get_yticklabels())
+    assert all(lbl.get_text().startswith("AIV ") for lbl in fig2.axes[0].get_yticklabels())
 
 
 def test_timeline_frames_the_kernels_and_has_a_colour_legend(trace_obj):

@@ -193,9 +193,19 @@ def test_device_matches_numpy_short_run(scale):
     assert all(t > 0.0 for t in npu["device_us"])
 
 
-def test_next_batch_copy_overlaps_the_kernels():
-    run = ex.train(steps=3, optimizer="npu", verbose=False)
+def test_next_batch_copy_overlaps_the_kernels(capsys):
+    run = ex.train(steps=3, optimizer="npu", verbose=True)
     spans = run["timeline"]["spans"]
+    # "kernels" is what the step's kernels take (their Task Durations, back to back); "step"
+    # is the step's span with its host -> device copies: both printed, both explained
+    out = capsys.readouterr().out
+    assert "kernels = the Task Durations of the step's kernels" in out
+    assert "step = the step's whole span on the device, host -> device copies" in out
+    kernel_us = sum(e - s for name, s, e in spans if not name.startswith("H2D"))
+    assert run["device_us"][-2] == pytest.approx(kernel_us, rel=1e-6)
+    assert run["step_us"][-2] > kernel_us + 100        # ~185 us: the 2 MiB dlogits copy
+    assert f"step   2  loss {run['train_loss'][1]:.4f}  device: kernels " \
+           f"{run['device_us'][1]:.1f} us, step {run['step_us'][1]:.1f} us" in out
     prefetch = [(s, e) for name, s, e in spans if "copy stream" in name]
     kernels = [(s, e) for name, s, e in spans if not name.startswith("H2D")]
     names = [name for name, _, _ in spans]

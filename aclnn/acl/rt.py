@@ -21,7 +21,8 @@ Status codes used, beyond ACL_SUCCESS (0), and when:
 * ACL_ERROR_RT_PARAM_INVALID (107000): count > dest_max, a range outside its
   allocation or registered host buffer, a raw host address this process does not map
   (checked before it is dereferenced, so a bad pointer never crashes the interpreter
-  [R]), an unknown or destroyed stream/event handle;
+  [R]), a copy destination inside a read-only numpy array (nothing is written), an
+  unknown or destroyed stream/event handle;
 * ACL_ERROR_RT_INVALID_DEVICEID (107001): device id outside [0, device_count);
 * ACL_ERROR_RT_CONTEXT_NULL (107002): no current device (set_device not called) [R];
 * ACL_ERROR_RT_STREAM_CONTEXT (107003): a stream of another device than the current one;
@@ -519,12 +520,24 @@ def _check_range(api: str, dev, name: str, addr: int, count: int, on_device: boo
                      f"{name}=0x{addr:x} + {count} B runs {addr + count - buf.end} B past the "
                      f"end of the host buffer of {buf.nbytes} B registered at 0x{buf.addr:x}"
                      ), None
+    if writable and buf is not None and _read_only(buf.obj):
+        return _fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                     f"{name}=0x{addr:x} is inside a read-only numpy array (its "
+                     "flags.writeable is False): a copy may not write into it; pass a "
+                     "writable array to acl.util.numpy_to_ptr"), None
     if buf is None and not host_range_mapped(addr, count, writable):
         access = "writable" if writable else "readable"
         return _fail(ACL_ERROR_RT_PARAM_INVALID, api,
                      f"{name}=0x{addr:x} + {count} B is not {access} host memory of this "
                      "process (not device memory either)"), None
     return ACL_SUCCESS, buf
+
+
+def _read_only(obj) -> bool:
+    """Whether a registered host buffer's owner refuses writes (a numpy array whose
+    ``flags.writeable`` is False). A ``bytes`` object is written as pyACL does
+    (``acl.util.bytes_to_ptr``)."""
+    return isinstance(obj, np.ndarray) and not obj.flags.writeable
 
 
 def _prepare_copy(api: str, dst, dest_max, src, count, kind):
@@ -582,6 +595,10 @@ def _prepare_copy(api: str, dst, dest_max, src, count, kind):
             if not host_range_mapped(addr, count, writable):
                 raise DeviceError(f"acl.rt.{api}: {name}=0x{addr:x} + {count} B is no longer "
                                   "mapped host memory when the copy runs")
+        if pins[0] is not None and _read_only(pins[0].obj):
+            # an asynchronous copy runs later: the array may have been made read-only
+            raise DeviceError(f"acl.rt.{api}: dst=0x{dst_p:x} is inside a numpy array made "
+                              "read-only before the copy ran")
         if dst_dev and src_dev:
             gm.view(dst_p, count)[:] = gm.view(src_p, count)
         elif dst_dev:
@@ -609,7 +626,9 @@ def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> int:
         ret: ACL_SUCCESS (also for count == 0, without copying);
         ACL_ERROR_RT_PARAM_INVALID (107000) for count > dest_max [R], a device range not
         inside one live allocation, a host range past the end of its registered buffer,
-        or a device address where the kind says host; ACL_ERROR_INVALID_PARAM (100000)
+        a host dst inside a read-only numpy array (``flags.writeable`` False) or in
+        memory the process does not map writable, or a device address where the kind
+        says host; ACL_ERROR_INVALID_PARAM (100000)
         for a NULL dst/src with count > 0, a non-int argument or an invalid kind;
         ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000) for kind 7 (between devices);
         ACL_ERROR_RT_CONTEXT_NULL (107002) with no device. Nothing is copied on failure.

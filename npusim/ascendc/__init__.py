@@ -29,7 +29,9 @@ from npusim.ascendc.types import (MAX_REPEAT_TIMES, ONE_BLK_SIZE, ONE_REPEAT_BYT
                                   PIPE_V, CacheMode, DataCopyExtParams, DataCopyPadExtParams,
                                   DataCopyParams, HardEvent, Pipe, QuePosition, RoundMode,
                                   TPosition, bfloat16_t, float32, half, int8_t, int16_t,
-                                  int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t)
+                                  int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
+                                  bfloat16, bool_, float16, int8, int16, int32, int64, uint8,
+                                  uint16, uint32, uint64)
 from npusim.ascendc.arith import *          # noqa: F401,F403
 from npusim.ascendc.reduce import *         # noqa: F401,F403
 from npusim.ascendc.gather import *         # noqa: F401,F403
@@ -53,7 +55,10 @@ __all__ = [
     "PIPE_M", "PIPE_MTE1", "PIPE_MTE2", "PIPE_MTE3", "PIPE_S", "PIPE_V", "DataCopyExtParams",
     "DataCopyPadExtParams", "DataCopyParams", "HardEvent", "Pipe", "QuePosition", "RoundMode",
     "TPosition", "bfloat16_t", "float32", "half", "int8_t", "int16_t", "int32_t", "int64_t",
-    "uint8_t", "uint16_t", "uint32_t", "uint64_t", "Abs", "Add", "Adds", "Cast", "Div",
+    "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+    # numpy's spellings of the same types (docs/kernels.md "Data types")
+    "bfloat16", "bool_", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16",
+    "uint32", "uint64", "Abs", "Add", "Adds", "Cast", "Div",
     "Duplicate", "Ln", "Max", "Maxs", "Min", "Mins", "Mul", "Muls", "Power",
     "Reciprocal", "Relu", "Sqrt", "Sub",
 ]

@@ -53,9 +53,10 @@ def _check_ub_aligned(t: LocalTensor, instruction: str, pipe: str) -> None:
 
 
 def _check_range(name: str, value: int, hi: int, instruction: str) -> None:
+    """LimitError naming the field unless ``0 <= value <= hi``."""
     if not 0 <= int(value) <= hi:
-        raise AlignmentError(instruction, f"{name} = {value} is outside [0, {hi}] "
-                             "(docs/reference/hardware.md §3)")
+        raise LimitError(instruction, f"{name} = {value} is outside [0, {hi}] "
+                         f"(docs/reference/hardware.md §3 {instruction} parameters)")
 
 
 def _track(ctx, src_is_gm: bool, ub: LocalTensor, rows: int, row: int, ub_pitch: int,
@@ -146,7 +147,7 @@ def DataCopy(dst, src, count_or_params) -> None:
 
     Raises:
         AlignmentError: the UB address is not 32 B aligned.
-        AlignmentError: a DataCopyParams field is out of range.
+        LimitError: a DataCopyParams field is out of range.
         UbError / GmAccessError: the copy leaves its buffer or allocation.
         A length that is not a whole number of 32 B blocks is a checker finding
         (category Alignment): the copy is rounded down, as on hardware.
@@ -298,7 +299,7 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
     dropped. The MTE2/MTE3 cost is the GM bytes moved, padding or not.
 
     Raises:
-        AlignmentError: parameters out of range (docs/reference/hardware.md §3 DataCopyPad).
+        LimitError: parameters out of range (docs/reference/hardware.md §3 DataCopyPad).
         AlignmentError: the UB address is not 32 B aligned, or blockLen is not a multiple
             of sizeof(T).
         LimitError: a non-zero paddingValue for a 64-bit type.
@@ -337,8 +338,8 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
     if src_is_gm and pad_params is not None:
         left, right = int(pad_params.leftPadding), int(pad_params.rightPadding)
         if left * isz > 32 or right * isz > 32 or left < 0 or right < 0:
-            raise AlignmentError("DataCopyPad", f"leftPadding {left} / rightPadding {right} elements "
-                             "exceed 32 B (docs/reference/hardware.md §3 DataCopyPad)")
+            raise LimitError("DataCopyPad", f"leftPadding {left} / rightPadding {right} elements "
+                             "are outside [0, 32 B] (docs/reference/hardware.md §3 DataCopyPad)")
     ub_row = -(-(left * isz + row + right * isz) // 32) * 32
     if src_is_gm:
         gm_pitch, ub_pitch = row + src_stride, ub_row + dst_stride * 32

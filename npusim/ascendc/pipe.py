@@ -33,7 +33,7 @@ import numpy as np
 from npusim.ascendc import core as _core
 from npusim.ascendc.tensor import LocalTensor
 from npusim.ascendc.types import (PIPE_FIX, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_V,
-                                  HardEvent, TPosition)
+                                  HardEvent, TPosition, tensor_dtype)
 from npusim.errors import KernelError, LimitError, SyncError, UbError, kernel_source_line
 
 # position -> (producer pipe, consumer pipe) of the data a queue hands over
@@ -232,7 +232,7 @@ class TQue:
         if tracker is not None:        # the checker: fresh, undefined contents
             tracker.shadow(self.mem).fresh(offset, length)
             tracker.alloc_lines[(id(self), index)] = kernel_source_line()
-        dtype = np.dtype(dtype)
+        dtype = tensor_dtype(dtype, "AllocTensor")
         # the same buffer as the same dtype is the same (immutable) tensor: reuse it, and the
         # sub-tensors and views it keeps
         tensor = self._tensors.get((index, dtype))
@@ -310,7 +310,7 @@ class TBuf:
         """The buffer as ``LocalTensor<dtype>`` of ``length`` elements (default: all of it)."""
         if self.ctx is None:
             raise KernelError("TBuf.Get", "the buffer has no memory: call pipe.InitBuffer first")
-        dtype = np.dtype(dtype)
+        dtype = tensor_dtype(dtype, "TBuf.Get")
         n = self._length // dtype.itemsize if length is None else int(length)
         if n * dtype.itemsize > self._length:
             raise UbError("TBuf.Get", f"{n} x {dtype.name} exceeds the buffer's {self._length} B")

@@ -32,7 +32,7 @@ import contextlib
 from npusim.ascendc import core as _core
 from npusim.ascendc.types import PIPE_ALL, HardEvent, Pipe
 from npusim.ascendc import checker
-from npusim.errors import SyncError, kernel_source_line
+from npusim.errors import LimitError, SyncError, kernel_source_line
 
 
 #: eventIDs the TPipe framework keeps for its own synchronisation on SoCs with 8 IDs
@@ -59,8 +59,8 @@ def _check_event(ctx, instruction: str, event: HardEvent, event_id: int) -> None
     n = ctx.soc.max_event_id
     pipe = event.src.name if instruction == "SetFlag" else event.dst.name
     if not 0 <= int(event_id) < n:
-        raise SyncError(instruction, f"eventID {event_id} is outside [0, {n - 1}] on "
-                        f"{ctx.soc.soc_version} (docs/reference/hardware.md §3)", pipe=pipe)
+        raise LimitError(instruction, f"eventID {event_id} is outside [0, {n - 1}] on "
+                         f"{ctx.soc.soc_version} (docs/reference/hardware.md §3)", pipe=pipe)
     # With a TPipe the framework's queues synchronise on eventIDs of their own: "在基于TPipe和
     # TQue编程场景中，禁止用户在使用SetFlag和WaitFlag时自行指定eventID，容易与框架同步事件冲突，
     # 导致卡死" (SetFlag/WaitFlag(ISASI), 约束说明); 6 and 7 are the ones it keeps.

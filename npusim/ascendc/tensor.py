@@ -9,11 +9,13 @@ PIPE_S and reach the UB only.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import core as _core
-from npusim.ascendc.types import PIPE_S, CacheMode, TPosition
+from npusim.ascendc.types import PIPE_S, CacheMode, TPosition, tensor_dtype
 from npusim.errors import GmAccessError, KernelError, UbError, kernel_source_line
 
 #: Cycles of one scalar GM access (a load through the scalar unit's data cache path).
@@ -25,6 +27,26 @@ _UB_POSITIONS = _core._UB_POSITIONS
 #: Sub-tensors a LocalTensor keeps for reuse: a kernel indexes the same few offsets every
 #: tile, and a kept sub-tensor keeps its numpy view too.
 _SUB_CACHE = 64
+
+
+def _index(x, instruction: str, what: str = "index"):
+    """``x`` as an int element index (member by member for a BlockVector).
+
+    Ascend C indexes are integers: a float (``GetBlockIdx() / n``), a numpy floating
+    scalar or anything else without ``__index__`` would be truncated silently by ``int()``,
+    so it is a KernelError at the kernel's line instead. Integer numpy scalars pass.
+    Called on every ``operator[]``: the common case (a Python int) costs one type test.
+    """
+    if type(x) is int:
+        return x
+    if type(x) is _lockstep.BlockVector:
+        return x.map(lambda v: _index(v, instruction, what))
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise KernelError(instruction, f"{what} {x!r} ({type(x).__name__}) is not an integer; "
+                          "an element index is an int as in Ascend C: compute it with // "
+                          "(floor division), not / (e.g. GetBlockIdx() * n // m)") from None
 
 
 class GlobalTensor:
@@ -45,7 +67,7 @@ class GlobalTensor:
     mem = _core.GM
 
     def __init__(self, dtype=None):
-        self.dtype = np.dtype(dtype) if dtype is not None else None
+        self.dtype = tensor_dtype(dtype, "GlobalTensor") if dtype is not None else None
         self.address = 0
         self.length = 0
         self._alloc = None
@@ -60,8 +82,8 @@ class GlobalTensor:
         """Point the tensor at ``address`` (bytes) holding ``length`` elements.
 
         In a lockstep group both may be BlockVectors (one value per member block)."""
-        self.address = _lockstep.as_int(address)
-        self.length = _lockstep.as_int(length)
+        self.address = _index(address, "SetGlobalBuffer", "address")
+        self.length = _index(length, "SetGlobalBuffer", "length")
         cur = _core.current_core_or_none()
         if cur is None:
             self._alloc = None
@@ -72,8 +94,10 @@ class GlobalTensor:
 
     def __getitem__(self, offset: int) -> "GlobalTensor":
         """The sub-tensor starting ``offset`` elements in (Ascend C ``operator[]``)."""
-        sub = GlobalTensor(self.dtype)
-        offset = _lockstep.as_int(offset)
+        sub = GlobalTensor()
+        sub.dtype = self.dtype                     # already a numpy dtype
+        if type(offset) is not int:
+            offset = _index(offset, "GlobalTensor[]")
         sub.address = self.address + offset * self.dtype.itemsize
         rest = self.length - offset
         sub.length = (rest.map(lambda r: max(r, 0)) if type(rest) is _lockstep.BlockVector
@@ -124,6 +148,7 @@ class GlobalTensor:
         cur = _core.current_core()
         cur.record(_core.OP, PIPE_S, GM_SCALAR_ACCESS_CYCLES, 0, None, "GlobalTensor.GetValue")
         cur.bytes_read += isz
+        index = _index(index, "GlobalTensor.GetValue")
         if cur.is_group:       # one value per member block: a BlockVector where they differ
             rows = _lockstep.gm_rows(cur, self[index], 1, isz, isz, False)
             data = np.array([r.reshape(-1) for r in rows]) if isinstance(rows, list) else \
@@ -137,7 +162,7 @@ class GlobalTensor:
         cur = _core.current_core()
         cur.record(_core.OP, PIPE_S, GM_SCALAR_ACCESS_CYCLES, 0, None, "GlobalTensor.SetValue")
         cur.bytes_written += isz
-        index = _lockstep.as_int(index)
+        index = _index(index, "GlobalTensor.SetValue")
         cur.gm_writes.append((self.address + index * isz, isz, 0, 1, cur.sync_all_count,
                               kernel_source_line()))     # the checker names the line
         if cur.is_group:
@@ -192,7 +217,7 @@ class LocalTensor:
         """
         from npusim.errors import AlignmentError
         ctx = _core.current_core()
-        dtype = np.dtype(dtype)
+        dtype = tensor_dtype(dtype, "LocalTensor")
         position = TPosition(position)
         mem = _core.position_memory(ctx.soc, position)
         if mem == _core.GM:
@@ -210,8 +235,13 @@ class LocalTensor:
 
     # -- Ascend C surface ---------------------------------------------------------------
     def __getitem__(self, index: int) -> "LocalTensor":
-        """The sub-tensor starting ``index`` elements in (Ascend C ``operator[]``)."""
-        index = int(index)
+        """The sub-tensor starting ``index`` elements in (Ascend C ``operator[]``).
+
+        Raises:
+            KernelError: ``index`` is not an integer (a float is not truncated).
+        """
+        if type(index) is not int:
+            index = _index(index, "LocalTensor[]")
         subs = self._subs
         if subs is None:
             subs = self._subs = {}
@@ -233,7 +263,7 @@ class LocalTensor:
 
     def ReinterpretCast(self, dtype) -> "LocalTensor":
         """The same bytes seen as ``dtype``."""
-        dtype = np.dtype(dtype)
+        dtype = tensor_dtype(dtype, "ReinterpretCast")
         return LocalTensor(self.ctx, dtype, self.offset,
                            self.length * self.dtype.itemsize // dtype.itemsize,
                            self.limit, self.position, self.owner, self.mem)
@@ -252,6 +282,7 @@ class LocalTensor:
         """
         if self.mem != _core.UB:
             self._scalar_reachable("GetValue")
+        index = _index(index, "GetValue")
         if self.ctx.is_group:
             return self._group_get(int(index))
         value = self.elements(int(index) + 1, "GetValue", "PIPE_S")[int(index)]
@@ -265,6 +296,7 @@ class LocalTensor:
         """Write one element through the scalar unit (PIPE_S); UB tensors only."""
         if self.mem != _core.UB:
             self._scalar_reachable("SetValue")
+        index = _index(index, "SetValue")
         if self.ctx.is_group:
             return self._group_set(int(index), value)
         self.elements(int(index) + 1, "SetValue", "PIPE_S")[int(index)] = value

@@ -12,18 +12,47 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-# -- data types (Ascend C spellings; ``float`` would shadow the Python builtin) ------------
-half = np.dtype(np.float16)
+# -- data types ----------------------------------------------------------------------------
+# Each type has its Ascend C (C++) spelling and numpy's; both name the same numpy dtype, so
+# ``LocalTensor`` dtypes compare equal whichever spelling a kernel uses. C++ ``float`` and
+# ``bool`` are not exported: under ``from npusim.ascendc import *`` they would shadow
+# Python's builtins, which kernels call (``float(x)``, ``bool(mask)``); write ``float32``
+# (and ``bool_`` for numpy's one-byte bool). Python's own ``float`` (numpy's float64) is
+# refused where a tensor's type is given (:func:`tensor_dtype`). Listed in docs/kernels.md.
+half = float16 = np.dtype(np.float16)
 float32 = np.dtype(np.float32)
-bfloat16_t = np.dtype(ml_dtypes.bfloat16)
-int8_t = np.dtype(np.int8)
-uint8_t = np.dtype(np.uint8)
-int16_t = np.dtype(np.int16)
-uint16_t = np.dtype(np.uint16)
-int32_t = np.dtype(np.int32)
-uint32_t = np.dtype(np.uint32)
-int64_t = np.dtype(np.int64)
-uint64_t = np.dtype(np.uint64)
+bfloat16_t = bfloat16 = np.dtype(ml_dtypes.bfloat16)
+int8_t = int8 = np.dtype(np.int8)
+uint8_t = uint8 = np.dtype(np.uint8)
+int16_t = int16 = np.dtype(np.int16)
+uint16_t = uint16 = np.dtype(np.uint16)
+int32_t = int32 = np.dtype(np.int32)
+uint32_t = uint32 = np.dtype(np.uint32)
+int64_t = int64 = np.dtype(np.int64)
+uint64_t = uint64 = np.dtype(np.uint64)
+bool_ = np.dtype(np.bool_)
+
+#: (C++ name, numpy name) of every exported data type, in the order of docs/kernels.md.
+DTYPE_NAMES = (("half", "float16"), ("float", "float32"), ("bfloat16_t", "bfloat16"),
+               ("int8_t", "int8"), ("uint8_t", "uint8"), ("int16_t", "int16"),
+               ("uint16_t", "uint16"), ("int32_t", "int32"), ("uint32_t", "uint32"),
+               ("int64_t", "int64"), ("uint64_t", "uint64"), ("bool", "bool_"))
+
+
+def tensor_dtype(dtype, instruction: str) -> np.dtype:
+    """``dtype`` as a numpy dtype for a tensor of that type.
+
+    Raises:
+        DtypeError: ``dtype`` is Python's builtin ``float`` (numpy reads it as float64,
+        which no Ascend C tensor holds): Ascend C's ``float`` is spelled ``float32`` here.
+    """
+    if dtype is float:
+        from npusim.errors import DtypeError   # local: errors imports the core lazily too
+        raise DtypeError(instruction, "Python's float is numpy's float64, not Ascend C's "
+                         "float: write float32 (npusim.ascendc exports Ascend C's float as "
+                         "float32, docs/kernels.md 'Data types')")
+    return np.dtype(dtype)
+
 
 #: Bytes in one UB block: the unit of UB addresses and of DataCopy lengths.
 ONE_BLK_SIZE = 32

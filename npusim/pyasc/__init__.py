@@ -74,8 +74,9 @@ def _require_asc():
     try:
         import asc  # noqa: F401
     except ImportError as exc:
-        raise ImportError("npusim.pyasc needs pyasc: pip install 'npusim[pyasc]' (pyasc has "
-                          "wheels for CPython 3.9-3.12 on manylinux x86_64/aarch64)") from exc
+        raise ImportError("npusim.pyasc needs pyasc: pip install '.[pyasc]' in the npusim "
+                          "checkout (pyasc has wheels for CPython 3.9-3.12 on manylinux "
+                          "x86_64/aarch64)") from exc
 
 
 def enable(soc: str = "Ascend910B1", *, frontend: bool = True, profiling: bool = False,

@@ -153,8 +153,8 @@ def _offset(index) -> int:
         if index.stop is not None or index.step is not None:
             raise KernelError("operator[]", "a tensor slice takes only a start (tensor[i:]); "
                               "pyasc refuses a stop or a step")
-        return int(index.start or 0)
-    return int(index)
+        return _tensor._index(index.start or 0, "operator[]")
+    return _tensor._index(index, "operator[]")
 
 
 class GlobalTensor:

@@ -22,7 +22,7 @@ import numpy as np
 
 from npusim.ascendc import core as _core
 from npusim.ascendc.tensor import LocalTensor
-from npusim.errors import AlignmentError, KernelError
+from npusim.errors import AlignmentError, KernelError, LimitError
 
 #: Bytes of one fractal in L0A/L0B/L1 (16 rows of 32 B).
 FRACTAL_BYTES = 512
@@ -56,11 +56,14 @@ def require_aligned(t: LocalTensor, align: int, instruction: str, role: str, pip
                              f"{align} B aligned ({source})", pipe=pipe)
 
 
-def check_range(instruction: str, name: str, value, lo: int, hi: int, pipe: str) -> int:
-    """``value`` as an int; AlignmentError (a parameter out of range) outside [lo, hi]."""
+def check_range(instruction: str, name: str, value, lo: int, hi: int, pipe: str,
+                source: str | None = None) -> int:
+    """``value`` as an int; LimitError naming the field, its range and ``source`` (the
+    instruction's page by default, e.g. ``Mmad.md``) outside [lo, hi]."""
     v = int(value)
     if not lo <= v <= hi:
-        raise AlignmentError(instruction, f"{name} = {v} is outside [{lo}, {hi}]", pipe=pipe)
+        raise LimitError(instruction, f"{name} = {v} is outside [{lo}, {hi}] "
+                         f"({source or instruction + '.md'}, parameter table)", pipe=pipe)
     return v
 
 

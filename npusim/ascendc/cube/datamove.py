@@ -52,6 +52,12 @@ _LOAD2D_TYPES_2201 = _LOAD2D_TYPES | frozenset({bfloat16_t, *(np.dtype(t) for t 
                                                                                   "f4"))})
 
 
+#: Where the parameter ranges checked here are documented.
+_DC_SRC = "docs/reference/hardware.md §3 DataCopyParams"
+_ND2NZ_SRC = "DataCopy 随路格式转换, Nd2NzParams table"
+_LOAD_SRC = "Load2D.md"
+
+
 def _load2d_types(soc) -> frozenset:
     return _LOAD2D_TYPES_2201 if soc.npu_arch == "2201" else _LOAD2D_TYPES
 
@@ -102,10 +108,11 @@ def _gm_l1(ctx, l1: LocalTensor, gm: GlobalTensor, params, to_l1: bool) -> None:
     pipe = "PIPE_MTE2" if to_l1 else "PIPE_MTE3"
     require_aligned(l1, 32, "DataCopy", "the L1 operand", pipe)
     if isinstance(params, DataCopyParams):
-        rows = check_range("DataCopy", "blockCount", params.blockCount, 0, 4095, pipe)
-        row = check_range("DataCopy", "blockLen", params.blockLen, 0, 65535, pipe) * 32
-        src_gap = check_range("DataCopy", "srcStride", params.srcStride, 0, 65535, pipe) * 32
-        dst_gap = check_range("DataCopy", "dstStride", params.dstStride, 0, 65535, pipe) * 32
+        rng = functools.partial(check_range, "DataCopy", pipe=pipe, source=_DC_SRC)
+        rows = rng("blockCount", params.blockCount, 0, 4095)
+        row = rng("blockLen", params.blockLen, 0, 65535) * 32
+        src_gap = rng("srcStride", params.srcStride, 0, 65535) * 32
+        dst_gap = rng("dstStride", params.dstStride, 0, 65535) * 32
         gm_gap, l1_gap = (src_gap, dst_gap) if to_l1 else (dst_gap, src_gap)
     else:
         want = int(params) * l1.dtype.itemsize
@@ -151,8 +158,8 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
 
     Raises:
         KernelError: src is not a GlobalTensor or dst not in L1/UB. DtypeError: types
-        differ. AlignmentError: a field out of range, dst not 32 B aligned, or the GM
-        address not aligned to sizeof(T). UbError / GmAccessError: out of bounds.
+        differ. LimitError: a field out of range. AlignmentError: dst not 32 B aligned, or
+        the GM address not aligned to sizeof(T). UbError / GmAccessError: out of bounds.
     """
     name, pipe = "DataCopy", "PIPE_MTE2"
     if not isinstance(src, GlobalTensor):
@@ -162,14 +169,15 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
         raise DtypeError(name, f"ND2NZ keeps the type: dst {dst.dtype.name}, src "
                          f"{src.dtype.name}", pipe=pipe)
     require_aligned(dst, 32, name, "dst", pipe)
-    nd = check_range(name, "ndNum", p.ndNum, 0, 4095, pipe)
-    n = check_range(name, "nValue", p.nValue, 0, 16384, pipe)
-    d = check_range(name, "dValue", p.dValue, 0, 65535, pipe)
-    s_nd = check_range(name, "srcNdMatrixStride", p.srcNdMatrixStride, 0, 65535, pipe)
-    s_d = check_range(name, "srcDValue", p.srcDValue, 1, 65535, pipe)
-    c0s = check_range(name, "dstNzC0Stride", p.dstNzC0Stride, 1, 16384, pipe)
-    ns = check_range(name, "dstNzNStride", p.dstNzNStride, 1, 16384, pipe)
-    ms = check_range(name, "dstNzMatrixStride", p.dstNzMatrixStride, 0, 65535, pipe)
+    nd = check_range(name, "ndNum", p.ndNum, 0, 4095, pipe, _ND2NZ_SRC)
+    n = check_range(name, "nValue", p.nValue, 0, 16384, pipe, _ND2NZ_SRC)
+    d = check_range(name, "dValue", p.dValue, 0, 65535, pipe, _ND2NZ_SRC)
+    s_nd = check_range(name, "srcNdMatrixStride", p.srcNdMatrixStride, 0, 65535, pipe,
+                       _ND2NZ_SRC)
+    s_d = check_range(name, "srcDValue", p.srcDValue, 1, 65535, pipe, _ND2NZ_SRC)
+    c0s = check_range(name, "dstNzC0Stride", p.dstNzC0Stride, 1, 16384, pipe, _ND2NZ_SRC)
+    ns = check_range(name, "dstNzNStride", p.dstNzNStride, 1, 16384, pipe, _ND2NZ_SRC)
+    ms = check_range(name, "dstNzMatrixStride", p.dstNzMatrixStride, 0, 65535, pipe, _ND2NZ_SRC)
     isz = dst.dtype.itemsize
     if src.address % isz:
         raise AlignmentError(name, f"GM address 0x{src.address:x} is not aligned to "
@@ -241,10 +249,11 @@ def _l1_to_bt(ctx, dst: LocalTensor, src: LocalTensor, params) -> None:
     require_aligned(src, 32, name, "src (L1)", pipe)
     require_aligned(dst, 64, name, "dst (BT)", pipe)
     if isinstance(params, DataCopyParams):
-        rows = check_range(name, "blockCount", params.blockCount, 0, 4095, pipe)
-        row = check_range(name, "blockLen", params.blockLen, 0, 65535, pipe) * 64
-        src_pitch = row + check_range(name, "srcStride", params.srcStride, 0, 65535, pipe) * 32
-        dst_pitch = row + check_range(name, "dstStride", params.dstStride, 0, 65535, pipe) * 64
+        rng = functools.partial(check_range, name, pipe=pipe, source=_DC_SRC)
+        rows = rng("blockCount", params.blockCount, 0, 4095)
+        row = rng("blockLen", params.blockLen, 0, 65535) * 64
+        src_pitch = row + rng("srcStride", params.srcStride, 0, 65535) * 32
+        dst_pitch = row + rng("dstStride", params.dstStride, 0, 65535) * 64
     else:
         rows, row = 1, int(params) * src.dtype.itemsize
         src_pitch = dst_pitch = row
@@ -288,8 +297,9 @@ def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams) -> None:
     Raises:
         KernelError: a path other than those above, or ``addrMode`` != 0 (not modelled).
         DtypeError: the types differ or the SoC has no LoadData for the type, or
-        ifTranspose on a type that is not 16-bit. AlignmentError: a field out of range, an
-        L0A/L0B operand not 512 B aligned, an L1 operand not 32 B aligned. UbError /
+        ifTranspose on a type that is not 16-bit. LimitError: a field out of range (e.g.
+        repeatTimes > 255, Load2D.md). AlignmentError: an L0A/L0B operand not 512 B aligned,
+        an L1 operand not 32 B aligned. UbError /
         GmAccessError: a fractal outside its buffer or allocation.
     """
     ctx = _core.current_core()
@@ -412,8 +422,8 @@ def LoadDataWithTranspose(dst: LocalTensor, src: LocalTensor,
 
     Raises:
         KernelError: src not in L1 or dst not in L0A/L0B. DtypeError: types differ or
-        unsupported (int4b_t is not modelled). AlignmentError: a field out of range or a
-        misaligned operand. UbError: a fractal outside its buffer.
+        unsupported (int4b_t is not modelled). LimitError: a field out of range.
+        AlignmentError: a misaligned operand. UbError: a fractal outside its buffer.
     """
     ctx = _core.current_core()
     name, pipe_name = "LoadDataWithTranspose", "PIPE_MTE1"
@@ -422,7 +432,8 @@ def LoadDataWithTranspose(dst: LocalTensor, src: LocalTensor,
     require_local(dst, _L0, name, "dst", "A2/B2")
     _check_load_types(ctx, name, dst, src, pipe_name)
     start, repeat, stride, gap = _check_2d_fields(name, p, pipe_name)
-    frac_gap = check_range(name, "dstFracGap", p.dstFracGap, 0, 65535, pipe_name)
+    frac_gap = check_range(name, "dstFracGap", p.dstFracGap, 0, 65535, pipe_name,
+                           "Load2D.md, LoadData2dTransposeParams")
     if repeat == 0:
         return
     isz = dst.dtype.itemsize
@@ -467,11 +478,11 @@ def _square_perm(isz: int, per: int) -> np.ndarray:
 
 def _check_2d_fields(name: str, p, pipe_name: str) -> tuple:
     """(startIndex, repeatTimes, srcStride, dstGap) of a LoadData2DParams-like ``p``, each
-    checked against its documented range (AlignmentError naming the field otherwise)."""
-    return (check_range(name, "startIndex", p.startIndex, 0, 65535, pipe_name),
-            check_range(name, "repeatTimes", p.repeatTimes, 0, 255, pipe_name),
-            check_range(name, "srcStride", p.srcStride, 0, 65535, pipe_name),
-            check_range(name, "dstGap", p.dstGap, 0, 65535, pipe_name))
+    checked against its documented range (LimitError naming the field otherwise)."""
+    return (check_range(name, "startIndex", p.startIndex, 0, 65535, pipe_name, _LOAD_SRC),
+            check_range(name, "repeatTimes", p.repeatTimes, 0, 255, pipe_name, _LOAD_SRC),
+            check_range(name, "srcStride", p.srcStride, 0, 65535, pipe_name, _LOAD_SRC),
+            check_range(name, "dstGap", p.dstGap, 0, 65535, pipe_name, _LOAD_SRC))
 
 
 def _check_load_types(ctx, name: str, dst, src, pipe: str) -> None:

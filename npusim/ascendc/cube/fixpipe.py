@@ -23,7 +23,8 @@ from npusim.ascendc.tensor import GlobalTensor, LocalTensor
 from npusim.ascendc.types import (CFG_ROW_MAJOR, PIPE_FIX, CacheMode, CO2Layout, FixpipeConfig,
                                   FixpipeParamsV220, QuantMode_t, bfloat16_t, float32, half,
                                   int8_t, int32_t, uint8_t, uint64_t)
-from npusim.errors import AlignmentError, DtypeError, KernelError, kernel_source_line
+from npusim.errors import (AlignmentError, DtypeError, KernelError, LimitError,
+                           kernel_source_line)
 
 __all__ = ["Fixpipe"]
 
@@ -71,7 +72,8 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR)
         KernelError: the SoC has no Fixpipe (910A, 310P), src not in CO1, dst not GM/L1,
         a V* mode without cbufWorkspace (or a table with another mode), ND output into L1,
         or unitFlag / isChannelSplit set (not modelled). DtypeError: src, quantPre and dst
-        types do not match. AlignmentError: a field out of range, a misaligned operand.
+        types do not match. LimitError: a field out of range. AlignmentError: a misaligned
+        operand or an NZ nSize not a multiple of 16.
         UbError / GmAccessError: out of bounds.
     """
     ctx = _core.current_core()
@@ -91,7 +93,8 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR)
     n = check_range(name, "nSize", p.nSize, 1, 4095, pipe)
     src_stride = check_range(name, "srcStride", p.srcStride, 0, 65535, pipe)
     if int(p.dstStride) <= 0:
-        raise AlignmentError(name, "dstStride must not be 0 (Fixpipe.md)", pipe=pipe)
+        raise LimitError(name, f"dstStride = {int(p.dstStride)} must be >= 1 (Fixpipe.md, "
+                         "parameter table)", pipe=pipe)
     if not nd_out and n % BLOCK_CUBE:
         raise AlignmentError(name, f"nSize = {n}: NZ output moves whole 16-column blocks "
                              "(a multiple of 16 without channel split)", pipe=pipe)

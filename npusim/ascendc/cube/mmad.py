@@ -59,8 +59,8 @@ def Mmad(dst, fm, filter, *args) -> None:
     Raises:
         KernelError: an operand outside its position, or a reserved field (unitFlag,
         fmOffset, enSsparse, enWinograd) set. DtypeError: a type combination the SoC's cube
-        lacks. AlignmentError: m/n/k outside [0, 4095] or a misaligned operand. UbError: a
-        fractal beyond its buffer.
+        lacks. LimitError: m/n/k outside [0, 4095]. AlignmentError: a misaligned operand.
+        UbError: a fractal beyond its buffer.
     """
     ctx = _core.current_core()
     name, pipe_name = "Mmad", "PIPE_M"

@@ -45,7 +45,7 @@ from npusim.ascendc import vector as _vec
 from npusim.ascendc.tensor import LocalTensor
 from npusim.ascendc.lib._common import chunks, shape_size, tmp_buffer, type_size
 from npusim.ascendc.types import ONE_BLK_SIZE, ONE_REPEAT_BYTE_SIZE, RoundMode
-from npusim.errors import KernelError, UbError
+from npusim.errors import KernelError, LimitError, UbError
 
 __all__ = [
     "Sigmoid", "GetSigmoidMaxMinTmpSize",
@@ -430,8 +430,8 @@ def _exp_high(dst, src, args, taylorExpandLevel, isReuseSource):
     name = "Exp"
     level = int(taylorExpandLevel)
     if not 0 <= level <= 255:
-        raise KernelError(name, f"taylorExpandLevel {level} is outside [0, 255] (uint8_t; "
-                          "hiascend Exp page)", pipe="PIPE_V")
+        raise LimitError(name, f"taylorExpandLevel {level} is outside [0, 255] (uint8_t; "
+                         "hiascend Exp page)", pipe="PIPE_V")
     tmp, count = _parse(name, src, args)
     dt = _check(name, dst, src, count)
     if level == 0:                         # no Taylor expansion: the basic instruction

@@ -110,7 +110,7 @@ from npusim.ascendc.types import (PIPE_FIX, PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V
                                   LoadData2dTransposeParams, MmadParams, Nd2NzParams,
                                   QuantMode_t, TPosition, bfloat16_t, float32, half, int8_t,
                                   int32_t)
-from npusim.errors import AlignmentError, DtypeError, KernelError, SyncError
+from npusim.errors import AlignmentError, DtypeError, KernelError, LimitError, SyncError
 
 __all__ = ["Matmul", "MatmulType", "REGIST_MATMUL_OBJ"]
 
@@ -221,8 +221,8 @@ def _registered_pairs(objects) -> list:
             i += 2
         pairs.append((mm, tiling))
     if len(pairs) > _MAX_OBJECTS:
-        raise KernelError("REGIST_MATMUL_OBJ", f"{len(pairs)} Matmul objects: at most "
-                          f"{_MAX_OBJECTS} in a program")
+        raise LimitError("REGIST_MATMUL_OBJ", f"{len(pairs)} Matmul objects: at most "
+                         f"{_MAX_OBJECTS} in a program")
     if len(pairs) > 1 and any(t is None for _, t in pairs):
         raise KernelError("REGIST_MATMUL_OBJ", "with several Matmul objects each must be "
                           "followed by its tiling")
