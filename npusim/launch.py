@@ -37,7 +37,7 @@ from npusim.ascendc.checker import CheckerConfig
 from npusim.ascendc.crosscore import CrossCoreState, KernelReturn
 from npusim.ascendc.syncall import SyncAllBarrier
 from npusim.ascendc.types import KernelMetaType, Pipe
-from npusim.errors import LimitError, SyncError
+from npusim.errors import LimitError, NpuSimError, SyncError, trim_traceback
 from npusim.timing import (AIC_PROFILE_PIPES, MIX_PROFILE_PIPES, PROFILE_PIPES, KernelTiming,
                            simulate)
 
@@ -389,15 +389,24 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
         twice it above the AIVs), or a kernel type the SoC cannot launch. Any
         :class:`KernelError` the kernel raises propagates; GM may then hold the partial
         writes of the blocks that ran, as on hardware. SyncError: the cores of a mixed (or
-        SyncAll) launch wait for each other forever.
+        SyncAll) launch wait for each other forever. The traceback of a simulator error
+        holds the caller's and the kernel's frames only, the instruction's line last; the
+        environment variable ``NPUSIM_FULL_TRACEBACK=1`` keeps the simulator's own frames
+        (:func:`npusim.errors.trim_traceback`).
     """
-    kt, kind, mix = _resolve(soc, kernel_type)
-    with _without_cyclic_gc():
-        if mix is not None:
-            return _launch_mix(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
-                               keep_spans, checks, kt, mix)
-        return _launch(kernel, int(block_dim), args, soc, gm, name, reserve_ub, keep_spans,
-                       sync_all, checks, kt, kind, _lockstep.lockstep_enabled(lockstep))
+    try:
+        kt, kind, mix = _resolve(soc, kernel_type)
+        with _without_cyclic_gc():
+            if mix is not None:
+                return _launch_mix(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
+                                   keep_spans, checks, kt, mix)
+            return _launch(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
+                           keep_spans, sync_all, checks, kt, kind,
+                           _lockstep.lockstep_enabled(lockstep))
+    except NpuSimError as exc:
+        # the kernel's lines, not the simulator's (NPUSIM_FULL_TRACEBACK=1 keeps them all)
+        trim_traceback(exc)
+        raise
 
 
 def _check_block_dim(soc, block_dim: int) -> None:

@@ -2,17 +2,20 @@
 touch (strided rows row by row), so column tiles of one row-major matrix that different cores
 own interleave without a finding, and a real overlap is still caught at its line; a read of
 GM another block writes with no SyncAll in between is a race in vector launches too; each
-message names the instructions that made both accesses.
+message names the instructions that made both accesses; a checker error's traceback shows the
+kernel's lines, not the simulator's frames (NPUSIM_FULL_TRACEBACK=1 shows them).
 
 The column tiling is the one of Ascend C's fused matmul sample (matmul_leakyrelu_advanced_api:
 block i owns the C columns [i * singleCoreN, (i + 1) * singleCoreN) of a row-major C). Expected
 results are numpy's."""
 import inspect
 import os
+import traceback
 
 import numpy as np
 import pytest
 
+import npusim
 from npusim import GlobalMemory, GmAccessError, SyncError, get_soc, run_kernel
 from npusim.ascendc import *  # noqa: F403
 from npusim.ascendc.checker import CheckerConfig
@@ -272,3 +275,52 @@ def test_a_set_value_race_names_set_value_on_pipe_s():
     assert err.value.instruction == "SetValue" and err.value.pipe == "PIPE_S", text
     assert "DataCopy" not in text and "PIPE_MTE3" not in text
     assert f"with SetValue on PIPE_S at {line_of(both_set_value, '# <- set value')}" in text
+
+
+# -- the traceback of a checker error ------------------------------------------------------------
+
+def _frames(exc):
+    return [(f.filename, f.name) for f in traceback.extract_tb(exc.__traceback__)]
+
+
+def _simulator_frames(exc):
+    package = os.path.dirname(os.path.abspath(npusim.__file__)) + os.sep
+    return [f for f, _ in _frames(exc) if os.path.abspath(f).startswith(package)]
+
+
+def racy_vector(x):
+    pipe = TPipe()
+    buf = TBuf()
+    pipe.InitBuffer(buf, 256)
+    t = buf.Get(float32)
+    DataCopy(t, gm_tensor(float32, x, 64), 64)
+    Muls(t, t, 2.0, 64)                              # <- no MTE2_V flag before this read
+
+
+def test_a_checker_error_shows_the_kernel_lines_without_the_simulators_frames(monkeypatch):
+    monkeypatch.delenv("NPUSIM_FULL_TRACEBACK", raising=False)
+    gm = GlobalMemory(1 << 24)
+    x = gm.malloc(256)
+    for kw in ({}, {"lockstep": False}, {"sync_all": True}):
+        with pytest.raises(SyncError) as err:
+            run_kernel(racy_vector, 2, (x,), soc=SOC, gm=gm, **kw)
+        frames = _frames(err.value)
+        assert _simulator_frames(err.value) == [], frames
+        assert frames[-1][1] == "racy_vector", frames         # the kernel's line, last
+        assert "# <- no MTE2_V flag" in "".join(traceback.format_exception(err.value))
+    with pytest.raises(SyncError) as err:                     # a MIX launch (greenlets)
+        run_column_tiled(blocks=2, shift=8, checks=EVERY_BLOCK)
+    assert _simulator_frames(err.value) == [], _frames(err.value)
+    assert _frames(err.value)[-1][1] == "Vector"
+    # a finding of the end of the launch: the caller's frames, the kernel line in the message
+    with pytest.raises(SyncError) as err:
+        run_neighbours(False)
+    assert _simulator_frames(err.value) == [], _frames(err.value)
+    assert _frames(err.value)[-1][1] == "run_neighbours"
+    assert line_of(neighbour_read, "# <- neighbour read") in str(err.value)
+    # the switch keeps every frame
+    monkeypatch.setenv("NPUSIM_FULL_TRACEBACK", "1")
+    with pytest.raises(SyncError) as err:
+        run_kernel(racy_vector, 2, (x,), soc=SOC, gm=gm)
+    assert _simulator_frames(err.value), _frames(err.value)
+    assert _frames(err.value)[-1][1] == "report"              # the checker's raise
