@@ -324,3 +324,10 @@ def test_a_checker_error_shows_the_kernel_lines_without_the_simulators_frames(mo
         run_kernel(racy_vector, 2, (x,), soc=SOC, gm=gm)
     assert _simulator_frames(err.value), _frames(err.value)
     assert _frames(err.value)[-1][1] == "report"              # the checker's raise
+
+
+def test_checker_config_is_exported():
+    import npusim.ascendc
+    from npusim.ascendc import checker
+    assert npusim.ascendc.CheckerConfig is checker.CheckerConfig
+    assert npusim.CheckerConfig is checker.CheckerConfig
