@@ -56,8 +56,12 @@ def kernel_source_line() -> str:
     That frame is the kernel statement that issued the current instruction.
     """
     frame = sys._getframe(1)
+    known = _OUTSIDE.get
     while frame is not None:
-        name = _outside_name(frame.f_code)
+        code = frame.f_code
+        name = known(code, False)         # _outside_name, without a call per frame
+        if name is False:
+            name = _outside_name(code)
         if name is not None:
             return f"{name}:{frame.f_lineno}"
         frame = frame.f_back

@@ -432,16 +432,20 @@ class GmLog:
         """Keep an access (the entry's fields, in their order)."""
         k = len(self.entries)
         self.entries.append((how, rows, phase, line, name, pipe))
+        flat = self.flat
         for addr, row, pitch, count in rows:
-            self.flat.extend((addr, row, pitch, count, how, phase, k))
+            flat += (addr, row, pitch, count, how, phase, k)
 
     def note(self, ctx, how: int, base: int, runs, name: str, pipe, line: str | None = None,
              issued: bool = False) -> None:
         """An access of ``ctx``: ``runs`` of (offset from ``base``, row bytes, pitch, count).
         ``issued``: its instruction is already recorded on its pipe (a scalar access)."""
         base = int(base)
-        rows = tuple((base + int(off), int(row), int(pitch), int(count))
-                     for off, row, pitch, count in runs)
+        if len(runs) == 1:                       # nearly every access: one run
+            off, row, pitch, count = runs[0]
+            rows = ((base + off, row, pitch, count),)
+        else:
+            rows = tuple((base + off, row, pitch, count) for off, row, pitch, count in runs)
         if line is None:
             line = kernel_source_line()
         if self.keep:
