@@ -25,7 +25,8 @@ from npusim.sweeps import SweepResult, sweep
 __version__ = "0.1.0"
 
 __all__ = [
-    "CheckerConfig", "Device", "Event", "Stream", "TaskRecord", "SweepResult", "sweep", "AlignmentError", "DeviceError", "DtypeError",
+    "CheckerConfig",
+    "Device", "Event", "Stream", "TaskRecord", "SweepResult", "sweep", "AlignmentError", "DeviceError", "DtypeError",
     "GmAccessError", "KernelError", "LimitError", "NpuSimError", "SyncError", "UbError",
     "GlobalMemory", "KernelProfile", "run_kernel", "DEFAULT_SOC", "SOC_PRESETS", "SocSpec",
     "UnknownSocError", "get_soc", "list_socs",
