@@ -14,9 +14,10 @@ Each block is one AIC and two AIVs, and they share nothing but GM:
   UB, applies ``LeakyRelu`` (float, one rounding) and copies them out.
 
 The host side is ``MultiCoreMatmulTiling`` -> ``TCubeTiling``; ``SetSingleShape`` makes the
-blocks split M only, so that each core's rows are one contiguous range of GM (the checker
-compares cross-core GM accesses by their first and last byte, so tiles of a column split,
-whose rows interleave, would be reported as races). The workspace is the user's
+blocks split M only, so that each core's rows are one contiguous range of GM and each AIV
+copies its half with one contiguous DataCopy (a column split, as in Ascend C's
+matmul_leakyrelu sample, works too: the checker compares cross-core GM accesses row by
+row, so column tiles whose rows interleave are not races). The workspace is the user's
 ``M * N * 4`` bytes plus the system workspace the library reserves
 (``soc.lib_api_workspace_size``). Shapes here: M a multiple of ``2 * blocks`` (no tail
 blocks, even halves), N a multiple of 8 (whole 32 B blocks of float).

@@ -13,6 +13,7 @@ Layers (see the project README):
 This package imports neither ``kernels`` nor ``aclnn``: a user who writes a kernel of
 their own needs only ``npusim``.
 """
+from npusim.ascendc.checker import CheckerConfig
 from npusim.device import Device, Event, Stream, TaskRecord
 from npusim.errors import (AlignmentError, DeviceError, DtypeError, GmAccessError, KernelError,
                            LimitError, NpuSimError, SyncError, UbError)
@@ -24,6 +25,7 @@ from npusim.sweeps import SweepResult, sweep
 __version__ = "0.1.0"
 
 __all__ = [
+    "CheckerConfig",
     "Device", "Event", "Stream", "TaskRecord", "SweepResult", "sweep", "AlignmentError", "DeviceError", "DtypeError",
     "GmAccessError", "KernelError", "LimitError", "NpuSimError", "SyncError", "UbError",
     "GlobalMemory", "KernelProfile", "run_kernel", "DEFAULT_SOC", "SOC_PRESETS", "SocSpec",

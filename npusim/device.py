@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from npusim.errors import KernelError, NpuSimError, _outside_name
+from npusim.errors import KernelError, NpuSimError, _outside_name, trim_traceback
 from npusim.gm import GlobalMemory
 from npusim.launch import KernelProfile, run_kernel
 from npusim.soc import get_soc
@@ -321,7 +321,7 @@ class Device:
                                          name=name, reserve_ub=reserve_ub, sync_all=sync_all,
                                          keep_spans=device.profiling, kernel_type=kernel_type)
                 except NpuSimError as exc:
-                    s.errors.append(exc)
+                    s.errors.append(trim_traceback(exc))      # the kernel's frames only
                     device._record(s, KERNEL, name, start, start, error=str(exc))
                     return
                 except Exception as exc:     # a bug in the kernel's Python: the stream's error
@@ -356,7 +356,7 @@ class Device:
                 try:
                     apply()
                 except NpuSimError as exc:
-                    s.errors.append(exc)
+                    s.errors.append(trim_traceback(exc))      # the kernel's frames only
                     device._record(s, MEMCPY, kind, start, start, nbytes, error=str(exc))
                     return
                 if kind == "D2D":

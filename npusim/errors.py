@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -55,12 +56,49 @@ def kernel_source_line() -> str:
     That frame is the kernel statement that issued the current instruction.
     """
     frame = sys._getframe(1)
+    known = _OUTSIDE.get
     while frame is not None:
-        name = _outside_name(frame.f_code)
+        code = frame.f_code
+        name = known(code, False)         # _outside_name, without a call per frame
+        if name is False:
+            name = _outside_name(code)
         if name is not None:
             return f"{name}:{frame.f_lineno}"
         frame = frame.f_back
     return "?"
+
+
+def full_tracebacks() -> bool:
+    """Whether simulator errors keep the simulator's own frames in their tracebacks: the
+    environment variable ``NPUSIM_FULL_TRACEBACK`` set to 1 (read at each error)."""
+    return os.environ.get("NPUSIM_FULL_TRACEBACK", "").strip().lower() in ("1", "true", "yes",
+                                                                           "on")
+
+
+def trim_traceback(exc: BaseException) -> BaseException:
+    """Drop the frames of the ``npusim`` package from the traceback of ``exc`` and of the
+    exceptions chained to it, keeping the caller's and the kernel's (outside the package),
+    innermost last: a kernel error then reads as the kernel's lines leading to the
+    instruction that broke the rule. Unchanged when :func:`full_tracebacks` is on.
+    Returns ``exc``; re-raise it with a bare ``raise`` so that no frame is added."""
+    if full_tracebacks():
+        return exc
+    seen = set()
+    link = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        kept = []
+        tb = link.__traceback__
+        while tb is not None:
+            if _outside_name(tb.tb_frame.f_code) is not None:
+                kept.append(tb)
+            tb = tb.tb_next
+        new = None
+        for tb in reversed(kept):
+            new = types.TracebackType(new, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
+        link.__traceback__ = new
+        link = link.__cause__ or link.__context__
+    return exc
 
 
 class KernelError(NpuSimError):

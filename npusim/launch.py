@@ -37,7 +37,7 @@ from npusim.ascendc.checker import CheckerConfig
 from npusim.ascendc.crosscore import CrossCoreState, KernelReturn
 from npusim.ascendc.syncall import SyncAllBarrier
 from npusim.ascendc.types import KernelMetaType, Pipe
-from npusim.errors import GmAccessError, LimitError, SyncError
+from npusim.errors import LimitError, NpuSimError, SyncError, trim_traceback
 from npusim.timing import (AIC_PROFILE_PIPES, MIX_PROFILE_PIPES, PROFILE_PIPES, KernelTiming,
                            simulate)
 
@@ -255,7 +255,9 @@ def _run_coroutines(kernel, args, ctxs) -> None:
 
 
 def _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config, kind=None,
-                 pool=None, tracked=None):
+                 pool=None, tracked=None, log_gm=True):
+    """Block ``b``'s context; ``log_gm``: the checker keeps its GM accesses for the
+    comparison across blocks at the end of the launch (checker.check_blocks)."""
     ctx = _core.CoreContext(soc, gm, ub, b, block_dim, capacity, kind, pool)
     ctx.trace_lines = [] if keep_spans else None
     ctx.checker_config = config
@@ -263,6 +265,8 @@ def _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config, kind=N
         tracked = checker.tracks(config, b, block_dim)
     if config.enabled and tracked:
         ctx.tracker = checker.UbTracker(soc.ub_size, soc)
+    if config.enabled and log_gm and block_dim > 1:
+        ctx.gm_access = ctx.gm_writes = checker.GmLog()
     return ctx
 
 
@@ -385,15 +389,24 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
         twice it above the AIVs), or a kernel type the SoC cannot launch. Any
         :class:`KernelError` the kernel raises propagates; GM may then hold the partial
         writes of the blocks that ran, as on hardware. SyncError: the cores of a mixed (or
-        SyncAll) launch wait for each other forever.
+        SyncAll) launch wait for each other forever. The traceback of a simulator error
+        holds the caller's and the kernel's frames only, the instruction's line last; the
+        environment variable ``NPUSIM_FULL_TRACEBACK=1`` keeps the simulator's own frames
+        (:func:`npusim.errors.trim_traceback`).
     """
-    kt, kind, mix = _resolve(soc, kernel_type)
-    with _without_cyclic_gc():
-        if mix is not None:
-            return _launch_mix(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
-                               keep_spans, checks, kt, mix)
-        return _launch(kernel, int(block_dim), args, soc, gm, name, reserve_ub, keep_spans,
-                       sync_all, checks, kt, kind, _lockstep.lockstep_enabled(lockstep))
+    try:
+        kt, kind, mix = _resolve(soc, kernel_type)
+        with _without_cyclic_gc():
+            if mix is not None:
+                return _launch_mix(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
+                                   keep_spans, checks, kt, mix)
+            return _launch(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
+                           keep_spans, sync_all, checks, kt, kind,
+                           _lockstep.lockstep_enabled(lockstep))
+    except NpuSimError as exc:
+        # the kernel's lines, not the simulator's (NPUSIM_FULL_TRACEBACK=1 keeps them all)
+        trim_traceback(exc)
+        raise
 
 
 def _check_block_dim(soc, block_dim: int) -> None:
@@ -436,9 +449,11 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
         pool: dict = {}              # L1/L0 buffers, reused block after block like the UB
         ctxs = None
         if lockstep and block_dim > 1:
+            # no GM log for the checker: the lockstep engine's shows that no block touches
+            # bytes another block writes, or the launch runs again block after block
             def new_context(b, ub):
                 return _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config,
-                                    kind, pool)
+                                    kind, pool, log_gm=False)
 
             def end_block(ctx):
                 _end_of_block_checks(ctx)
@@ -447,6 +462,7 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
             with np.errstate(all="ignore"):   # IEEE results, no numpy warnings
                 ctxs = _lockstep.run_blocks(kernel, args, block_dim, new_context, end_block, soc,
                                             gm, capacity, keep_spans, kind, config)
+    in_lockstep = ctxs is not None and not sync_all
     if ctxs is None and not sync_all:       # block after block
         ub = np.empty(soc.ub_size, dtype=np.uint8)
         ctxs = []
@@ -463,15 +479,12 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
                     ctxs.append(ctx)
         finally:
             _core.set_current_core(None)
-    if config.enabled and block_dim > 1:
-        clash = checker.gm_write_conflicts([ctx.gm_writes for ctx in ctxs])
-        if clash:
-            err = GmAccessError("DataCopy", clash, pipe="PIPE_MTE3", core=clash.core,
-                                line=clash.line)
-            if "GM" in config.warn:
-                ctxs[-1].warn(str(err))
-            else:
-                raise err
+    if config.enabled and block_dim > 1 and not in_lockstep:
+        # GM bytes two blocks touch, one writing, in one SyncAll phase (a lockstep run has
+        # none: its blocks would have run again block after block)
+        checker.check_blocks(ctxs, config)
+        for ctx in ctxs:
+            ctx.gm_access = ctx.gm_writes = None
     return _profile(kernel, name, soc, ctxs, block_dim, keep_spans, t0, kt, cores)
 
 
@@ -500,6 +513,8 @@ def _launch_mix(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, 
     for ctx in ctxs:
         ctx.mix = state
         ctx.gm_order = gm_order if ctx.tracker is not None else None
+        if ctx.gm_order is not None:      # its GM accesses go to GmOrder as they are made
+            ctx.gm_access = ctx.gm_writes = checker.GmLog(keep=False)
     _run_coroutines(kernel, args, ctxs)
     state.end_checks()
     _finish_blocks(ctxs)
@@ -522,7 +537,7 @@ def _mix_contexts(soc, gm, block_dim, capacity, keep_spans, config, n_aic, n_aiv
         ub = (np.full(soc.ub_size, _core.UB_POISON, np.uint8) if kind == _core.AIV
               else np.empty(0, np.uint8))      # an AIC has no UB
         ctx = _new_context(soc, gm, ub, idx, block_dim, capacity, keep_spans, config, kind,
-                           tracked=g in tracked)
+                           tracked=g in tracked, log_gm=False)
         ctx.sub_block_idx, ctx.task_ratio, ctx.core_index = sub, ratio, i
         ctxs.append(ctx)
     return ctxs

@@ -58,10 +58,13 @@ Identity with per-block execution, and how it is kept:
   block writes. Every GM access of the launch is logged (address, bytes, read or write);
   at the end, if any block reads or writes bytes another block writes (which includes
   atomic accumulation into shared bytes, whose float order would change), every write of
-  the launch is undone and the launch runs again block after block. A store that writes
-  rows inside a span (Fixpipe's tile of C) logs its rows, so that blocks writing
-  interleaved tiles of one matrix do not count as touching each other's bytes. Undo costs one copy of
-  the bytes each GM store overwrites, taken only in lockstep launches.
+  the launch is undone and the launch runs again block after block. A transfer that
+  touches rows inside a span (Fixpipe's tile of C; in a group, a DataCopy with gaps) logs
+  its rows, so that blocks touching interleaved tiles of one matrix do not count as
+  touching each other's bytes. Undo costs one copy of the bytes each GM store overwrites,
+  taken only in lockstep launches. The checker's comparison of the blocks' GM accesses
+  (:func:`npusim.ascendc.checker.check_blocks`) has nothing to find in a launch this log
+  clears, and runs on the block-after-block run of one it does not.
 * Errors: any :class:`KernelError` in a lockstep launch undoes it and re-runs it block
   after block, so the error (core, instruction, line) and the partial GM writes are the
   per-block ones.
@@ -417,12 +420,11 @@ class GroupContext(_core.CoreContext):
         return buf
 
     def members_results(self) -> list:
-        """What per-block execution leaves of each member: its records, counters, warnings
-        and GM stores (one :class:`BlockResult` per member, in member order). The GM access
+        """What per-block execution leaves of each member: its records, counters and
+        warnings (one :class:`BlockResult` per member, in member order). The GM access
         log stays the group's (``gm_log``), which :func:`cross_block_conflict` reads as it
         is."""
         g = self.size
-        writes = [spread(w, g) for w in self.gm_writes]
         nread, nwritten = spread(self.bytes_read, g), spread(self.bytes_written, g)
         out = []
         template = (self.records, tuple(i for i, _ in self.patches),
@@ -431,7 +433,6 @@ class GroupContext(_core.CoreContext):
         for j, b in enumerate(self.members):
             res = BlockResult(b, self.core_kind, GroupRecords(template, j, own))
             res.bytes_read, res.bytes_written = nread[j], nwritten[j]
-            res.gm_writes = [w[j] for w in writes]
             res.trace_lines = list(self.trace_lines) if self.trace_lines is not None else None
             out.append(res)
         return out
@@ -519,7 +520,6 @@ class BlockResult:
         self.warnings: list = []
         self.bytes_read = 0
         self.bytes_written = 0
-        self.gm_writes: list = []
         self.trace_lines = None
         self.gm_log = None             # its group keeps the GM access log (run_blocks)
         self.mix = None
@@ -583,7 +583,9 @@ def gm_rows(ctx: GroupContext, gt, rows: int, row: int, pitch: int, write: bool)
     span = (rows - 1) * pitch + row
     addrs, allocs = _member_allocations(ctx, gt, span)
     a0, alloc0 = addrs[0], allocs[0]
-    ctx.gm_log.append((gt.address, span, write))
+    # the rows of a strided transfer, so that column tiles of one matrix do not touch
+    ctx.gm_log.append((gt.address, row, write, rows, pitch) if rows > 1 and pitch != row
+                      else (gt.address, span, write))
     step = addrs[1] - a0 if g > 1 else 0
     regular = step >= 0 and all(al is alloc0 for al in allocs) and (
         addrs == list(range(a0, a0 + step * g, step)) if step else addrs == [a0] * g)
@@ -717,22 +719,6 @@ def _restore(undo: UndoLog, start: int = 0) -> None:
 
 # -- which blocks touch GM another block writes ---------------------------------------------
 
-def _merged(lo, hi, owner, width: int):
-    """Per owner, the union of its intervals [lo, hi) (addresses relative to the lowest,
-    all below ``width``): (lo, hi, owner) arrays."""
-    if not len(lo):
-        return lo, hi, owner
-    order = np.lexsort((lo, owner))
-    lo, hi, owner = lo[order], hi[order], owner[order]
-    shift = owner * width                      # owners never share a merged interval
-    slo, shi = lo + shift, hi + shift
-    reach = np.maximum.accumulate(shi)
-    start = np.concatenate(([True], slo[1:] > reach[:-1]))
-    idx = np.flatnonzero(start)
-    ends = np.maximum.reduceat(shi, idx) - shift[idx]
-    return lo[idx], ends, owner[idx]
-
-
 def _log_columns(logs: dict, groups) -> tuple[list, list]:
     """The GM access logs as columns, one list per field in the entries' own order and the
     owning block last: (address, nbytes, is_write, block) of the single accesses and
@@ -792,8 +778,8 @@ def cross_block_conflict(logs: dict, groups=()) -> bool:
     width = int(hi.max()) + 1
     if width * (int(owner.max()) + 2) >= 1 << 62:
         return True                                  # beyond the merge's range: be safe
-    wl, wh, _ = _merged(lo[write], hi[write], owner[write], width)
-    al, ah, _ = _merged(lo, hi, owner, width)
+    wl, wh, _ = _checker.merged_by_owner(lo[write], hi[write], owner[write], width)
+    al, ah, _ = _checker.merged_by_owner(lo, hi, owner, width)
     # each block's accesses merged, so the number of intervals covering a byte is the number
     # of blocks touching it: a conflict is a written byte that two or more blocks touch (a
     # block's writes are among its accesses). Sweep the coverage, keep its >= 2 segments,

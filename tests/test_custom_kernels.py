@@ -323,7 +323,8 @@ def test_gm_overlap_names_both_cores_and_lines_and_spots_elements_used_as_bytes(
     msg = str(info.value)
     line = f"test_custom_kernels.py:{_overlap_kernel.__code__.co_firstlineno + 12}"
     assert msg.startswith(f"[GM] core 1, PIPE_MTE3, DataCopy at {line}: blocks 0 and 1 ")
-    assert f"core 0 at {line} and core 1 at {line}" in msg
+    assert (f"core 0 with DataCopy on PIPE_MTE3 at {line} and core 1 with DataCopy on "
+            f"PIPE_MTE3 at {line}") in msg
     assert "start 256 B apart but each writes 1024 B, 4 times more" in msg
     assert "element counts used as bytes" in msg
     with pytest.raises(GmAccessError) as info:

@@ -17,7 +17,7 @@ from npusim.kernels.apply_fused_ema_adam.kernel import apply_fused_ema_adam
 from npusim.kernels.apply_fused_ema_adam.tiling import tiling
 from npusim import GlobalMemory, KernelError, get_soc, run_kernel
 from npusim.ascendc import TPipe, TPosition, TQue, float32
-from npusim.ascendc.checker import CheckerConfig, gm_write_conflicts
+from npusim.ascendc.checker import CheckerConfig, GmLog, blocks_conflict
 from npusim.ascendc.core import current_core
 from npusim.ascendc.types import Pipe
 from npusim.ascendc.vector import _bank_conflict
@@ -67,25 +67,33 @@ def test_memoised_bank_conflict_matches_its_rule():
     assert _bank_conflict(48, 16, 512, (512, 512)) is False                # one operand, in place
 
 
-# -- the GM write-conflict check (bulk numpy) against a byte map -------------------------------
-def _conflict_by_bytes(blocks_writes):
-    """Whether two blocks write one GM byte in the same SyncAll phase, byte by byte."""
-    owner = {}
-    for b, writes in enumerate(blocks_writes):
-        for addr, row, pitch, rows, phase in writes:
+# -- the GM race check across blocks (bulk numpy) against a byte map ---------------------------
+def _conflict_by_bytes(blocks_accesses):
+    """Whether two blocks touch one GM byte in the same SyncAll phase, one of them writing
+    and not both adding atomically, byte by byte (how: 0 read, 1 write, 2 atomic add)."""
+    touches = {}
+    for b, accesses in enumerate(blocks_accesses):
+        for how, addr, row, pitch, rows, phase in accesses:
             for r in range(rows):
                 for byte in range(addr + r * pitch, addr + r * pitch + row):
-                    if owner.setdefault((phase, byte), b) != b:
-                        return True
-    return False
+                    touches.setdefault((phase, byte), set()).add((b, how))
+    return any(b1 != b2 and (h1, h2) != (0, 0) and (h1, h2) != (2, 2)
+               for who in touches.values() for b1, h1 in who for b2, h2 in who)
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.integers(0, 300), st.integers(1, 24), st.integers(0, 40),
-                                   st.integers(1, 3), st.integers(0, 1)), max_size=5),
+@given(st.lists(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 300), st.integers(1, 24),
+                                   st.integers(0, 40), st.integers(1, 3), st.integers(0, 1)),
+                         max_size=5),
                 min_size=1, max_size=4))
-def test_gm_write_conflicts_match_a_byte_map(blocks_writes):
-    assert (gm_write_conflicts(blocks_writes) is not None) == _conflict_by_bytes(blocks_writes)
+def test_gm_races_between_blocks_match_a_byte_map(blocks_accesses):
+    logs = []
+    for accesses in blocks_accesses:
+        logs.append(GmLog())
+        for how, addr, row, pitch, rows, phase in accesses:
+            logs[-1].add(how, ((addr, row, pitch, rows),), phase, "k.py:1", "DataCopy", 5)
+    found = blocks_conflict(logs)
+    assert (found is not None) == _conflict_by_bytes(blocks_accesses)
 
 
 def test_a_launch_leaves_the_garbage_collector_as_it_found_it():

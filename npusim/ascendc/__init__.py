@@ -72,3 +72,6 @@ __all__ += _cube.__all__
 from npusim.ascendc.crosscore import *      # noqa: E402,F401,F403  (mixed launches)
 from npusim.ascendc import crosscore as _crosscore  # noqa: E402
 __all__ += _crosscore.__all__
+# the kernel checker's settings, for run_kernel(checks=...) (npusim.ascendc.checker)
+from npusim.ascendc.checker import CheckerConfig  # noqa: E402
+__all__ += ["CheckerConfig"]

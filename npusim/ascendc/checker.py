@@ -11,9 +11,10 @@ pipe, the instruction and the kernel line):
 * ``Alignment`` — UB operands not 32 B aligned; DataCopy lengths that are not whole 32 B
   blocks (the copy is rounded down, as hardware does, and the checker says so);
   DataCopy/DataCopyPad parameters out of range.
-* ``GM`` — accesses outside the allocation a GlobalTensor was built on; several blocks
-  writing the same GM bytes without atomic add (vector and cube launches; in a mixed launch
-  the happens-before check below covers GM).
+* ``GM`` — accesses outside the allocation a GlobalTensor was built on; two blocks
+  writing the same GM bytes between the same two SyncAlls, not both with atomic add
+  (vector and cube launches, every block, at the end of the launch: :func:`check_blocks`;
+  in a mixed launch the happens-before check below covers GM).
 * ``Uninitialised`` — reading UB that nothing wrote since AllocTensor (or since the launch
   began, for TBuf and static tensors); the same for the cube's memories (L1, L0A, L0B,
   L0C, BT), where a plain copy (LoadData, L1 -> BT) carries the bytes' state along and the
@@ -22,10 +23,14 @@ pipe, the instruction and the kernel line):
   pipe reads, with no queue hand-off, flag or barrier in between (e.g. Mmad on PIPE_M
   reading L0A that LoadData wrote on PIPE_MTE1 with no MTE1_M flag), naming the WaitFlag
   when one came before any SetFlag it could pair with; SetFlag twice without WaitFlag; a
-  WaitFlag nothing can release (:mod:`npusim.ascendc.sync`); flags unpaired at kernel end; eventIDs out of range; in a mixed launch, two
-  cores (an AIC and an AIV, or any two) touching the same GM bytes, one of them writing,
-  with no CrossCoreSetFlag/CrossCoreWaitFlag or SyncAll ordering them (:class:`GmOrder`),
-  and cross-core sets nobody waits for.
+  WaitFlag nothing can release (:mod:`npusim.ascendc.sync`); flags unpaired at kernel end;
+  eventIDs out of range; a block reading GM bytes another block writes (or adds into)
+  between the same two SyncAlls (vector and cube launches, at the read:
+  :func:`check_blocks`); in a mixed launch, two cores (an AIC and an AIV, or any two)
+  touching the same GM bytes, one of them writing, with no CrossCoreSetFlag/
+  CrossCoreWaitFlag or SyncAll ordering them (:class:`GmOrder`), and cross-core sets nobody
+  waits for. GM accesses are compared by the bytes they touch, a strided copy's row by row
+  (:class:`GmLog`), and each message names both instructions, their pipes and lines.
 * ``Leak`` — tensors allocated from a queue and not freed at kernel end.
 
 Memory-safety findings (out of bounds, misaligned addresses, limits) always stop the
@@ -391,54 +396,264 @@ class UbTracker(MemoryShadow):
                 vc[:, _S] = count[_S]
 
 
-class GmWriteClash(str):
-    """The message of an overlap between two blocks' GM writes (a ``str``), with the core
-    and kernel line of the later write (``core``, ``line``) for the error's header."""
+# -- GM accesses across the cores of a launch --------------------------------------------------
 
-    core: int = -1
-    line: str = "?"
+_READ, _WRITE, _ATOMIC = 0, 1, 2
+_VERBS = ("reads", "writes", "adds into")
 
 
-def gm_write_conflicts(blocks_writes: list) -> GmWriteClash | None:
-    """Find GM bytes written (without atomic add) by two different blocks in the same
-    SyncAll phase (writes separated by a SyncAll are ordered).
+class GmLog:
+    """The GM accesses of one core, as the checks across cores compare them.
 
-    ``blocks_writes[b]`` lists ``(addr, row_bytes, pitch, rows, phase[, line])`` of block
-    ``b``'s plain GM stores (``line``: the kernel line of the store, when recorded).
-    Returns the description of the first conflict, naming both blocks and both kernel
-    lines, and saying so when the blocks' offsets look like element counts used as byte
-    offsets (:func:`_elements_as_bytes`); or None.
+    An access is ``(how, rows, phase, line, instruction, pipe)``: ``how`` a read, a write or
+    an atomic add (a store under SetAtomicAdd); ``rows`` the bytes it touches, as runs
+    ``(address, row bytes, pitch, count)`` (a strided copy's rows, a Fixpipe tile's rows,
+    the one extent of a contiguous copy); ``phase`` the core's SyncAll count; the kernel
+    line, and the instruction and pipe (an int) that made it.
+
+    The cores of a launch run block after block (or as SyncAll coroutines) keep their
+    entries, and the launch compares them at its end (:func:`check_blocks`); a tracked core
+    of a mixed launch hands each access to :class:`GmOrder` as it is made, and keeps nothing
+    (``keep`` False). A launch whose blocks ran in lockstep groups logs nothing here: the
+    lockstep engine's own log shows that no block touched bytes another block wrote, or the
+    launch runs again block after block (:mod:`npusim.lockstep`).
     """
-    by_phase: dict[int, list] = {}
-    for b, writes in enumerate(blocks_writes):
-        for w in writes:
-            addr, row, pitch, rows, phase = w[:5]
-            lists = by_phase.get(phase)
-            if lists is None:
-                lists = by_phase[phase] = [[] for _ in blocks_writes]
-            lists[b].append((addr, row, pitch, rows, w[5] if len(w) > 5 else "?"))
-    for phase in sorted(by_phase):
-        clash = _conflicts(by_phase[phase])
-        if clash:
-            out = GmWriteClash(clash[0] + (f" (after SyncAll number {phase})" if phase else ""))
-            out.core, out.line = clash[1], clash[2]
-            return out
+
+    __slots__ = ("entries", "flat", "keep")
+
+    def __init__(self, keep: bool = True):
+        self.entries: list = []
+        # per row run, 7 ints: address, row bytes, pitch, count, how, phase, entry index
+        # (what the comparison reads, ready for one numpy conversion)
+        self.flat: list = []
+        self.keep = keep
+
+    def add(self, how: int, rows: tuple, phase: int, line: str, name: str, pipe: int) -> None:
+        """Keep an access (the entry's fields, in their order)."""
+        k = len(self.entries)
+        self.entries.append((how, rows, phase, line, name, pipe))
+        flat = self.flat
+        for addr, row, pitch, count in rows:
+            flat += (addr, row, pitch, count, how, phase, k)
+
+    def note(self, ctx, how: int, base: int, runs, name: str, pipe, line: str | None = None,
+             issued: bool = False) -> None:
+        """An access of ``ctx``: ``runs`` of (offset from ``base``, row bytes, pitch, count).
+        ``issued``: its instruction is already recorded on its pipe (a scalar access)."""
+        base = int(base)
+        if len(runs) == 1:                       # nearly every access: one run
+            off, row, pitch, count = runs[0]
+            rows = ((base + off, row, pitch, count),)
+        else:
+            rows = tuple((base + off, row, pitch, count) for off, row, pitch, count in runs)
+        if line is None:
+            line = kernel_source_line()
+        if self.keep:
+            self.add(how, rows, ctx.sync_all_count, line, name, int(pipe))
+        order = ctx.gm_order
+        if order is not None:
+            order.access(ctx, how, rows, name, int(pipe), line, issued)
+
+    def append(self, store: tuple) -> None:
+        """A scalar store as ``GlobalTensor.SetValue`` reports it (``ctx.gm_writes.append``,
+        :mod:`npusim.ascendc.tensor`): ``(address, bytes, 0, 1, SyncAll phase, line)``,
+        after its PIPE_S record."""
+        from npusim.ascendc.core import current_core
+        addr, nbytes, _, _, _, line = store
+        self.note(current_core(), _WRITE, addr, ((0, nbytes, nbytes, 1),), "SetValue",
+                  Pipe.PIPE_S, line, issued=True)
+
+
+def note_gm(ctx, write: bool, base: int, runs, name: str, pipe) -> None:
+    """Tell the checker's GM log of ``ctx`` (if it keeps one) about a GM DMA of ``name`` on
+    ``pipe``, before its record: ``runs`` of (offset from ``base``, row bytes, pitch,
+    count); a write under SetAtomicAdd is an atomic add."""
+    log = ctx.gm_access
+    if log is not None:
+        how = (_WRITE if ctx.atomic_dtype is None else _ATOMIC) if write else _READ
+        log.note(ctx, how, base, runs, name, pipe)
+
+
+def check_blocks(ctxs, config: CheckerConfig) -> None:
+    """The end-of-launch check of a launch whose blocks ran one after another (or as SyncAll
+    coroutines): the first race between two blocks' GM accesses (:func:`blocks_conflict`)
+    is raised, or kept as a warning of the core it names when its category is configured
+    so."""
+    found = blocks_conflict([c.gm_access if c.gm_access is not None else GmLog()
+                             for c in ctxs])
+    if found is None:
+        return
+    err, b = found
+    if err.category in config.warn:
+        ctxs[b].warn(str(err))
+    else:
+        raise err
+
+
+def _runs(logs: list):
+    """The accesses of the :class:`GmLog` ``logs`` (one per block) as one interval per row:
+    (lo, hi, block, how, phase, access) arrays (rows of no byte left out), with
+    ``where[access]`` = (block, entry index)."""
+    parts, where = [], []
+    for b, log in enumerate(logs):
+        if not log.flat:
+            continue
+        arr = np.fromiter(log.flat, dtype=np.int64, count=len(log.flat)).reshape(-1, 7)
+        arr[:, 6] += len(where)
+        where.extend((b, k) for k in range(len(log.entries)))
+        parts.append(np.concatenate((arr, np.full((len(arr), 1), b, dtype=np.int64)), axis=1))
+    if not parts:
+        return None, where
+    arr = np.concatenate(parts)
+    arr = arr[(arr[:, 1] > 0) & (arr[:, 3] > 0)]
+    addr, row, pitch, count, how, phase, acc, block = arr.T
+    first = np.cumsum(count) - count
+    run = np.repeat(np.arange(len(count)), count)
+    lo = addr[run] + (np.arange(int(count.sum())) - first[run]) * pitch[run]
+    return (lo, lo + row[run], block[run], how[run], phase[run], acc[run]), where
+
+
+def merged_by_owner(lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, width: int):
+    """Per owner, the union of its intervals [lo, hi) (all in [0, width)): (lo, hi, owner)
+    arrays of disjoint intervals, sorted by owner then address."""
+    if not len(lo):
+        return lo, hi, owner
+    order = np.lexsort((lo, owner))
+    lo, hi, owner = lo[order], hi[order], owner[order]
+    shift = owner * width                      # owners never share a merged interval
+    slo, shi = lo + shift, hi + shift
+    reach = np.maximum.accumulate(shi)
+    start = np.concatenate(([True], slo[1:] > reach[:-1]))
+    idx = np.flatnonzero(start)
+    ends = np.maximum.reduceat(shi, idx) - shift[idx]
+    return lo[idx], ends, owner[idx]
+
+
+def _first_race(lo, hi, owner, how) -> int | None:
+    """The lowest byte that two owners touch, one of them writing it, and not both adding
+    into it atomically; or None. A byte's owners are counted from each owner's union of
+    intervals per kind (all, plain writes, atomic adds, reads): it races when two or more
+    touch it and one writes it plainly, or one adds into it and one reads it (two owners at
+    least; the adder and the reader are then different owners or a third touches it)."""
+    base = int(lo.min())
+    lo, hi = lo - base, hi - base
+    width = int(hi.max()) + 1          # GM spans below 2^40 B, blocks below 2^16: no overflow
+    kinds = [merged_by_owner(lo, hi, owner, width)]
+    for k in (_WRITE, _ATOMIC, _READ):
+        m = how == k
+        kinds.append(merged_by_owner(lo[m], hi[m], owner[m], width))
+    pts = np.unique(np.concatenate([x for l, h, _ in kinds for x in (l, h)]))
+    n = len(pts)
+
+    def cover(lo_, hi_):     # owners covering each segment [pts[s], pts[s + 1])
+        d = (np.bincount(np.searchsorted(pts, lo_), minlength=n)
+             - np.bincount(np.searchsorted(pts, hi_), minlength=n))
+        return np.cumsum(d)[:-1]
+
+    n_all, n_write, n_atomic, n_read = (cover(l, h) for l, h, _ in kinds)
+    race = (n_all >= 2) & ((n_write > 0) | ((n_atomic > 0) & (n_read > 0)))
+    if not np.count_nonzero(race):
+        return None
+    return int(pts[int(race.argmax())]) + base
+
+
+def blocks_conflict(logs: list):
+    """The first race between the blocks of a launch, or None.
+
+    ``logs[b]``: block ``b``'s :class:`GmLog`. Two accesses race when they belong to
+    different blocks, share a byte (row by row: the rows of column tiles of one matrix
+    interleave without sharing one) in the same SyncAll phase (a SyncAll between them
+    orders them), and one writes it, unless both are atomic adds. The race at the lowest
+    address (in the lowest phase) is reported: two writes as a ``GM`` finding at the
+    higher block's store (naming both blocks, instructions and lines, and saying so when the
+    offsets look like element counts used as bytes); else a read of bytes another block
+    writes as a ``Sync`` finding at the read. Returns (:class:`KernelError`, the block it
+    is reported at)."""
+    runs, where = _runs(logs)
+    if runs is None:
+        return None
+    lo, hi, block, how, phase, acc = runs
+    if not np.count_nonzero(how != _READ):
+        return None
+    for p in np.unique(phase):
+        sel = np.flatnonzero(phase == p)
+        x = _first_race(lo[sel], hi[sel], block[sel], how[sel])
+        if x is not None:
+            at = sel[(lo[sel] <= x) & (hi[sel] > x)]      # the rows holding that byte
+            order = np.lexsort((acc[at], block[at]))
+            at = at[order]
+            return _describe(logs, where, int(p), lo[at], hi[at], block[at], how[at], acc[at])
     return None
 
 
-def _elements_as_bytes(blocks_writes: list, b0: int, b1: int) -> str:
+def _pair(block, how, writers_only: bool):
+    """The first (j, i) positions of two racing accesses among those holding one byte, in
+    block order; with ``writers_only`` both write (plain or atomic, not both atomic)."""
+    for j in range(len(block)):
+        if writers_only and how[j] == _READ:
+            continue
+        ok = (block != block[j]) & ~((how == _ATOMIC) & (how[j] == _ATOMIC))
+        ok &= (how != _READ) if (writers_only or how[j] == _READ) else True
+        if np.count_nonzero(ok):
+            return j, int(ok.argmax())
+    return None
+
+
+def _describe(logs, where, phase, lo, hi, block, how, acc):
+    from npusim.errors import GmAccessError
+
+    def entry(i):
+        b, k = where[int(acc[i])]
+        _, _, _, line, name, pipe = logs[b].entries[k]
+        return int(block[i]), line, name, Pipe(pipe).name
+
+    after = f" (after SyncAll number {phase})" if phase else ""
+    pair = _pair(block, how, True)
+    if pair is not None:
+        j, i = sorted(pair, key=lambda q: (int(block[q]), q))
+        a, b = max(int(lo[i]), int(lo[j])), min(int(hi[i]), int(hi[j]))
+        (bj, line_j, name_j, pipe_j), (bi, line_i, name_i, pipe_i) = entry(j), entry(i)
+        add_j = " (atomic add)" if how[j] == _ATOMIC else ""
+        add_i = " (atomic add)" if how[i] == _ATOMIC else ""
+        both = " on both" if add_i or add_j else ""
+        hint = _elements_as_bytes(logs, phase, bj, bi)
+        return GmAccessError(name_i, (
+            f"blocks {bj} and {bi} both write GM [0x{a:x}, 0x{b:x}) without atomic add "
+            f"(SetAtomicAdd){both}: core {bj} with {name_j}{add_j} on {pipe_j} at {line_j} "
+            f"and core {bi} with {name_i}{add_i} on {pipe_i} at {line_i}; the result depends "
+            f"on which core writes last{hint}{after}"), pipe=pipe_i, core=bi, line=line_i), bi
+    r, w = _pair(block, how, False)
+    if how[r] != _READ:
+        r, w = w, r
+    a, b = max(int(lo[r]), int(lo[w])), min(int(hi[r]), int(hi[w]))
+    (br, line_r, name_r, pipe_r), (bw, line_w, name_w, pipe_w) = entry(r), entry(w)
+    return SyncError(name_r, (
+        f"core {br} reads GM [0x{a:x}, 0x{b:x}) that core {bw} {_VERBS[int(how[w])]} with "
+        f"{name_w} on {pipe_w} at {line_w}, and no SyncAll between the two orders them: the "
+        "blocks run concurrently on hardware, so the read may see the bytes from before or "
+        f"after the write{after}"), pipe=pipe_r, core=br, line=line_r), br
+
+
+def _elements_as_bytes(logs: list, phase: int, b0: int, b1: int) -> str:
     """A hint when blocks ``b0`` < ``b1`` start ``stride`` bytes apart per block but each
-    writes 2, 4 or 8 times ``stride`` bytes: the offsets look like element counts of a
-    2-, 4- or 8-byte type used as bytes (a GM address moves in bytes); else ""."""
+    writes 2, 4 or 8 times ``stride`` bytes (their plain stores of SyncAll phase ``phase``):
+    the offsets look like element counts of a 2-, 4- or 8-byte type used as bytes (a GM
+    address moves in bytes); else ""."""
     def extent(b):
-        starts = [a for a, _, _, _, _ in blocks_writes[b]]
-        ends = [a + (rows - 1) * pitch + row for a, row, pitch, rows, _ in blocks_writes[b]]
-        return min(starts), max(ends)
-    (s0, e0), (s1, _) = extent(b0), extent(b1)
+        rows = [r for how, rows_, p, *_ in logs[b].entries if how == _WRITE and p == phase
+                for r in rows_]
+        if not rows:
+            return None
+        return (min(a for a, _, _, _ in rows),
+                max(a + (n - 1) * pitch + row for a, row, pitch, n in rows))
+    e0, e1 = extent(b0), extent(b1)
+    if e0 is None or e1 is None:
+        return ""
+    (s0, end0), (s1, _) = e0, e1
     if b1 == b0 or (s1 - s0) % (b1 - b0):
         return ""
     stride = (s1 - s0) // (b1 - b0)
-    size = e0 - s0
+    size = end0 - s0
     if stride <= 0 or size % stride or size // stride not in (2, 4, 8):
         return ""
     k = size // stride
@@ -447,77 +662,24 @@ def _elements_as_bytes(blocks_writes: list, b0: int, b1: int) -> str:
             f"bytes: offset = element index * sizeof(T), here * {k})")
 
 
-def _conflicts(blocks_writes: list):
-    """(message, core, line) of the first overlap between two blocks' stores, or None."""
-    # one-row stores (nearly all) go to numpy in one array; strided ones row by row.
-    # Ties in the start address keep the order of the stores (block, store, row).
-    single, multi, where = [], [], []
-    seq = 0
-    for b, writes in enumerate(blocks_writes):
-        for addr, row, pitch, rows, line in writes:
-            if rows == 1:
-                single.append((addr, row, b, seq))
-            else:
-                multi.append((addr, row, pitch, rows, b, seq))
-            where.append(line)
-            seq += 1
-    if not seq:
-        return None
-    one = np.array(single, dtype=np.int64).reshape(-1, 4)
-    starts, ends, owners = [one[:, 0]], [one[:, 0] + one[:, 1]], [one[:, 2]]
-    seqs, row_idx = [one[:, 3]], [np.zeros(len(one), dtype=np.int64)]
-    for addr, row, pitch, rows, b, q in multi:
-        r = np.arange(rows, dtype=np.int64)
-        starts.append(addr + pitch * r)
-        ends.append(starts[-1] + row)
-        owners.append(np.full(rows, b, dtype=np.int64))
-        seqs.append(np.full(rows, q, dtype=np.int64))
-        row_idx.append(r)
-    s, e, o = np.concatenate(starts), np.concatenate(ends), np.concatenate(owners)
-    q = np.concatenate(seqs)
-    order = np.lexsort((np.concatenate(row_idx), q, s))
-    s, e, o, q = s[order], e[order], o[order], q[order]
-    if len(s) < 2:
-        return None
-    run_max = np.maximum.accumulate(e)
-    new_max = np.concatenate([[True], e[1:] >= run_max[:-1]])
-    holder = np.maximum.accumulate(np.where(new_max, np.arange(len(e)), 0))
-    clash = (s[1:] < run_max[:-1]) & (o[1:] != o[holder[:-1]])
-    if not clash.any():
-        return None
-    i = int(np.flatnonzero(clash)[0]) + 1
-    j = int(holder[i - 1])
-    lo, hi = int(s[i]), int(min(e[i], run_max[i - 1]))
-    bj, bi = int(o[j]), int(o[i])
-    line_j, line_i = where[int(q[j])], where[int(q[i])]
-    hint = _elements_as_bytes(blocks_writes, min(bj, bi), max(bj, bi))
-    msg = (f"blocks {bj} and {bi} both write GM [0x{lo:x}, 0x{hi:x}) without atomic add "
-           f"(SetAtomicAdd): core {bj} at {line_j} and core {bi} at {line_i}; the result "
-           f"depends on which core writes last{hint}")
-    return msg, bi, line_i
-
-
 # -- GM accesses across the cores of a mixed launch ---------------------------------------------
-
-_READ, _WRITE, _ATOMIC = 0, 1, 2
-
 
 class _Accesses:
     """GM accesses of one core that another core does not yet know to be done: per access
-    its pipe, its index on that pipe, the bytes [lo, hi) and how (read, write, atomic add),
-    with the instruction and kernel line for the report."""
+    its pipe, its index on that pipe, its extent [lo, hi) and how (read, write, atomic add),
+    with its rows, and the instruction and kernel line for the report."""
 
     def __init__(self):
         self.buf = np.zeros((16, 5), dtype=np.int64)     # rows: pipe, index, lo, hi, how
         self.n = 0
         self.where: list = []
-        self.rows: list = []         # per access: its GM rows (a store's), or None (extent)
+        self.rows: list = []
 
     @property
     def cols(self) -> np.ndarray:
         return self.buf[:self.n]
 
-    def add(self, row: tuple, where: tuple, rows=None) -> None:
+    def add(self, row: tuple, where: tuple, rows: tuple) -> None:
         if self.n == len(self.buf):
             self.buf = np.concatenate((self.buf, np.zeros_like(self.buf)))
         self.buf[self.n] = row
@@ -536,10 +698,11 @@ class _Accesses:
             self.where = [w for w, k in zip(self.where, keep) if k]
             self.rows = [r for r, k in zip(self.rows, keep) if k]
 
-    def clash(self, lo: int, hi: int, how: int, rows=None) -> int | None:
-        """The first access overlapping [lo, hi) that races with an access of kind ``how``:
-        not two reads, not two atomic adds. Two stores whose rows are known overlap only
-        where their rows do (the column blocks of a matrix interleave without touching)."""
+    def clash(self, lo: int, hi: int, how: int, rows: tuple) -> int | None:
+        """The first access sharing a byte with ``rows`` (extent [lo, hi)) that races with an
+        access of kind ``how``: not two reads, not two atomic adds. Extents that overlap
+        are compared row by row (the column tiles of a matrix interleave without
+        touching)."""
         if not self.n:
             return None
         c = self.cols
@@ -548,9 +711,18 @@ class _Accesses:
             (other != _READ) if how == _READ else np.ones(len(c), dtype=bool))
         hit = racing & (c[:, 2] < hi) & (c[:, 3] > lo)
         for i in np.flatnonzero(hit):
-            if rows is None or self.rows[i] is None or _rows_overlap(rows, self.rows[i]):
+            if _rows_overlap(rows, self.rows[i]):
                 return int(i)
         return None
+
+
+def _extent(rows) -> tuple[int, int]:
+    """[first, last + 1) of the bytes of the runs ``rows`` that touch any."""
+    some = [r for r in rows if r[1] > 0 and r[3] > 0]
+    if not some:
+        return 0, 0
+    return (min(a for a, _, _, _ in some),
+            max(a + (n - 1) * pitch + row for a, row, pitch, n in some))
 
 
 def _row_intervals(rows) -> tuple:
@@ -561,7 +733,10 @@ def _row_intervals(rows) -> tuple:
 
 
 def _rows_overlap(rows_a, rows_b) -> bool:
-    """Whether two lists of strided rows ``(addr, row bytes, pitch, rows)`` share a byte."""
+    """Whether two lists of strided rows ``(addr, row bytes, pitch, rows)`` share a byte
+    (their extents are known to overlap: two single rows then do)."""
+    if len(rows_a) == 1 and len(rows_b) == 1 and rows_a[0][3] == 1 and rows_b[0][3] == 1:
+        return True
     sa, ea = _row_intervals(rows_a)
     sb, eb = _row_intervals(rows_b)
     order = np.argsort(sb, kind="stable")
@@ -583,14 +758,13 @@ class GmOrder:
     cores; a CrossCoreWaitFlag (a PIPE_S wait: nothing after it issues earlier) adds that to
     the waiting core. SyncAll drains every pipe first, so it carries everything.
 
-    Every GM DMA of a tracked core (DataCopy, Fixpipe, ...) is compared with the accesses of
-    the other tracked cores it does not know to be done: overlapping bytes with one write
-    (two atomic adds excepted) is a race, reported in category Sync. Accesses are compared
-    by their extent (first to last byte), and two plain stores, whose rows the checker
-    knows (``ctx.gm_writes``), by their rows: the column blocks of a matrix that two cores
-    store interleave without touching. A strided read whose rows interleave with another
-    core's store without touching still counts as overlapping [R: conservative]. Scalar GM accesses
-    (GlobalTensor.GetValue/SetValue) are not tracked.
+    Every GM access of a tracked core (DataCopy, DataCopyPad, Fixpipe, the cube's GM reads,
+    SetValue: :class:`GmLog`) is compared with the accesses of the other tracked cores it
+    does not know to be done: a shared byte with one write (two atomic adds excepted) is a
+    race, reported in category Sync at the later access, naming both instructions. Accesses
+    are compared by the bytes they touch, row by row: the column tiles of a matrix that
+    different cores store and read interleave without a finding. Scalar reads
+    (GlobalTensor.GetValue) are not compared.
 
     Args:
         ctxs: every core context of the launch (``ctx.core_index`` indexes it).
@@ -604,7 +778,6 @@ class GmOrder:
         self.col = {c: j for j, c in enumerate(self.tracked)}
         self.know = np.zeros((len(ctxs), len(self.tracked), _N_PIPES), dtype=np.int64)
         self.pending = {(d, c): _Accesses() for d in self.tracked for c in self.tracked if d != c}
-        self.marks: dict = {}     # core index -> its GM stores (ctx.gm_writes) seen so far
 
     def snapshot(self, ctx, pipe: int) -> np.ndarray:
         """What a set on ``pipe`` of ``ctx`` tells its receivers."""
@@ -620,22 +793,15 @@ class GmOrder:
         """``ctx`` passed a wait whose sets carried ``know``."""
         np.maximum(self.know[ctx.core_index], know, out=self.know[ctx.core_index])
 
-    def access(self, ctx, kind: int, pipe: int, key, name: str) -> None:
-        """A GM DMA of tracked core ``ctx`` (called as it is recorded, before its pipe's
-        clock advances)."""
-        from npusim.ascendc.core import DMA_IN
+    def access(self, ctx, how: int, rows: tuple, name: str, pipe: int, line: str,
+               issued: bool = False) -> None:
+        """A GM access of tracked core ``ctx`` touching ``rows`` (:class:`GmLog`), made
+        before its record advances its pipe's clock (``issued``: after)."""
+        lo, hi = _extent(rows)
+        if hi <= lo:
+            return
         me = ctx.core_index
-        addr, span, _ = key
-        lo, hi = int(addr), int(addr) + max(int(span), 1)
-        how = _READ if kind == DMA_IN else (_WRITE if ctx.atomic_dtype is None else _ATOMIC)
-        idx = int(ctx.tracker.clock.count[int(pipe)])
-        line = kernel_source_line()
-        # a plain store lists its rows in ctx.gm_writes as it is recorded: the entries since
-        # the core's last GM DMA are its rows (a scalar SetValue's among them, if any)
-        mark, end = self.marks.get(me, 0), len(ctx.gm_writes)
-        self.marks[me] = end
-        rows = ([w[:4] for w in ctx.gm_writes[mark:end]]
-                if how == _WRITE and end > mark else None)
+        idx = int(ctx.tracker.clock.count[pipe]) - (1 if issued else 0)
         for other in self.tracked:
             if other == me:
                 continue
@@ -644,16 +810,15 @@ class GmOrder:
             i = seen.clash(lo, hi, how, rows)
             if i is not None:
                 self._report(ctx, pipe, lo, hi, how, name, line, other, seen, i)
-            self.pending[(other, me)].add((int(pipe), idx, lo, hi, how), (name, line), rows)
+            self.pending[(other, me)].add((pipe, idx, lo, hi, how), (name, line), rows)
 
     def _report(self, ctx, pipe, lo, hi, how, name, line, other, seen, i) -> None:
-        verbs = ("reads", "writes", "adds into")
         o_pipe, o_how = int(seen.cols[i, 0]), int(seen.cols[i, 4])
         o_name, o_line = seen.where[i]
         o_lo, o_hi = int(seen.cols[i, 2]), int(seen.cols[i, 3])
         report(ctx, SyncError(name, (
-            f"{ctx.name} {verbs[how]} GM [0x{lo:x}, 0x{hi:x}) on {Pipe(pipe).name} while "
-            f"{self.ctxs[other].name} {verbs[o_how]} [0x{o_lo:x}, 0x{o_hi:x}) with {o_name} on "
+            f"{ctx.name} {_VERBS[how]} GM [0x{lo:x}, 0x{hi:x}) on {Pipe(pipe).name} while "
+            f"{self.ctxs[other].name} {_VERBS[o_how]} [0x{o_lo:x}, 0x{o_hi:x}) with {o_name} on "
             f"{Pipe(o_pipe).name} at {o_line}, and no CrossCoreSetFlag/CrossCoreWaitFlag or "
             "SyncAll orders the two: the cores run concurrently on hardware"),
             pipe=Pipe(pipe).name, line=line))

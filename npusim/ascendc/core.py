@@ -102,6 +102,9 @@ class CoreContext:
     #: the launch's undo log of the bytes GM stores overwrote (:mod:`npusim.lockstep`).
     gm_log = None
     undo = None
+    #: The checker's log of this core's GM accesses (:class:`npusim.ascendc.checker.GmLog`),
+    #: or None: GM instructions report to it through ``checker.note_gm``.
+    gm_access = None
     #: TQue objects given buffers so far (their flags' names, npusim.ascendc.pipe)
     queues_made = 0
 
@@ -142,7 +145,8 @@ class CoreContext:
         self.flag_balance: dict = {}  # user flag key -> SetFlag count - WaitFlag count
         self.flag_lines: dict = {}    # user flag key -> line of its last SetFlag
         self.flag_sets: dict = {}     # HardEvent -> eventIDs its SetFlags used so far
-        self.gm_writes: list = []     # plain GM stores: (addr, row bytes, pitch, rows)
+        # where GlobalTensor.SetValue reports its store (the GmLog, when the launch keeps one)
+        self.gm_writes: list = []
         # the vector unit's control registers (npusim.ascendc.repeat)
         self.mask_counter = False     # SetMaskCount / SetMaskNorm
         self.vector_mask = FULL_MASK  # (low word, high word) of the mask register
@@ -155,8 +159,6 @@ class CoreContext:
                key=None, name: str = "") -> None:
         self.records.append((kind, pipe, cycles, nbytes, key, name))
         if self.tracker is not None:
-            if self.gm_order is not None and (kind == DMA_IN or kind == DMA_OUT):
-                self.gm_order.access(self, kind, pipe, key, name)
             self.tracker.on_record(kind, pipe, key)
         if self.trace_lines is not None:      # tracing: remember the kernel line too
             self.trace_lines.append(kernel_source_line())

@@ -38,7 +38,7 @@ from npusim.ascendc.types import (PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V, CacheMod
                                   DataCopyExtParams, DataCopyPadExtParams, DataCopyParams,
                                   TPosition)
 from npusim.ascendc.vector import RATE_SIMPLE, run_level0, same_dtype
-from npusim.errors import AlignmentError, KernelError, LimitError, kernel_source_line
+from npusim.errors import AlignmentError, KernelError, LimitError
 
 __all__ = ["DataCopy", "DataCopyPad", "SetPadValue", "Copy", "CopyRepeatParams"]
 
@@ -60,25 +60,23 @@ def _check_range(name: str, value: int, hi: int, instruction: str) -> None:
 
 
 def _track(ctx, src_is_gm: bool, ub: LocalTensor, rows: int, row: int, ub_pitch: int,
-           lead: int, gm: GlobalTensor, gm_pitch: int, name: str) -> None:
-    """Tell the checker what this copy did: the UB rows it wrote (MTE2) or read (MTE3),
-    and the GM bytes a plain store wrote. ``lead`` skips padding at the start of each row."""
+           lead: int, name: str) -> None:
+    """Tell the checker what this copy did to the UB: the rows it wrote (MTE2) or read
+    (MTE3). ``lead`` skips padding at the start of each row."""
     tracker = ctx.tracker
+    if tracker is None:
+        return
     start = ub.offset + lead
     span = (rows - 1) * ub_pitch + row
-    if tracker is not None:
-        if src_is_gm:
-            view = tracker.init[start:start + span]
-            view = _strided(view, rows, row, ub_pitch) if rows > 1 else view
-            tracker.write(ctx, int(PIPE_MTE2), start, span, name, init_view=view)
-        elif rows == 1:
-            tracker.read(ctx, int(PIPE_MTE3), start, row, name)
-        else:
-            for r in range(rows):
-                tracker.read(ctx, int(PIPE_MTE3), start + r * ub_pitch, row, name)
-    if not src_is_gm and ctx.atomic_dtype is None:
-        ctx.gm_writes.append((gm.address, row, gm_pitch, rows, ctx.sync_all_count,
-                              kernel_source_line()))     # the checker names the line
+    if src_is_gm:
+        view = tracker.init[start:start + span]
+        view = _strided(view, rows, row, ub_pitch) if rows > 1 else view
+        tracker.write(ctx, int(PIPE_MTE2), start, span, name, init_view=view)
+    elif rows == 1:
+        tracker.read(ctx, int(PIPE_MTE3), start, row, name)
+    else:
+        for r in range(rows):
+            tracker.read(ctx, int(PIPE_MTE3), start + r * ub_pitch, row, name)
 
 
 def _strided(buf: np.ndarray, rows: int, row_bytes: int, pitch: int) -> np.ndarray:
@@ -123,12 +121,25 @@ def _group_copy(ctx, src_is_gm: bool, ub: LocalTensor, gm: GlobalTensor, rows: i
         _fill_row_padding(ub_all, fill, lead, lead + row, ub.dtype.itemsize)
 
 
-def _dma(ctx, src_is_gm: bool, nbytes: int, name: str, gm: GlobalTensor, span: int) -> None:
-    """Record a transfer: ``nbytes`` moved within ``span`` bytes of GM from ``gm``'s start.
+def strided_runs(rows: int, row: int, pitch: int):
+    """The GM bytes of ``rows`` rows of ``row`` bytes ``pitch`` apart as the runs
+    :func:`_dma` takes, or None when they are one contiguous span."""
+    return ((0, row, pitch, rows),) if rows > 1 and pitch != row else None
+
+
+def _dma(ctx, src_is_gm: bool, nbytes: int, name: str, gm: GlobalTensor, span: int,
+         runs=None) -> None:
+    """Record a transfer: ``nbytes`` moved within ``span`` bytes of GM from ``gm``'s start;
+    ``runs``: the bytes it touches as (offset from ``gm``, row bytes, pitch, count) runs
+    (:func:`strided_runs`; None: the whole span), which the checker compares across cores
+    (:func:`checker.note_gm`).
 
     The key carries what the timing model needs for L2 and alignment: the GM address, the
     span touched and the tensor's L2 cache mode.
     """
+    if ctx.gm_access is not None:
+        checker.note_gm(ctx, not src_is_gm, gm.address, runs or ((0, span, span, 1),), name,
+                        PIPE_MTE2 if src_is_gm else PIPE_MTE3)
     key = (gm.address, span, gm.cache_mode is CacheMode.CACHE_MODE_DISABLE)
     if src_is_gm:
         ctx.bytes_read += nbytes
@@ -197,7 +208,7 @@ def DataCopy(dst, src, count_or_params) -> None:
                                rows, row, ub_pitch)
         nbytes = rows * row
         span = (rows - 1) * gm_pitch + row
-        _track(ctx, src_is_gm, ub, rows, row, ub_pitch, 0, gm, gm_pitch, "DataCopy")
+        _track(ctx, src_is_gm, ub, rows, row, ub_pitch, 0, "DataCopy")
     else:
         count = int(count_or_params)
         want = count * isz
@@ -216,14 +227,15 @@ def DataCopy(dst, src, count_or_params) -> None:
             gm_view = gm.bytes_view(nbytes, "DataCopy", pipe)
             ub_view = ub.bytes_view(nbytes, "DataCopy", pipe)
         span = nbytes
-        _track(ctx, src_is_gm, ub, 1, nbytes, nbytes, 0, gm, nbytes, "DataCopy")
+        rows, row, gm_pitch = 1, nbytes, nbytes
+        _track(ctx, src_is_gm, ub, 1, nbytes, nbytes, 0, "DataCopy")
     if ctx.is_group:
         pass
     elif src_is_gm:
         ub_view[...] = gm_view
     else:
         _write_gm(ctx, gm_view, ub_view)
-    _dma(ctx, src_is_gm, nbytes, "DataCopy", gm, span)
+    _dma(ctx, src_is_gm, nbytes, "DataCopy", gm, span, strided_runs(rows, row, gm_pitch))
 
 
 def _copy_ub_to_ub(ctx, dst: LocalTensor, src: LocalTensor, count) -> None:
@@ -349,10 +361,11 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
         fill = _pad_fill(ctx, ub.dtype, left, right, row, ub_row, pad_params) if src_is_gm \
             else None
         _track(ctx, src_is_gm, ub, rows, row if fill is None else ub_row, ub_pitch,
-               left * isz if fill is None else 0, gm, gm_pitch, "DataCopyPad")
+               left * isz if fill is None else 0, "DataCopyPad")
         _group_copy(ctx, src_is_gm, ub, gm, rows, row, gm_pitch, ub_row, ub_pitch, left * isz,
                     "DataCopyPad", pipe, fill)
-        _dma(ctx, src_is_gm, rows * row, "DataCopyPad", gm, (rows - 1) * gm_pitch + row)
+        _dma(ctx, src_is_gm, rows * row, "DataCopyPad", gm, (rows - 1) * gm_pitch + row,
+             strided_runs(rows, row, gm_pitch))
         return
     if rows == 1:        # one row: plain 1-D views (most copies)
         gm_view = gm.bytes_view(row, "DataCopyPad", pipe)
@@ -365,16 +378,16 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
                           rows, ub_row, ub_pitch)
         ub_data = ub_all[:, left * isz:left * isz + row]
     fill = _pad_fill(ctx, ub.dtype, left, right, row, ub_row, pad_params) if src_is_gm else None
-    if ctx.tracker is not None or not src_is_gm:
-        _track(ctx, src_is_gm, ub, rows, row if fill is None else ub_row, ub_pitch,
-               left * isz if fill is None else 0, gm, gm_pitch, "DataCopyPad")
+    _track(ctx, src_is_gm, ub, rows, row if fill is None else ub_row, ub_pitch,
+           left * isz if fill is None else 0, "DataCopyPad")
     if src_is_gm:
         ub_data[...] = gm_view
         if fill is not None:
             _fill_row_padding(ub_all, fill, left * isz, left * isz + row, isz)
     else:
         _write_gm(ctx, gm_view, ub_data)
-    _dma(ctx, src_is_gm, rows * row, "DataCopyPad", gm, (rows - 1) * gm_pitch + row)
+    _dma(ctx, src_is_gm, rows * row, "DataCopyPad", gm, (rows - 1) * gm_pitch + row,
+         strided_runs(rows, row, gm_pitch))
 
 
 def _pad_fill(ctx, dtype: np.dtype, left: int, right: int, row: int, ub_row: int,

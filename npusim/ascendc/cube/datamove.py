@@ -38,7 +38,7 @@ from npusim.ascendc.tensor import GlobalTensor, LocalTensor
 from npusim.ascendc.types import (PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, DataCopyParams,
                                   LoadData2DParams, LoadData2dTransposeParams, Nd2NzParams,
                                   bfloat16_t)
-from npusim.errors import AlignmentError, DtypeError, KernelError, kernel_source_line
+from npusim.errors import AlignmentError, DtypeError, KernelError
 
 __all__ = ["LoadData", "LoadDataWithTranspose"]
 
@@ -137,10 +137,8 @@ def _gm_l1(ctx, l1: LocalTensor, gm: GlobalTensor, params, to_l1: bool) -> None:
         l1_view[...] = gm_view
     else:
         _dc._write_gm(ctx, gm_view, l1_view)
-        if ctx.atomic_dtype is None:
-            ctx.gm_writes.append((gm.address, row, gm_pitch, rows, ctx.sync_all_count,
-                                  kernel_source_line()))
-    _dc._dma(ctx, to_l1, rows * row, "DataCopy", gm, gm_span)
+    _dc._dma(ctx, to_l1, rows * row, "DataCopy", gm, gm_span,
+             _dc.strided_runs(rows, row, gm_pitch))
 
 
 def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
@@ -221,7 +219,10 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
                 data.reshape(nd, n, nblk, c0))
         else:                                          # later matrices/rows win, as in the loop
             view[off] = _gm_rows(gm, src.dtype, nd, n, d, s_nd, s_d) if whole else data
-    _dc._dma(ctx, True, nd * n * d * isz, name, src, span * isz)
+    # the bytes read, for the checker: each matrix's n rows of d elements
+    runs = (tuple((i * s_nd * isz, d * isz, s_d * isz, n) for i in range(nd))
+            if ctx.gm_access is not None else None)
+    _dc._dma(ctx, True, nd * n * d * isz, name, src, span * isz, runs)
 
 
 #: one 32 B block as a single numpy item (a strided copy of these moves 32 B at a time)

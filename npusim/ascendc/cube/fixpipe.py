@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from npusim import lockstep as _lockstep
+from npusim.ascendc import checker
 from npusim.ascendc import core as _core
 from npusim.ascendc.cube.common import (BLOCK_CUBE, byte_addr, ceil_div, check_range,
                                         fixpipe_cycles, not_modelled, record_op, require_aligned,
@@ -23,8 +24,7 @@ from npusim.ascendc.tensor import GlobalTensor, LocalTensor
 from npusim.ascendc.types import (CFG_ROW_MAJOR, PIPE_FIX, CacheMode, CO2Layout, FixpipeConfig,
                                   FixpipeParamsV220, QuantMode_t, bfloat16_t, float32, half,
                                   int8_t, int32_t, uint8_t, uint64_t)
-from npusim.errors import (AlignmentError, DtypeError, KernelError, LimitError,
-                           kernel_source_line)
+from npusim.errors import AlignmentError, DtypeError, KernelError, LimitError
 
 __all__ = ["Fixpipe"]
 
@@ -229,10 +229,7 @@ def _to_gm(ctx, dst: GlobalTensor, d_idx, out, m, n, count, dst_nd, p, nd_out) -
             gm[d_idx] = member_out
         else:                                # SetAtomicAdd<T>: add into GM as T
             gm[d_idx] = _accumulated(ctx, gm, d_idx, member_out)
-    if ctx.atomic_dtype is None:
-        for off, row, pitch, nrows in rows:
-            ctx.gm_writes.append((dst.address + off, row, pitch, nrows, ctx.sync_all_count,
-                                  kernel_source_line()))
+    checker.note_gm(ctx, True, dst.address, rows, name, PIPE_FIX)     # the rows, exactly
     nbytes = out[0].size * isz
     ctx.bytes_written += nbytes
     key = (dst.address, span, dst.cache_mode is CacheMode.CACHE_MODE_DISABLE)
