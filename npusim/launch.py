@@ -31,6 +31,7 @@ import greenlet
 import numpy as np
 
 from npusim import lockstep as _lockstep
+from npusim.blas_threads import launch_blas_threads
 from npusim.ascendc import core as _core
 from npusim.ascendc import checker
 from npusim.ascendc.checker import CheckerConfig
@@ -384,6 +385,10 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             ``NPUSIM_LOCKSTEP=0``; False: block after block. SyncAll and mixed launches
             always run per core.
 
+    BLAS (the cube's float64 block products) runs on one thread during the launch, and
+    gets its previous thread count back after it; ``NPUSIM_BLAS_THREADS`` changes that
+    (:mod:`npusim.blas_threads`).
+
     Raises:
         LimitError: block_dim out of range (a mixed launch: above the physical AICs, or
         twice it above the AIVs), or a kernel type the SoC cannot launch. Any
@@ -396,7 +401,7 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
     """
     try:
         kt, kind, mix = _resolve(soc, kernel_type)
-        with _without_cyclic_gc():
+        with _without_cyclic_gc(), launch_blas_threads():
             if mix is not None:
                 return _launch_mix(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
                                    keep_spans, checks, kt, mix)

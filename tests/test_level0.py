@@ -108,7 +108,8 @@ def test_unary_scalar_and_cast_level0():
     # Exp: lanes 0-3 and 8-11 on; source blocks 2 apart (16 halves each)
     e = np.zeros(128, np.float16)
     lanes = [0, 1, 2, 3, 8, 9, 10, 11]
-    e[lanes] = np.exp(x[lanes])            # lanes < 16 sit in block 0 of both operands
+    # lanes < 16 sit in block 0 of both operands; exp rounded once to half
+    e[lanes] = np.exp(x[lanes].astype(np.float64))
     np.testing.assert_array_equal(after["e"], e)
     # Adds: 64 lanes of each repeat; the destination's repeats 16 blocks (256 halves) apart
     s = np.zeros(384, np.float16)

@@ -169,7 +169,10 @@ def test_out_dtype_is_a_cast_of_self_dtype_result(stream, xd, od):
     got, td, ws = softmax(stream, x, -1, od)
     assert td.yDtype == np.dtype(xd) and ws > td.workspaceSize
     ref = softmax_golden(x, -1, od)               # rounded to self's dtype, then to out's
-    close(got, ref, od)
+    # the kernel's float32 result and the golden's float64 one may round to neighbouring
+    # values of self's dtype: the tolerance is that of the coarser of the two dtypes
+    coarser = max(np.dtype(xd), np.dtype(od), key=lambda d: TOL[d][0])
+    close(got, ref, coarser)
 
 
 def test_empty_self_launches_nothing(stream):

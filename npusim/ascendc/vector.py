@@ -43,7 +43,10 @@ overlap; use it in place or on disjoint buffers.
 Numerics: every instruction rounds its result to the destination dtype, as the vector
 unit does; fp16 arithmetic is done by numpy's float16 loops, which round each result
 once (float32 carries enough bits that the intermediate is exact for + - * / sqrt).
-Floating-point exceptions are ignored (inf and NaN propagate); with
+Exp, Ln and Power, which IEEE 754 does not round correctly and numpy computes by a SIMD
+path chosen by the host's CPU, are computed by :mod:`npusim.ascendc.portable_math` from
+basic operations in float64 and rounded once: every result is the same bytes on every
+host. Floating-point exceptions are ignored (inf and NaN propagate); with
 ``SetSaturationFlag(true)`` half results clamp inf to ±65504 and NaN to 0 and int16/int32
 results saturate (:func:`_compute`; docs/reference/hardware.md §2.1 "Numerics").
 
@@ -79,6 +82,7 @@ import numpy as np
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import core as _core
+from npusim.ascendc import portable_math as _pmath
 from npusim.ascendc import repeat as _repeat
 from npusim.ascendc import ubbank as _ubbank
 from npusim.ascendc.tensor import LocalTensor
@@ -632,8 +636,15 @@ def Exp(dst, src, *args, isSetMask=True):
     Dtypes: half, float (A2/A3). Cost: 32 elements per cycle for half and float (§2.1).
     Alignment, overlap, cost terms and errors: the module docstring. Source: Ascend C API
     page Exp (Exp.md, 单目指令; docs/reference/hardware.md §2.1, §3).
+
+    Numerics [R: the unit's exp rounding is not published]: computed in float64 by
+    :func:`npusim.ascendc.portable_math.exp64` (IEEE-754 basic operations only, within
+    1.2 float64 ulp) and rounded once to T: the correctly rounded result except within
+    ~2**-50 of a midpoint (then 1 ulp off), the same bytes on every host. exp(+inf) = inf,
+    exp(-inf) = 0, NaN -> NaN (0x7FC00000 / 0x7E00), overflow -> inf, underflow through
+    the subnormals to 0.
     """
-    elementwise("Exp", np.exp, _FLOATS, RATE_SLOW, dst, (src,), args,
+    elementwise("Exp", _pmath.exp, _FLOATS, RATE_SLOW, dst, (src,), args,
                 isSetMask=isSetMask)
 
 
@@ -644,8 +655,14 @@ def Ln(dst, src, *args, isSetMask=True):
     Dtypes: half, float (A2/A3). Cost: 32 elements per cycle for half and float (§2.1).
     Alignment, overlap, cost terms and errors: the module docstring. Source: Ascend C API
     page Ln (Ln.md, 单目指令; docs/reference/hardware.md §2.1, §3).
+
+    Numerics [R: the unit's ln rounding is not published]: computed in float64 by
+    :func:`npusim.ascendc.portable_math.log64` (IEEE-754 basic operations only, within
+    1 float64 ulp) and rounded once to T: the correctly rounded result except within
+    ~2**-50 of a midpoint (then 1 ulp off), the same bytes on every host. ln(+-0) = -inf,
+    ln(x < 0) = NaN, ln(+inf) = inf, ln(1) = 0, subnormal inputs exact.
     """
-    elementwise("Ln", np.log, _FLOATS, RATE_SLOW, dst, (src,), args,
+    elementwise("Ln", _pmath.ln, _FLOATS, RATE_SLOW, dst, (src,), args,
                 isSetMask=isSetMask)
 
 
@@ -731,8 +748,14 @@ def Power(dst, src, exponent, count=None):
     """dst[i] = src[i] ** exponent (float, scalar exponent).
 
     Ascend C's ``Power<float, false>`` is a library routine over Ln/Mul/Exp; it is costed
-    as those three instructions. Its result is numpy's float32 ``power`` [R: the library's
-    exact rounding is not published].
+    as those three instructions. Its result [R: the library's exact rounding is not
+    published] is ``exp(exponent * ln|src|)`` in float64
+    (:func:`npusim.ascendc.portable_math.pow64`, IEEE-754 basic operations only; exponent
+    2 is ``src * src``, exact) rounded once to T: within 2**-44 relative before that
+    rounding, so correctly rounded except near a midpoint (then 1 ulp off), the same bytes
+    on every host. Special cases are C99 ``pow``'s (F.10.4.4): ``x**0 = 1``, ``1**y = 1``,
+    a negative base keeps its sign for an odd integer exponent and gives NaN for a
+    non-integer one, ``0**-y = inf``, and so on.
 
     Form: ``Power(dst, src, exponent[, count])`` only (``count`` defaults to src's
     length; no level-0 form, and the mask register is left as it is). Dtypes: half or
@@ -752,7 +775,7 @@ def Power(dst, src, exponent, count=None):
     ctx.batch_ok = ctx.is_group        # element by element: a lockstep group runs it at once
     try:
         with np.errstate(all="ignore"):
-            np.power(src.elements(count, "Power"), exponent, out=dst.elements(count, "Power"))
+            _pmath.power(src.elements(count, "Power"), exponent, out=dst.elements(count, "Power"))
     finally:
         ctx.batch_ok = False
     issue_vector(ctx, "Power.Ln", count, RATE_SLOW[dt.itemsize], dst, (src,))

@@ -3,8 +3,11 @@
 Numerics (our rendering of the cube's order; Mmad.md gives the layouts and types, not the
 adder tree): inputs are used as stored; k is walked in fractal steps of k0 = 32 B /
 sizeof(T) (16 for half/bf16, 8 for float, 32 for int8). For float outputs each step's k0
-products are summed exactly (float64) and rounded once to fp32, then added to the fp32
-accumulator, one rounding per step, in k order; int8 products are summed exactly into
+products (exact in float64) are summed in float64 — exactly where the operands' bits allow
+it (most half and bfloat16 data), else as exact partial sums added in a fixed order
+(:mod:`npusim.ascendc.cube.step_products`: the same bits whatever BLAS the host has) —
+and rounded once to fp32, then added to the fp32 accumulator, one rounding per step, in k
+order; int8 products are summed exactly into
 int32 (wrapping like the 32-bit adder). Elements beyond ``k`` in the last k fractal are
 ignored, as the page says ("无效数据在计算中会被忽略"); rows beyond ``m`` and columns
 beyond ``n`` are computed from whatever the padding holds and stay in L0C's padding.
@@ -19,6 +22,7 @@ from npusim.ascendc import core as _core
 from npusim.ascendc.cube.common import (BLOCK_CUBE, ceil_div, check_range, k0_of,
                                         mmad_cycles, not_modelled, record_op, require_aligned,
                                         require_local, shadow, stacked)
+from npusim.ascendc.cube.step_products import step_products
 from npusim.ascendc.types import PIPE_M, MmadParams, bfloat16_t, float32, half, int8_t, int32_t
 from npusim.errors import DtypeError, KernelError
 
@@ -253,8 +257,9 @@ def _multiply(a: np.ndarray, b: np.ndarray, init: np.ndarray, k0: int) -> np.nda
         a64[:, :k] = a
         b64 = np.zeros((steps * k0, b.shape[1]))
         b64[:k] = b
-    partial = np.matmul(a64.reshape(rows, steps, k0).transpose(1, 0, 2),
-                        b64.reshape(steps, k0, -1)).astype(np.float32)   # one rounding per step
+    partial = step_products(a64.reshape(rows, steps, k0).transpose(1, 0, 2),
+                            b64.reshape(steps, k0, -1), a.dtype)
+    partial = partial.astype(np.float32)                              # one rounding per step
     acc = init.copy()
     for step in partial:         # float32 adds in k order (np.add.accumulate over axis 0 is
         acc += step              # ~10x slower for the same roundings)
@@ -272,8 +277,8 @@ def _multiply_fractals(zz: np.ndarray, zn: np.ndarray, init: np.ndarray | None, 
     a64[...] = zz.reshape(M1, K1, 16, k0).transpose(1, 0, 2, 3)
     b64 = np.empty((K1, k0, N1, 16))        # step, k, column block, column
     b64[...] = zn.reshape(K1, N1, 16, k0).transpose(0, 3, 1, 2)
-    partial = np.matmul(a64.reshape(K1, M1 * 16, k0),
-                        b64.reshape(K1, k0, N1 * 16)).astype(np.float32)  # one rounding a step
+    partial = step_products(a64.reshape(K1, M1 * 16, k0), b64.reshape(K1, k0, N1 * 16),
+                            zz.dtype).astype(np.float32)     # one rounding a step
     if init is None:
         acc = partial[0]         # a fresh array: accumulated in place
         acc += np.float32(0)
