@@ -136,15 +136,18 @@ def _bad_int(api: str, name: str, value, what: str = "an int >= 0") -> int:
 
 
 def _context(api: str):
-    """(current device, ACL_SUCCESS) or (None, ACL_ERROR_RT_CONTEXT_NULL)."""
+    """(this thread's current device, ACL_SUCCESS) or (None, ACL_ERROR_RT_CONTEXT_NULL)."""
     dev = runtime.current_device()
     if dev is not None:
         return dev, ACL_SUCCESS
-    if not runtime.state.initialized:
-        why = "acl.init has not been called and no device is set"
-    else:
-        why = "no device is set: call acl.rt.set_device(device_id) first"
-    return None, _fail(ACL_ERROR_RT_CONTEXT_NULL, api, why)
+    return None, _fail(ACL_ERROR_RT_CONTEXT_NULL, api, runtime.no_context_reason())
+
+
+def _other_device(name: str, handle, owner, dev) -> str:
+    return (f"{name}=0x{int(handle):x} belongs to device {owner.device_id}, but this "
+            f"thread's current device is {dev.device_id} (the current context is per thread: "
+            f"acl.rt.set_device({owner.device_id}) or acl.rt.set_context in this thread "
+            f"selects device {owner.device_id})")
 
 
 def _stream(api: str, dev, handle, name: str = "stream"):
@@ -158,8 +161,7 @@ def _stream(api: str, dev, handle, name: str = "stream"):
                            "(never created or already destroyed)")
     if stream.device is not dev:
         return None, _fail(ACL_ERROR_RT_STREAM_CONTEXT, api,
-                           f"{name}=0x{int(handle):x} belongs to device {stream.device.device_id}"
-                           f", but the current device is {dev.device_id}")
+                           _other_device(name, handle, stream.device, dev))
     return stream, ACL_SUCCESS
 
 
@@ -176,8 +178,7 @@ def _event(api: str, dev, handle, name: str = "event"):
                            "(never created or already destroyed)")
     if event.device is not dev:
         return None, _fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                           f"{name}=0x{int(handle):x} belongs to device {event.device.device_id}"
-                           f", but the current device is {dev.device_id}")
+                           _other_device(name, handle, event.device, dev))
     return event, ACL_SUCCESS
 
 
@@ -1143,3 +1144,7 @@ def get_run_mode() -> tuple[int, int]:
         "aclrtRunMode").
     """
     return int(aclrtRunMode.ACL_HOST), ACL_SUCCESS
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api).
+runtime.serialize_api(globals(), __all__)

@@ -54,6 +54,7 @@ from math import prod
 
 import numpy as np
 
+from aclnn import runtime
 from aclnn.constants import (ACL_BF16, ACL_FLOAT, ACL_FLOAT16, ACLNN_ERR_INNER_TILING_ERROR,
                              ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS)
 from aclnn.errmsg import report_error
@@ -489,3 +490,7 @@ def aclnnBatchMatMul(workspace, workspaceSize, executor, stream):
 aclnnMatmul.__doc__ = _second_phase_doc("aclnnMatmul")
 aclnnMm.__doc__ = _second_phase_doc("aclnnMm")
 aclnnBatchMatMul.__doc__ = _second_phase_doc("aclnnBatchMatMul")
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api).
+runtime.serialize_api(globals())
