@@ -146,6 +146,7 @@ class Runtime:
     """
 
     def __init__(self):
+        self.generation = 0             # only ever grows: reset() must void old bindings too
         self.reset()
 
     def reset(self) -> None:
@@ -155,7 +156,6 @@ class Runtime:
         self._stream_handles = itertools.count(STREAM_HANDLE_BASE)
         self._event_handles = itertools.count(EVENT_HANDLE_BASE)
         self._context_handles = itertools.count(CONTEXT_HANDLE_BASE)
-        self.generation = 0
         self.clear_devices()
 
     def clear_devices(self) -> None:
@@ -197,28 +197,28 @@ class Context:
 #: The one runtime of this process.
 state = Runtime()
 
-#: This thread's current context: ``_bound.context = (generation, handle, Context)``.
+#: This thread's current context: ``_bound.context = (generation, handle)``. Only ints
+#: are kept, so a thread's stale binding holds no released device alive.
 _bound = threading.local()
 
 
-def _bind(handle: int | None) -> None:
-    """Make context ``handle`` (a live one, or None for none) this thread's current one."""
-    _bound.context = (state.generation, handle, state.contexts[handle]) if handle else None
+def _bind(handle: int) -> None:
+    """Make context ``handle`` (a live one) this thread's current context."""
+    _bound.context = (state.generation, handle)
 
 
 def _binding() -> tuple[int, Context] | None:
     """(handle, Context) of this thread's current context while it is still live, else None.
 
     A context stops being live when it is destroyed, when its device is released by its
-    last reset_device, and at acl.finalize; a thread bound to it then has none.
+    last reset_device, and at acl.finalize; a thread bound to it then has none. Handles
+    are never reused within a generation, so a live handle is the context that was bound.
     """
     bound = getattr(_bound, "context", None)
-    if bound is None:
+    if bound is None or bound[0] != state.generation:
         return None
-    generation, handle, ctx = bound
-    if generation != state.generation or state.contexts.get(handle) is not ctx:
-        return None
-    return handle, ctx
+    ctx = state.contexts.get(bound[1])
+    return (bound[1], ctx) if ctx is not None else None
 
 
 def serialize_api(namespace: dict, names=None) -> None:

@@ -30,7 +30,7 @@ from aclnn import acl, runtime
 from aclnn.custom import ACLRT_LAUNCH_KERNEL
 
 N_THREADS = 4
-OPS_PER_THREAD = 24
+OPS_PER_THREAD = 20
 SYNC_EVERY = 4
 
 
