@@ -140,13 +140,18 @@ class Runtime:
         contexts: handle -> Context; default_contexts: device id -> its default context.
         generation: counts clear_devices calls; a thread's binding from an earlier
             generation is void (every thread's current context is dropped at once).
-    The current context is per thread (:func:`current_context`), not an attribute.
+        bindings: per thread, ``bindings.context = (generation, handle)`` of its current
+            context. Each Runtime has its own, so swapping ``state`` for another Runtime
+            (a tool's private session) and back leaves every thread's binding as it was.
         deterministic: ACL_OPT_DETERMINISTIC value, or None when never set.
         host_buffers: address -> HostBuffer (see the module docstring).
+
+    The current context is per thread (:func:`current_context`), not an attribute.
     """
 
     def __init__(self):
         self.generation = 0             # only ever grows: reset() must void old bindings too
+        self.bindings = threading.local()   # each thread's current context (_bind)
         self.reset()
 
     def reset(self) -> None:
@@ -197,14 +202,10 @@ class Context:
 #: The one runtime of this process.
 state = Runtime()
 
-#: This thread's current context: ``_bound.context = (generation, handle)``. Only ints
-#: are kept, so a thread's stale binding holds no released device alive.
-_bound = threading.local()
-
-
 def _bind(handle: int) -> None:
-    """Make context ``handle`` (a live one) this thread's current context."""
-    _bound.context = (state.generation, handle)
+    """Make context ``handle`` (a live one) this thread's current context. Only ints are
+    kept, so a stale binding holds no released device alive."""
+    state.bindings.context = (state.generation, handle)
 
 
 def _binding() -> tuple[int, Context] | None:
@@ -214,7 +215,7 @@ def _binding() -> tuple[int, Context] | None:
     last reset_device, and at acl.finalize; a thread bound to it then has none. Handles
     are never reused within a generation, so a live handle is the context that was bound.
     """
-    bound = getattr(_bound, "context", None)
+    bound = getattr(state.bindings, "context", None)
     if bound is None or bound[0] != state.generation:
         return None
     ctx = state.contexts.get(bound[1])
