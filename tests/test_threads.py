@@ -55,7 +55,7 @@ def _run_in_threads(*targets):
             fn()
         except BaseException as exc:        # noqa: BLE001  (reported by the main thread)
             failures.append(exc)
-    threads = [threading.Thread(target=body, args=(fn,)) for fn in targets]
+    threads = [threading.Thread(target=body, args=(fn,), daemon=True) for fn in targets]
     for t in threads:
         t.start()
     for t in threads:
