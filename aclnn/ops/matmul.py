@@ -362,7 +362,8 @@ def _first_phase(op: _Op, self, mat2, out, cubeMathType):
         warnings.warn(f"{op.api}: cubeMathType {math_type} ({CUBE_MATH_TYPES[math_type]}) "
                       "computes FLOAT in HFLOAT32 on Atlas A2/A3; the simulator does not model "
                       "the cube's HF32 mode and computes float32 (more precise, and at the "
-                      "float32 rate)", HF32NotModelledWarning, stacklevel=3)
+                      "float32 rate)", HF32NotModelledWarning,
+                      stacklevel=4)     # the caller of the (serialised) first phase
 
     def launch(device, stream, workspace):
         steps = []
