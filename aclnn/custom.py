@@ -50,8 +50,8 @@ import numpy as np
 
 from aclnn import errmsg, runtime
 from aclnn.constants import (ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_CONTEXT_NULL,
-                             ACL_ERROR_RT_PARAM_INVALID, ACL_SUCCESS, ACLNN_ERR_PARAM_INVALID,
-                             ACLNN_SUCCESS)
+                             ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_STREAM_CONTEXT, ACL_SUCCESS,
+                             ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS)
 from aclnn.executor import aclOpExecutor, run_executor
 from aclnn.ops import _check
 from aclnn.ops._check import ParamError
@@ -66,6 +66,7 @@ def _is_int(x) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
+@runtime.serialized          # calls from several threads take effect one at a time
 def _launch(api: str, kernel, block_dim, stream, args, kernel_type, reserve_ub, name) -> int:
     """Check a kernel launch's arguments and enqueue it; return the status."""
     if not callable(kernel):
@@ -77,16 +78,20 @@ def _launch(api: str, kernel, block_dim, stream, args, kernel_type, reserve_ub, 
                                    f"{block_dim!r}")
     dev = runtime.current_device()
     if dev is None:
-        return errmsg.report_error(ACL_ERROR_RT_CONTEXT_NULL, f"{api}: no device is set: call "
-                                   "acl.rt.set_device(device_id) first")
+        return errmsg.report_error(ACL_ERROR_RT_CONTEXT_NULL, f"{api}: "
+                                   f"{runtime.no_context_reason()}")
     if stream is not None and not _is_int(stream):
         return errmsg.report_error(ACL_ERROR_INVALID_PARAM, f"{api}: stream must be an int "
                                    f"stream handle (0 or None: the default stream), got "
                                    f"{stream!r}")
     s = runtime.resolve_stream(stream)
-    if s is None or s.device is not dev:
+    if s is None:
         return errmsg.report_error(ACL_ERROR_RT_PARAM_INVALID, f"{api}: stream {stream!r} is "
-                                   f"not a live stream of the current device {dev.device_id}")
+                                   "not a live stream (never created or already destroyed)")
+    if s.device is not dev:
+        return errmsg.report_error(ACL_ERROR_RT_STREAM_CONTEXT, f"{api}: stream {stream!r} "
+                                   f"belongs to device {s.device.device_id}, but this "
+                                   f"thread's current device is {dev.device_id}")
     dev.launch(s, kernel, int(block_dim), tuple(args), name=name, reserve_ub=reserve_ub,
                kernel_type=kernel_type)
     return ACL_SUCCESS
@@ -112,8 +117,9 @@ def ACLRT_LAUNCH_KERNEL(kernel, *, name: str | None = None, kernel_type=None,
         returns ACL_SUCCESS (0); or, with nothing enqueued, ACL_ERROR_INVALID_PARAM
         (100000) for a kernel that is not callable, a blockDim that is not an int in [1,
         65535] or a stream that is not an int; ACL_ERROR_RT_CONTEXT_NULL (107002) with no
-        device set; ACL_ERROR_RT_PARAM_INVALID (107000) for a stream that is not live on
-        the current device. The message names the argument (``acl.get_recent_err_msg``).
+        device set in this thread; ACL_ERROR_RT_PARAM_INVALID (107000) for a stream that
+        is not live; ACL_ERROR_RT_STREAM_CONTEXT (107003) for a stream of another device
+        than this thread's current one. The message names the argument (``acl.get_recent_err_msg``).
 
     Kernel errors (the checker's findings, a blockDim above what a mixed launch can keep
     resident, an exception in the kernel) surface at ``acl.rt.synchronize_stream`` as
@@ -229,6 +235,7 @@ class CustomOp:
         return f"CustomOp({self.name!r}, inputs={self.inputs}, outputs={self.outputs})"
 
     # -- the two phases -----------------------------------------------------------------
+    @runtime.serialized
     def get_workspace_size(self, *args):
         """The first phase: ``(workspaceSize, executor, ret)`` (see :meth:`aclnn_api`)."""
         api = f"{self.api}GetWorkspaceSize"
@@ -238,6 +245,7 @@ class CustomOp:
             return 0, None, errmsg.report_error(exc.code, f"{api}: {exc}")
         return executor.workspace_size, executor, ACLNN_SUCCESS
 
+    @runtime.serialized
     def run(self, workspace, workspaceSize, executor, stream) -> int:
         """The second phase (:func:`aclnn.executor.run_executor`)."""
         if isinstance(executor, aclOpExecutor) and executor.op_name != self.api:

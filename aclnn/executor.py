@@ -244,11 +244,24 @@ def run_executor(api: str, workspace, workspace_size, executor, stream) -> int:
     if problem is not None:
         return report_error(ACLNN_ERR_PARAM_INVALID, f"{api}: {problem}")
     s = runtime.resolve_stream(stream)
-    if s is None or s.device is not device:
+    if s is None and not stream:        # the default stream of no context
+        return report_error(ACLNN_ERR_RUNTIME_ERROR, f"{api}: stream {stream!r} (the default "
+                            f"stream): {runtime.no_context_reason()}")
+    if s is None:
         return report_error(ACLNN_ERR_RUNTIME_ERROR, f"{api}: stream {stream!r} is not a live "
-                            f"stream of device {device.device_id}")
+                            "stream (never created or already destroyed)")
+    if s.device is not device:
+        return report_error(ACLNN_ERR_RUNTIME_ERROR, f"{api}: stream {stream!r} is not a live "
+                            f"stream of device {device.device_id}, for which the first phase "
+                            "planned the operator (the current device of the thread that "
+                            f"called it): it is a stream of device {s.device.device_id}")
     executor.launch(device, s, workspace)
     executor.runs += 1
     if not executor.repeatable:
         executor.released = True
     return ACLNN_SUCCESS
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api).
+runtime.serialize_api(globals())
+run_executor = runtime.serialized(run_executor)     # CustomOp's second phases call it

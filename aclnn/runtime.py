@@ -3,7 +3,7 @@
 ``acl.*`` (``aclnn.acl``) and the aclnn operators share one :class:`Runtime` object,
 :data:`state`; the module-level functions below are the interface the operators use:
 
-* :func:`current_device` -- the :class:`npusim.Device` of the last ``acl.rt.set_device``;
+* :func:`current_device` -- the :class:`npusim.Device` of this thread's current context;
 * :func:`resolve_stream` / :func:`resolve_event` -- int handle -> npusim object
   (a NULL stream, ``None`` or ``0``, is the current device's default stream:
   ``docs/reference/api.md`` §6 "NULL is the default stream");
@@ -35,6 +35,19 @@ Profiling (:func:`set_profiling`, :func:`write_trace`, :func:`write_op_summary`)
 count means all cores (``npusim.device.limit_cores``). It is how ``npusim sweep --cores``
 runs an operator through the aclnn API on fewer cores.
 
+Threads (``docs/tutorial.md`` "Threads and contexts"): the current context, and so the
+current device, is per thread, as CANN documents it: ``aclrtSetDevice`` "指定当前线程中用于
+运算的Device" and binds the device's default context, the same one in every thread that
+sets that device (aclpythondevg set_device: "在同一个进程中的多个线程中，如果调用
+acl.rt.set_device接口指定同一个Device用于运算，这时隐式创建的默认Context是同一个");
+``aclrtCreateContext`` binds the new context to the calling thread and
+``aclrtSetCurrentContext`` "设置线程的Context", the last call winning (aclcppdevg
+aclrtSetCurrentContext). A thread that has done none of these has no current context. The
+rest of the runtime (devices, streams, events, contexts, host buffers) is shared by the
+threads of the process; every host API call runs under :data:`npusim.runlock.LOCK`
+(:func:`serialize_api`), so the calls of several threads take effect one at a time, in
+some serial order.
+
 Handles are plain ints as in pyACL: streams count up from :data:`STREAM_HANDLE_BASE`,
 events from :data:`EVENT_HANDLE_BASE`, and a handle is never reused within a process
 (until :func:`reset`, which is for tests).
@@ -50,6 +63,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 
 import numpy as np
 
@@ -58,6 +72,7 @@ from npusim import profiling as _profiling
 from npusim import trace as _trace
 from npusim.device import DeadlockError
 from npusim.gm import GM_BASE_ADDRESS
+from npusim.runlock import serialized
 
 from aclnn import errmsg
 from aclnn.constants import (
@@ -121,13 +136,22 @@ class Runtime:
             records go into the trace and op summary too).
         devices: device id -> npusim.Device, created on first set_device.
         device_refs: device id -> set_device calls not yet matched by reset_device.
-        current_id: the current device id, or None.
         streams, events: handle -> npusim.Stream / npusim.Event.
+        contexts: handle -> Context; default_contexts: device id -> its default context.
+        generation: counts clear_devices calls; a thread's binding from an earlier
+            generation is void (every thread's current context is dropped at once).
+        bindings: per thread, ``bindings.context = (generation, handle)`` of its current
+            context. Each Runtime has its own, so swapping ``state`` for another Runtime
+            (a tool's private session) and back leaves every thread's binding as it was.
         deterministic: ACL_OPT_DETERMINISTIC value, or None when never set.
         host_buffers: address -> HostBuffer (see the module docstring).
+
+    The current context is per thread (:func:`current_context`), not an attribute.
     """
 
     def __init__(self):
+        self.generation = 0             # only ever grows: reset() must void old bindings too
+        self.bindings = threading.local()   # each thread's current context (_bind)
         self.reset()
 
     def reset(self) -> None:
@@ -151,13 +175,12 @@ class Runtime:
         self.profiled: list[npusim.Device] = []
         self.devices: dict[int, npusim.Device] = {}
         self.device_refs: dict[int, int] = {}
-        self.current_id: int | None = None
         self.streams: dict[int, npusim.Stream] = {}
         self.events: dict[int, npusim.Event] = {}
         self.deterministic: int | None = None
         self.contexts: dict[int, Context] = {}
         self.default_contexts: dict[int, int] = {}     # device id -> its default context
-        self.current_context: int | None = None
+        self.generation += 1            # unbinds every thread's current context
 
 
 class Context:
@@ -178,6 +201,46 @@ class Context:
 
 #: The one runtime of this process.
 state = Runtime()
+
+def _bind(handle: int) -> None:
+    """Make context ``handle`` (a live one) this thread's current context. Only ints are
+    kept, so a stale binding holds no released device alive."""
+    state.bindings.context = (state.generation, handle)
+
+
+def _binding() -> tuple[int, Context] | None:
+    """(handle, Context) of this thread's current context while it is still live, else None.
+
+    A context stops being live when it is destroyed, when its device is released by its
+    last reset_device, and at acl.finalize; a thread bound to it then has none. Handles
+    are never reused within a generation, so a live handle is the context that was bound.
+    """
+    bound = getattr(state.bindings, "context", None)
+    if bound is None or bound[0] != state.generation:
+        return None
+    ctx = state.contexts.get(bound[1])
+    return (bound[1], ctx) if ctx is not None else None
+
+
+def serialize_api(namespace: dict, names=None) -> None:
+    """Replace each function ``namespace[name]`` by one that runs it under
+    :data:`npusim.runlock.LOCK`, so that host API calls from several threads take effect
+    one at a time (each call as a whole: its checks, its changes of the runtime's tables
+    and device memory, its enqueues and the device time it runs).
+
+    ``namespace`` is a module's ``globals()``; ``names`` defaults to the functions defined
+    in that module whose names start with "acl" (aclnnXxx, aclnnXxxGetWorkspaceSize,
+    aclSetAclOpExecutorRepeatable...). Classes and other objects are left alone. A module
+    of the host API calls it last, once its functions and their docstrings are final.
+    """
+    if names is None:
+        module = namespace["__name__"]
+        names = [n for n, v in namespace.items()
+                 if n.startswith("acl") and getattr(v, "__module__", None) == module]
+    for name in names:
+        fn = namespace.get(name)
+        if callable(fn) and not isinstance(fn, type) and not hasattr(fn, "__wrapped__"):
+            namespace[name] = serialized(fn)
 
 
 def __getattr__(name):
@@ -254,62 +317,70 @@ def finalize() -> None:
 
 # -- devices ---------------------------------------------------------------------------
 def current_device() -> npusim.Device | None:
-    """The current device (the last set_device), or None."""
-    if state.current_id is None:
-        return None
-    return state.devices.get(state.current_id)
+    """This thread's current device (that of its current context), or None."""
+    bound = _binding()
+    return bound[1].device if bound is not None else None
 
 
 def set_device(device_id: int) -> npusim.Device:
-    """Make ``device_id`` current, creating its Device on first use (no checks)."""
+    """Make ``device_id`` this thread's current device, creating its Device on first use,
+    and bind its default context to this thread (no checks)."""
     dev = state.devices.get(device_id)
     if dev is None:
         dev = state.devices[device_id] = npusim.Device(state.soc, device_id,
                                                        profiling=state.profiling,
                                                        max_cores=state.max_cores)
     state.device_refs[device_id] = state.device_refs.get(device_id, 0) + 1
-    state.current_id = device_id
     handle = state.default_contexts.get(device_id)
     if handle is None:
         handle = state.default_contexts[device_id] = next(state._context_handles)
         state.contexts[handle] = Context(dev, dev.default_stream, created=False)
-    state.current_context = handle
+    _bind(handle)
     if state.deterministic is not None:
         dev.deterministic = bool(state.deterministic)
     return dev
 
 
 def create_context(device_id: int) -> int:
-    """A new context on ``device_id`` (the device is set if it was not), made current;
-    returns its handle (no checks: acl.rt.create_context checks the id)."""
+    """A new context on ``device_id`` (the device is set if it was not), made this
+    thread's current one; returns its handle (no checks: acl.rt.create_context checks the
+    id)."""
     dev = set_device(device_id)
     handle = next(state._context_handles)
     state.contexts[handle] = Context(dev, npusim.Stream(dev), created=True)
-    state.current_context = handle
+    _bind(handle)
     return handle
 
 
 def set_current_context(handle: int) -> None:
-    """Make context ``handle`` (a live one) current, and its device the current device."""
-    ctx = state.contexts[handle]
-    state.current_context = handle
-    state.current_id = ctx.device.device_id
+    """Make context ``handle`` (a live one) this thread's current context, and so its
+    device this thread's current device."""
+    _bind(handle)
 
 
 def destroy_context(handle: int) -> None:
     """Drop a created context (after its default stream drained) and its device reference;
-    when it was current, no context (and no device) is current."""
+    a thread whose current context it was has none (and no current device) after."""
     ctx = state.contexts.pop(handle)
     ctx.default_stream.destroyed = True
-    if state.current_context == handle:
-        state.current_context = None
-        state.current_id = None
     release_device(ctx.device.device_id)
 
 
 def current_context() -> int | None:
-    """The handle of the current context, or None."""
-    return state.current_context
+    """The handle of this thread's current context, or None."""
+    bound = _binding()
+    return bound[0] if bound is not None else None
+
+
+def no_context_reason() -> str:
+    """Why this thread has no current context (for the message of a 107002 / 361001)."""
+    if not state.initialized:
+        return "acl.init has not been called and no device is set"
+    if state.devices:
+        return ("this thread has no current context (the current context, and so the current "
+                "device, is per thread): call acl.rt.set_device(device_id) or "
+                "acl.rt.set_context(context) in this thread first")
+    return "no device is set: call acl.rt.set_device(device_id) first"
 
 
 def release_device(device_id: int) -> None:
@@ -329,10 +400,6 @@ def release_device(device_id: int) -> None:
         for handle in [h for h, obj in table.items() if obj.device is dev]:
             del table[handle]
     state.default_contexts.pop(device_id, None)
-    if state.current_context is not None and state.current_context not in state.contexts:
-        state.current_context = None
-    if state.current_id == device_id:
-        state.current_id = None
 
 
 def device_streams(dev: npusim.Device) -> list[npusim.Stream]:
@@ -383,11 +450,8 @@ def resolve_stream(handle) -> npusim.Stream | None:
     Returns None for an unknown or destroyed handle (or a NULL stream with no device).
     """
     if handle is None or (_is_handle(handle) and int(handle) == 0):
-        dev = current_device()
-        if dev is None:
-            return None
-        ctx = state.contexts.get(state.current_context)
-        return ctx.default_stream if ctx is not None and ctx.device is dev else dev.default_stream
+        bound = _binding()
+        return bound[1].default_stream if bound is not None else None
     if not _is_handle(handle):
         return None
     return state.streams.get(int(handle))

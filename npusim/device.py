@@ -25,6 +25,9 @@ A device can be limited to fewer vector cores than its SoC has (``max_cores``), 
 gets: the device's SoC record then reports that many cores, so the tilings
 (``GetCoreNumAiv``) and the timing model (blocks beyond the limit run in later waves)
 both see the limit.
+
+Several host threads may use devices at once: enqueueing a task and running the clock
+hold the process-wide lock of :mod:`npusim.runlock`, so each happens as a whole.
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ import simpy
 from npusim.errors import KernelError, NpuSimError, _outside_name, trim_traceback
 from npusim.gm import GlobalMemory
 from npusim.launch import KernelProfile, run_kernel
+from npusim.runlock import LOCK
 from npusim.soc import get_soc
 
 
@@ -178,8 +182,9 @@ class Stream:
         self.device = device
         self.id = next(self._ids)
         self.errors: list[Exception] = []
-        self._queue = simpy.Store(device.env)
-        self._proc = device.env.process(self._run())
+        with LOCK:                      # the device's clock is shared with other threads
+            self._queue = simpy.Store(device.env)
+            self._proc = device.env.process(self._run())
         self.destroyed = False
 
     def _run(self):
@@ -205,7 +210,8 @@ class Stream:
         """
         if kind is not None and name is None:
             name = getattr(task, "__qualname__", "task").replace(".<locals>", "")
-        self._queue.put((task, kind, name, nbytes))
+        with LOCK:
+            self._queue.put((task, kind, name, nbytes))
 
     def marker(self) -> simpy.Event:
         """An event that fires when every task enqueued so far has finished."""
@@ -396,24 +402,25 @@ class Device:
 
     def record_event(self, stream: Stream, event: Event) -> None:
         """Enqueue a record of ``event``: it takes the device time when the stream gets there."""
-        event.record_count += 1
-
         def task(s):
             event._record_done(self.env.now)
             yield from ()
-        stream.enqueue(task, kind=EVENT_RECORD, name="EVENT_RECORD")
+        with LOCK:                      # the count and the queue change together
+            event.record_count += 1
+            stream.enqueue(task, kind=EVENT_RECORD, name="EVENT_RECORD")
 
     def wait_event(self, stream: Stream, event: Event) -> None:
         """Enqueue a wait: ``stream`` stops until the latest record of ``event`` has run.
 
         A wait on an event that was never recorded does not block.
         """
-        generation = event.record_count
+        with LOCK:
+            generation = event.record_count
 
-        def task(s):
-            if generation:
-                yield event._wait_for(generation)
-        stream.enqueue(task, kind=EVENT_WAIT, name="EVENT_WAIT")
+            def task(s):
+                if generation:
+                    yield event._wait_for(generation)
+            stream.enqueue(task, kind=EVENT_WAIT, name="EVENT_WAIT")
 
     # -- running the device --------------------------------------------------------------
     def run_until(self, ev: simpy.Event) -> None:
@@ -426,21 +433,24 @@ class Device:
         if ev.processed:
             return
         try:
-            self.env.run(until=ev)
+            with LOCK:                  # one thread at a time runs the clock (npusim.runlock)
+                self.env.run(until=ev)
         except RuntimeError as exc:
             raise DeadlockError("the device is idle but the awaited work cannot run: a stream "
                                 "waits for an event that no stream will record") from exc
 
     def synchronize_stream(self, stream: Stream) -> list[Exception]:
         """Run until ``stream`` drains; return (and clear) the errors its tasks raised."""
-        self.run_until(stream.marker())
-        errors, stream.errors = stream.errors, []
+        with LOCK:
+            self.run_until(stream.marker())
+            errors, stream.errors = stream.errors, []
         return errors
 
     def synchronize_event(self, event: Event) -> None:
         """Run until the latest record of ``event`` has executed."""
-        if event.record_count:
-            self.run_until(event._wait_for(event.record_count))
+        with LOCK:
+            if event.record_count:
+                self.run_until(event._wait_for(event.record_count))
 
     def synchronize(self, streams) -> list[Exception]:
         """Run until every stream in ``streams`` drains; return their errors."""

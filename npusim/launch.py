@@ -39,6 +39,7 @@ from npusim.ascendc.crosscore import CrossCoreState, KernelReturn
 from npusim.ascendc.syncall import SyncAllBarrier
 from npusim.ascendc.types import KernelMetaType, Pipe
 from npusim.errors import LimitError, NpuSimError, SyncError, trim_traceback
+from npusim.runlock import LOCK
 from npusim.timing import (AIC_PROFILE_PIPES, MIX_PROFILE_PIPES, PROFILE_PIPES, KernelTiming,
                            simulate)
 
@@ -401,7 +402,8 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
     """
     try:
         kt, kind, mix = _resolve(soc, kernel_type)
-        with _without_cyclic_gc(), launch_blas_threads():
+        # LOCK: the engine's state (current core, pools, memos, the gc switch) is per process
+        with LOCK, _without_cyclic_gc(), launch_blas_threads():
             if mix is not None:
                 return _launch_mix(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
                                    keep_spans, checks, kt, mix)

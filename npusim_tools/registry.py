@@ -33,10 +33,11 @@ launch chains of kernels — Cast, Sort, the main kernel — so they have no sin
 kernel-level launch to re-tile; ``tiling`` is None and tile sweeps report that).
 :func:`register` adds more.
 
-Runs are serialised within a process (:data:`_RUN_LOCK`): the simulator's current-core
-context and the ACL runtime are process-wide, so points on a thread pool (e.g. a Dask
-``LocalCluster(processes=False)``) take turns; processes run in parallel. The aclnn path
-runs in a runtime state of its own, so a caller's ACL session is left untouched.
+Runs are serialised within a process (:data:`_RUN_LOCK`, :data:`npusim.runlock.LOCK`): the
+simulator's current-core context and the ACL runtime are process-wide, so points on a
+thread pool (e.g. a Dask ``LocalCluster(processes=False)``) take turns; processes run in
+parallel. The aclnn path runs in a runtime state of its own, so a caller's ACL session
+(its threads' current contexts too) is left untouched.
 """
 from __future__ import annotations
 
@@ -46,7 +47,6 @@ import functools
 import json
 import os
 import tempfile
-import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -56,6 +56,7 @@ import numpy as np
 import aclnn
 import npusim
 from aclnn import acl, runtime
+from npusim import runlock
 from npusim import trace as npusim_trace
 from npusim.sweeps import profile_record
 
@@ -65,8 +66,10 @@ DTYPE_ALIASES = {"float32": np.dtype(np.float32), "fp32": np.dtype(np.float32),
                  "float": np.dtype(np.float32), "float16": np.dtype(np.float16),
                  "fp16": np.dtype(np.float16), "half": np.dtype(np.float16),
                  "bfloat16": BF16, "bf16": BF16, "int32": np.dtype(np.int32)}
-#: Serialises runs within one process (see the module docstring).
-_RUN_LOCK = threading.RLock()
+#: Serialises runs within one process (see the module docstring): the simulator's own lock,
+#: so that a caller's other threads make no host API call while a run has swapped in its
+#: runtime state.
+_RUN_LOCK = runlock.LOCK
 
 
 class RunError(Exception):

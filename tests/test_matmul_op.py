@@ -100,8 +100,9 @@ def run(api, self_t, mat2_t, out_shape, out_dtype, cube=0):
 
 # -- the official samples -------------------------------------------------------------------
 def test_official_samples_print_the_documented_products(capsys):
-    with pytest.warns(mm.HF32NotModelledWarning, match="cubeMathType 1"):
+    with pytest.warns(mm.HF32NotModelledWarning, match="cubeMathType 1") as record:
         res = run_example("matmul_sample")["out"]           # cubeMathType 1 with FLOAT
+    assert record[0].filename.endswith("matmul_sample.py")  # the caller's line
     assert res.shape == (16, 16) and np.all(res == 32)
     with pytest.warns(mm.HF32NotModelledWarning):
         assert np.all(run_example("matmul_sample", ["--api", "Mm"])["out"] == 32)

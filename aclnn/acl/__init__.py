@@ -153,3 +153,8 @@ def get_soc_name() -> str:
     ``"npusim.soc"`` of the acl.init config, or ``npusim.DEFAULT_SOC`` before acl.init
     (the C call needs no aclInit either)."""
     return runtime.state.soc.soc_version
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api);
+# get_recent_err_msg reads this thread's own messages (aclnn.errmsg).
+runtime.serialize_api(globals(), ("init", "finalize", "get_soc_name"))

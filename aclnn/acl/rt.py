@@ -12,6 +12,14 @@ tasks on a stream, and the host memory of an asynchronous copy is read or writte
 its task runs. A synchronous memcpy/memset acts at once and does not wait for pending
 stream work, so read results back only after synchronising, as on the real device.
 
+"The current device" is the device of the calling thread's current context: the current
+context is per thread (set_device, create_context and set_context bind one for the
+calling thread; a thread that called none of them has none), while devices, memory,
+streams, events and contexts are shared by the threads of the process. Each call runs
+under one process-wide lock (``npusim.runlock``), so the calls of several threads take
+effect in one serial order; a synchronisation runs only work already enqueued and never
+waits for another thread (``docs/tutorial.md`` "Threads and contexts").
+
 Status codes used, beyond ACL_SUCCESS (0), and when:
 
 * ACL_ERROR_INVALID_PARAM (100000): a NULL or non-int pointer/handle/size, size 0,
@@ -24,8 +32,10 @@ Status codes used, beyond ACL_SUCCESS (0), and when:
   [R]), a copy destination inside a read-only numpy array (nothing is written), an
   unknown or destroyed stream/event handle;
 * ACL_ERROR_RT_INVALID_DEVICEID (107001): device id outside [0, device_count);
-* ACL_ERROR_RT_CONTEXT_NULL (107002): no current device (set_device not called) [R];
-* ACL_ERROR_RT_STREAM_CONTEXT (107003): a stream of another device than the current one;
+* ACL_ERROR_RT_CONTEXT_NULL (107002): the calling thread has no current context
+  (neither set_device nor create_context nor set_context called in it) [R];
+* ACL_ERROR_RT_STREAM_CONTEXT (107003): a stream of another device than the calling
+  thread's current one;
 * ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID (107006) / _REVERSAL (107007): elapsed time of a
   never-recorded event / of an end event recorded before the start event;
 * ACL_ERROR_RT_SYSPARAMOPT_NOT_SET (107021): ctx_get_sys_param_opt of an unset option;
@@ -137,15 +147,18 @@ def _bad_int(api: str, name: str, value, what: str = "an int >= 0") -> int:
 
 
 def _context(api: str):
-    """(current device, ACL_SUCCESS) or (None, ACL_ERROR_RT_CONTEXT_NULL)."""
+    """(this thread's current device, ACL_SUCCESS) or (None, ACL_ERROR_RT_CONTEXT_NULL)."""
     dev = runtime.current_device()
     if dev is not None:
         return dev, ACL_SUCCESS
-    if not runtime.state.initialized:
-        why = "acl.init has not been called and no device is set"
-    else:
-        why = "no device is set: call acl.rt.set_device(device_id) first"
-    return None, _fail(ACL_ERROR_RT_CONTEXT_NULL, api, why)
+    return None, _fail(ACL_ERROR_RT_CONTEXT_NULL, api, runtime.no_context_reason())
+
+
+def _other_device(name: str, handle, owner, dev) -> str:
+    return (f"{name}=0x{int(handle):x} belongs to device {owner.device_id}, but this "
+            f"thread's current device is {dev.device_id} (the current context is per thread: "
+            f"acl.rt.set_device({owner.device_id}) or acl.rt.set_context in this thread "
+            f"selects device {owner.device_id})")
 
 
 def _stream(api: str, dev, handle, name: str = "stream"):
@@ -159,8 +172,7 @@ def _stream(api: str, dev, handle, name: str = "stream"):
                            "(never created or already destroyed)")
     if stream.device is not dev:
         return None, _fail(ACL_ERROR_RT_STREAM_CONTEXT, api,
-                           f"{name}=0x{int(handle):x} belongs to device {stream.device.device_id}"
-                           f", but the current device is {dev.device_id}")
+                           _other_device(name, handle, stream.device, dev))
     return stream, ACL_SUCCESS
 
 
@@ -177,8 +189,7 @@ def _event(api: str, dev, handle, name: str = "event"):
                            "(never created or already destroyed)")
     if event.device is not dev:
         return None, _fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                           f"{name}=0x{int(handle):x} belongs to device {event.device.device_id}"
-                           f", but the current device is {dev.device_id}")
+                           _other_device(name, handle, event.device, dev))
     return event, ACL_SUCCESS
 
 
@@ -217,7 +228,11 @@ def _sync_device(dev) -> int:
 
 # -- devices ---------------------------------------------------------------------------
 def set_device(device_id: int) -> int:
-    """Make a device current, creating it on first use. Mirrors ``aclrtSetDevice``.
+    """Make a device the calling thread's current device, creating it on first use.
+    Mirrors ``aclrtSetDevice`` ("指定当前线程中用于运算的Device").
+
+    The device's default context becomes the thread's current context; every thread that
+    sets the same device gets the same default context (aclpythondevg set_device).
 
     Args:
         device_id: device index in ``[0, device_count)`` (``"npusim.device_count"`` of the
@@ -240,7 +255,8 @@ def reset_device(device_id: int) -> int:
     """Undo one set_device. Mirrors ``aclrtResetDevice``.
 
     The last reset of a device first runs its pending work (errors are dropped), then
-    releases its memory, streams and events; if it was current, no device is current.
+    releases its memory, streams, events and contexts; a thread whose current context was
+    one of them has no current context after.
     Resetting a device that is not set does nothing.
 
     Args:
@@ -270,11 +286,11 @@ def reset_device(device_id: int) -> int:
 
 
 def get_device() -> tuple[int, int]:
-    """The current device id. Mirrors ``aclrtGetDevice``.
+    """The calling thread's current device id. Mirrors ``aclrtGetDevice``.
 
     Returns:
         (device_id, ret): ret is ACL_SUCCESS, or ACL_ERROR_RT_CONTEXT_NULL (107002) with
-        device_id -1 when no device is set.
+        device_id -1 when this thread has no current context.
 
     Source: ``docs/reference/api.md`` §6.
     """
@@ -1064,7 +1080,8 @@ def _context_handle(api: str, context):
 
 
 def create_context(device_id: int) -> tuple[int, int]:
-    """Create a context on a device and make it current. Mirrors ``aclrtCreateContext``.
+    """Create a context on a device and make it the calling thread's current context.
+    Mirrors ``aclrtCreateContext``.
 
     The device is set if it was not (the context holds one set_device reference until
     destroy_context). The context has a default stream of its own: a NULL stream
@@ -1088,7 +1105,8 @@ def destroy_context(context: int) -> int:
     """Destroy a context made by create_context. Mirrors ``aclrtDestroyContext``.
 
     Its default stream is drained first (errors are dropped); the device reference it
-    held is released. If it was current, no context (and no device) is current after.
+    held is released. A thread whose current context it was has none (and no current
+    device) after, whichever thread destroys it.
 
     Returns:
         ret: ACL_SUCCESS; ACL_ERROR_INVALID_PARAM (100000) for NULL, a non-int, an unknown
@@ -1113,8 +1131,11 @@ def destroy_context(context: int) -> int:
 
 
 def set_context(context: int) -> int:
-    """Make a context current (and its device the current device). Mirrors
-    ``aclrtSetCurrentContext``; pyACL's name is ``acl.rt.set_context``.
+    """Make a context the calling thread's current context (and its device the thread's
+    current device). Mirrors ``aclrtSetCurrentContext`` ("设置线程的Context"; the last
+    call wins); pyACL's name is ``acl.rt.set_context``. Any live context can be bound,
+    also one another thread created; the order of work two threads submit to it is
+    theirs to keep (aclcppdevg aclrtSetCurrentContext).
 
     Returns:
         ret: ACL_SUCCESS; ACL_ERROR_INVALID_PARAM (100000) for NULL, a non-int, an unknown
@@ -1137,18 +1158,17 @@ def _set_context(api: str, context) -> int:
 
 
 def get_context() -> tuple[int, int]:
-    """The current context. Mirrors ``aclrtGetCurrentContext`` (pyACL ``context, ret =
-    acl.rt.get_context()``).
+    """The calling thread's current context. Mirrors ``aclrtGetCurrentContext`` (pyACL
+    ``context, ret = acl.rt.get_context()``).
 
     Returns:
         (context, ret): the handle (a device's default context after set_device, or the
-        last created / set one); 0 with ACL_ERROR_RT_CONTEXT_NULL (107002) when there is
-        none.
+        context this thread created or set last); 0 with ACL_ERROR_RT_CONTEXT_NULL
+        (107002) when this thread has none.
     """
     handle = runtime.current_context()
-    if handle is None or runtime.current_device() is None:
-        return 0, _fail(ACL_ERROR_RT_CONTEXT_NULL, "get_context", "no context is current: call "
-                        "acl.rt.set_device or acl.rt.create_context first")
+    if handle is None:
+        return 0, _fail(ACL_ERROR_RT_CONTEXT_NULL, "get_context", runtime.no_context_reason())
     return handle, ACL_SUCCESS
 
 
@@ -1162,3 +1182,7 @@ def get_run_mode() -> tuple[int, int]:
         "aclrtRunMode").
     """
     return int(aclrtRunMode.ACL_HOST), ACL_SUCCESS
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api).
+runtime.serialize_api(globals(), __all__)

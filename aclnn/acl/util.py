@@ -248,3 +248,7 @@ def ptr_to_bytes(ptr: int, size: int) -> bytes:
         raise ValueError(f"ptr_to_bytes: size must be >= 0 bytes, got {int(size)}")
     _check_registered(ptr, int(size), "ptr_to_bytes")
     return ctypes.string_at(ptr, int(size))
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api).
+runtime.serialize_api(globals(), __all__)

@@ -136,11 +136,11 @@ def scalar_tensors(ref_name: str, ref, **scalars) -> None:
 
 
 def device():
-    """The current device, or 361001 when acl.init/acl.rt.set_device were not called."""
+    """This thread's current device, or 361001 when it has none (acl.init and
+    acl.rt.set_device or acl.rt.set_context not called in this thread)."""
     dev = runtime.current_device()
     if dev is None:
-        raise ParamError(ACLNN_ERR_RUNTIME_ERROR, "no device is set: call acl.init() and "
-                         "acl.rt.set_device() first")
+        raise ParamError(ACLNN_ERR_RUNTIME_ERROR, runtime.no_context_reason())
     return dev
 
 

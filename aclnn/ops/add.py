@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from aclnn import runtime
 from aclnn.constants import (ACL_BF16, ACL_BOOL, ACL_COMPLEX64, ACL_COMPLEX128, ACL_DOUBLE,
                              ACL_FLOAT, ACL_FLOAT16, ACL_INT8, ACL_INT16, ACL_INT32, ACL_INT64,
                              ACL_UINT8, ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS)
@@ -314,3 +315,7 @@ def aclnnInplaceAddGetWorkspaceSize(selfRef, other, alpha):
 def aclnnInplaceAdd(workspace, workspaceSize, executor, stream):
     """Second phase of aclnnInplaceAdd; as :func:`aclnnAdd`."""
     return run_executor("aclnnInplaceAdd", workspace, workspaceSize, executor, stream)
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api).
+runtime.serialize_api(globals())

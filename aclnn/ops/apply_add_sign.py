@@ -33,6 +33,7 @@ The calling convention is pyACL's (values first, status last, ``docs/reference/a
 """
 from __future__ import annotations
 
+from aclnn import runtime
 from aclnn.constants import ACL_FLOAT, ACL_FLOAT16, ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS
 from aclnn.errmsg import report_error
 from aclnn.executor import aclOpExecutor, run_executor
@@ -142,3 +143,7 @@ def aclnnApplyAddSign(workspace, workspaceSize, executor, stream):
         :func:`aclnn.executor.run_executor`).
     """
     return run_executor("aclnnApplyAddSign", workspace, workspaceSize, executor, stream)
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api).
+runtime.serialize_api(globals())

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from aclnn import runtime
 from aclnn.constants import (ACL_BF16, ACL_FLOAT, ACL_FLOAT16, ACL_INT64,
                              ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS)
 from aclnn.errmsg import report_error
@@ -137,3 +138,7 @@ def aclnnApplyFusedEmaAdam(workspace, workspaceSize, executor, stream):
         :func:`aclnn.executor.run_executor`).
     """
     return run_executor("aclnnApplyFusedEmaAdam", workspace, workspaceSize, executor, stream)
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api).
+runtime.serialize_api(globals())

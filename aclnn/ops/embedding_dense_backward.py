@@ -361,3 +361,7 @@ def aclnnEmbeddingDenseBackward(workspace, workspaceSize, executor, stream):
         ``acl.rt.synchronize_stream`` as 507015 with ``out`` unchanged.
     """
     return run_executor(API, workspace, workspaceSize, executor, stream)
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api).
+runtime.serialize_api(globals())

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from aclnn import runtime
 from aclnn.constants import ACL_FLOAT, ACL_INT32, ACL_INT64, ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS
 from aclnn.errmsg import report_error
 from aclnn.executor import aclOpExecutor, run_executor
@@ -197,3 +198,7 @@ def aclnnFusedSparseAdam(workspace, workspaceSize, executor, stream):
         too-small workspace; 361001 invalid stream (docs/reference/api.md §4).
     """
     return run_executor(API, workspace, workspaceSize, executor, stream)
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api).
+runtime.serialize_api(globals())

@@ -65,6 +65,7 @@ from math import prod
 
 import numpy as np
 
+from aclnn import runtime
 from aclnn.constants import (ACL_BF16, ACL_FLOAT, ACL_FLOAT16, ACLNN_ERR_INNER_TILING_ERROR,
                              ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS)
 from aclnn.errmsg import report_error
@@ -387,7 +388,8 @@ def _first_phase(op: _Op, self, mat2, out, cubeMathType):
         warnings.warn(f"{op.api}: cubeMathType {math_type} ({CUBE_MATH_TYPES[math_type]}) "
                       "computes FLOAT in HFLOAT32 on Atlas A2/A3; the simulator does not model "
                       "the cube's HF32 mode and computes float32 (more precise, and at the "
-                      "float32 rate)", HF32NotModelledWarning, stacklevel=3)
+                      "float32 rate)", HF32NotModelledWarning,
+                      stacklevel=4)     # the caller of the (serialised) first phase
 
     def launch(device, stream, workspace):
         steps = []
@@ -518,3 +520,7 @@ def aclnnBatchMatMul(workspace, workspaceSize, executor, stream):
 aclnnMatmul.__doc__ = _second_phase_doc("aclnnMatmul")
 aclnnMm.__doc__ = _second_phase_doc("aclnnMm")
 aclnnBatchMatMul.__doc__ = _second_phase_doc("aclnnBatchMatMul")
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api).
+runtime.serialize_api(globals())

@@ -33,6 +33,7 @@ the 16 MiB system workspace) plus the Contiguous buffers.
 """
 from __future__ import annotations
 
+from aclnn import runtime
 from aclnn.constants import (ACL_BF16, ACL_FLOAT, ACL_FLOAT16, ACLNN_ERR_INNER_TILING_ERROR,
                              ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS)
 from aclnn.errmsg import report_error
@@ -216,3 +217,7 @@ def aclnnRmsNorm(workspace, workspaceSize, executor, stream):
     (``docs/reference/api.md`` §4; see :func:`aclnn.executor.run_executor`).
     """
     return run_executor("aclnnRmsNorm", workspace, workspaceSize, executor, stream)
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api).
+runtime.serialize_api(globals())

@@ -42,6 +42,7 @@ import numbers
 
 import numpy as np
 
+from aclnn import runtime
 from aclnn.constants import (ACL_BF16, ACL_DOUBLE, ACL_FLOAT, ACL_FLOAT16,
                              ACLNN_ERR_INNER_TILING_ERROR, ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS)
 from aclnn.errmsg import report_error
@@ -243,3 +244,7 @@ def aclnnSoftmax(workspace, workspaceSize, executor, stream):
     (``docs/reference/api.md`` §4; see :func:`aclnn.executor.run_executor`).
     """
     return run_executor("aclnnSoftmax", workspace, workspaceSize, executor, stream)
+
+
+# Calls from several threads take effect one at a time (aclnn.runtime.serialize_api).
+runtime.serialize_api(globals())
