@@ -14,7 +14,8 @@ rows at once:
 2. **Numerics** — each flushed accumulator is ``((0 + r1) + r2) + ...`` in fp32, the
    order of the UB Adds; flushes are atomically added to ``out`` in issue order (fp32 adds
    in the order the core issues them; different cores run in block order, as everywhere
-   in the simulator). Bit-identical to the row-by-row kernel.
+   in the simulator). NaN sums are the canonical NaN, as the Adds and atomic adds write
+   them (:mod:`npusim.ascendc.nans`). Bit-identical to the row-by-row kernel.
 3. **Timing** — the instructions are recorded per batch of :data:`BATCH_ROWS` walk steps,
    chained by flags as the single-buffered kernel runs row by row: MTE2 reads the batch's
    sorted indices and positions (one transfer per index tensor, over their span) and its
@@ -35,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from npusim.ascendc import core as _core
+from npusim.ascendc import nans as _nans
 from npusim.ascendc.types import PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V, CacheMode
 from npusim.ascendc.vector import RATE_SIMPLE, cost_key, level2_cycles
 from npusim.kernels.common.sorted_index import check_index
@@ -155,8 +157,19 @@ def sum_runs(acc: np.ndarray, grad: np.ndarray, walk_rows: np.ndarray, start: np
     part = acc[order]
     for s, k in enumerate(live, first):
         part[:k] += grad[walk_rows[begin[:k] + s]]
+    # the runs that added: each Add wrote the canonical NaN (a NaN stays NaN, so once at
+    # the end is the same bytes); a run that only copied keeps its row's bytes
+    _nans.canonical(part[:int(live[0]) if len(live) else 0])
     acc[order] = part
     return acc
+
+
+def add_rows(out: np.ndarray, rows: np.ndarray, cols, acc: np.ndarray) -> None:
+    """``out[rows, cols] += acc`` (distinct ``rows``), each sum an fp32 atomic add: NaNs the
+    canonical NaN, as DataCopyPad's atomic add writes them (npusim.ascendc.nans)."""
+    with np.errstate(all="ignore"):          # inf + -inf: NaN, as the device gives it
+        total = out[rows, cols] + acc
+    out[rows, cols] = _nans.canonical(total)
 
 
 def apply_flushes(out: np.ndarray, grad: np.ndarray, walk_rows: np.ndarray,
@@ -185,7 +198,7 @@ def apply_flushes(out: np.ndarray, grad: np.ndarray, walk_rows: np.ndarray,
         rank[order] = np.arange(len(rows)) - np.repeat(first, np.diff(np.r_[first, len(rows)]))
         for r in range(int(rank.max()) + 1 if len(rank) else 0):
             sel = np.flatnonzero(rank == r)
-            out[rows[sel], cols] += acc[sel]
+            add_rows(out, rows[sel], cols, acc[sel])
         if counts is not None:
             np.add.at(counts, rows, ln.astype(np.float32))
 
@@ -482,8 +495,8 @@ def walk_small_dim_chunk(k, indices_local, idx_local, grad_local, n: int) -> Non
     out = target.bytes_view(4 * t.numWeights * E, "DataCopyPad", "PIPE_MTE3").view(
         np.float32).reshape(t.numWeights, E)
     if len(out_rows):
-        out[out_rows] += sum_runs(np.zeros((len(out_rows), E), np.float32), grad, pos,
-                                  r_start, length)
+        add_rows(out, out_rows, slice(None), sum_runs(np.zeros((len(out_rows), E), np.float32),
+                                                      grad, pos, r_start, length))
         if t.scaleGradByFreq:
             counts = k.idxNumGm.bytes_view(4 * t.numWeights, "DataCopyPad", "PIPE_MTE3").view(
                 np.float32)

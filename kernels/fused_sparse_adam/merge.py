@@ -32,6 +32,7 @@ import numpy as np
 
 from npusim.ascendc import HardEvent, float32, int32_t
 from npusim.ascendc import core as _core
+from npusim.ascendc import nans as _nans
 from npusim.ascendc.types import PIPE_MTE2, PIPE_S, PIPE_V, CacheMode
 from npusim.ascendc.vector import RATE_SIMPLE, cost_key, level2_cycles
 from npusim.kernels.common.row_walk import run_starts, sum_runs
@@ -151,15 +152,17 @@ def _apply(k, t0: int, col: int, w: int, keys: np.ndarray, pos: np.ndarray) -> N
     rows = keys[starts] - t0
     m, v = tile(1), tile(2)
     f32 = np.float32
+    # each result a vector instruction writes: NaNs the canonical NaN (npusim.ascendc.nans;
+    # a NaN stays NaN through the later steps, so once per written tile is the same bytes)
     tmp = acc * f32(k.oneMinusBeta1)
-    m[rows] = m[rows] + tmp
+    m[rows] = _nans.canonical(m[rows] + tmp)
     tmp = acc * f32(k.oneMinusBeta2)
     tmp = tmp * acc
-    v[rows] = v[rows] + tmp
+    v[rows] = _nans.canonical(v[rows] + tmp)
     if t.useNesterov:
         mt = tile(4)
-        mt[rows] = m[rows] * f32(k.beta1)
-        mt[rows] = mt[rows] + acc * f32(k.oneMinusBeta1)
+        mt[rows] = _nans.canonical(m[rows] * f32(k.beta1))
+        mt[rows] = _nans.canonical(mt[rows] + acc * f32(k.oneMinusBeta1))
     # the accumulator and the grad row buffer as the loop leaves them
     w8 = -(-w // 8) * 8
     a = k.accBuf.Get(float32).elements(w8, "Add")

@@ -29,6 +29,7 @@ import numpy as np
 from npusim import lockstep as _lockstep
 from npusim.ascendc import checker
 from npusim.ascendc import core as _core
+from npusim.ascendc import nans as _nans
 from npusim.ascendc import repeat as _repeat
 from npusim.ascendc.gather import (BF16, F16, F32, I16, I32, U16, U32, check_aligned,
                                    check_range, check_types, repeat_times)
@@ -96,6 +97,7 @@ def _write_gm(ctx, gm_bytes: np.ndarray, ub_bytes: np.ndarray) -> None:
     u = np.ascontiguousarray(ub_bytes).reshape(-1).view(dt)
     with np.errstate(all="ignore"):
         total = g + u
+    _nans.canonical(total)          # an inf + -inf: the one NaN of T (npusim.ascendc.nans)
     gm_bytes[...] = total.view(np.uint8).reshape(gm_bytes.shape)
 
 

@@ -32,6 +32,9 @@ Numerics:
   holds the result ("如果存在多个最大值，返回第一个最大值的索引"; a NaN result gives the first
   NaN). In saturation mode a half result is saturated once at the end [R: the table's
   saturation rows for NaN mixed with inf are not reproduced].
+* A NaN result is the canonical positive quiet NaN of its type (0x7FC00000, 0x7E00),
+  whatever the host's adds or the inputs' NaNs carried (:mod:`npusim.ascendc.nans`; an
+  ``inf + -inf`` is negative on x86-64).
 * Lanes of a group that is entirely masked off leave their destination unchanged (the
   PairReduceSum page for A2/A3; assumed for BlockReduce*).
 
@@ -56,6 +59,7 @@ from fractions import Fraction
 import numpy as np
 
 from npusim.ascendc import core as _core
+from npusim.ascendc import nans as _nans
 from npusim.ascendc import repeat as _repeat
 from npusim.ascendc.sync import SetFlag, WaitFlag
 from npusim.ascendc.types import ONE_BLK_SIZE, ONE_REPEAT_BYTE_SIZE, MAX_REPEAT_TIMES, HardEvent
@@ -128,7 +132,8 @@ def _reduce_groups(vals, active, group: int, op: str, saturate: bool):
     written = on.any(axis=-1)
     if op == "sum":
         with np.errstate(all="ignore"):
-            return tree_sum(np.where(on, x, x.dtype.type(0)), saturate), None, written
+            total = tree_sum(np.where(on, x, x.dtype.type(0)), saturate)
+        return _nans.canonical(total), None, written
     fill = x.dtype.type(-np.inf if op == "max" else np.inf)
     x = np.where(on, x, fill)
     with np.errstate(all="ignore"):
@@ -137,7 +142,7 @@ def _reduce_groups(vals, active, group: int, op: str, saturate: bool):
     index = np.argmax(hit, axis=-1)
     if saturate:
         val = _saturate(val)
-    return val, index, written
+    return _nans.canonical(val), index, written
 
 
 def _layout(values, index, order, itemsize: int) -> np.ndarray:
@@ -466,6 +471,7 @@ def _reduce_sum_count(ctx, dst, src, count: int, lanes: int, is_set_mask: bool) 
             acc = acc + part
             if saturate:
                 acc = _saturate(acc)
+    acc = _nans.canonical_scalar(acc)
     issue_vector(ctx, name, call.count, RATE_REDUCE_REPEAT[src.dtype.itemsize], None, (src,),
                  repeats=call.repeat, lanes=lanes, tracked=True)
     handoff(ctx, HardEvent.V_S)

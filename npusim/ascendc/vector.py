@@ -50,6 +50,17 @@ host. Floating-point exceptions are ignored (inf and NaN propagate); with
 ``SetSaturationFlag(true)`` half results clamp inf to ±65504 and NaN to 0 and int16/int32
 results saturate (:func:`_compute`; docs/reference/hardware.md §2.1 "Numerics").
 
+NaN results [R: the hardware's NaN encoding is not published; this is the simulator's
+choice]: every float result an arithmetic or conversion instruction writes (float32,
+half, bfloat16) has its NaNs replaced by the one positive quiet NaN of its type — float32
+0x7FC00000, half 0x7E00, bfloat16 0x7FC0 — whatever sign and payload the host's
+floating-point unit gave it (x86-64 makes 0xFFC00000 for ``inf - inf``, arm64
+0x7FC00000). This covers the element-wise instructions (Max, Min, Abs and Relu of a NaN
+included), Cast, the reductions, Mmad and Fixpipe's conversions, and atomic adds into GM
+(:mod:`npusim.ascendc.nans`). Data movement keeps a NaN's bytes: DataCopy, Copy,
+DataCopyPad, Gather, Brcb, Transpose, Select, Sort, Duplicate and GetValue/SetValue move
+bits unchanged.
+
 Pipe and cost (docs/reference/hardware.md §2.1; docs/calibration.md "Costs of instruction
 classes", "UB bank conflicts"). Every instruction is one record on PIPE_V costing::
 
@@ -82,6 +93,7 @@ import numpy as np
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import core as _core
+from npusim.ascendc import nans as _nans
 from npusim.ascendc import portable_math as _pmath
 from npusim.ascendc import repeat as _repeat
 from npusim.ascendc import ubbank as _ubbank
@@ -338,13 +350,16 @@ def run_forms(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args, rate: flo
 def _compute(ctx, ufunc, ins, scalar, dt, out) -> None:
     """out = ufunc(*ins[, scalar]) in dt; with SetSaturationFlag(true) half results clamp
     inf to ±65504 and NaN to 0, and int16/int32 results saturate instead of wrapping
-    (Memory矢量计算接口边界值汇总.md; docs/reference/hardware.md §2.1 "Numerics")."""
+    (Memory矢量计算接口边界值汇总.md; docs/reference/hardware.md §2.1 "Numerics"); float NaN
+    results are the canonical NaN of dt (:mod:`npusim.ascendc.nans`)."""
     if scalar is not None:
         # the instruction takes a scalar of type T: rounded first (one per member in a group
         # whose members read different values)
         ins = [*ins, _lockstep.member_scalar(dt, scalar, out.ndim)]
     if not ctx.saturation:
         ufunc(*ins, out=out)
+        if dt.kind == "f":
+            _nans.canonical(out)            # the one NaN of T, whatever the host made
         return
     if dt.kind == "i":
         wide = np.empty(out.shape, dtype=np.int64)
@@ -355,6 +370,8 @@ def _compute(ctx, ufunc, ins, scalar, dt, out) -> None:
     ufunc(*ins, out=out)
     if dt == _F16:
         np.nan_to_num(out, copy=False, nan=0.0, posinf=65504.0, neginf=-65504.0)
+    elif dt.kind == "f":
+        _nans.canonical(out)
 
 
 def level2_done(ctx) -> None:
@@ -903,8 +920,12 @@ def Cast(dst, src, round_mode: RoundMode, *args, isSetMask=True):
         (dst.dtype == _F16 and src.dtype.kind in "iu" and src.dtype.itemsize <= 2)
     rate = 128 if fast else RATE_CAST
 
+    to_float = dst.dtype in _nans.CANONICAL_BITS
+
     def convert(x, out):
         out[...] = _convert(x, src.dtype, dst.dtype, round_mode)
+        if to_float:
+            _nans.canonical(out)        # a NaN's sign and payload: host-dependent (nans.py)
 
     if len(args) > 1:
         run_level0(ctx, "Cast", convert, dst, (src,), args, rate, isSetMask, batch=True)

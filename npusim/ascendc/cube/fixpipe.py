@@ -8,7 +8,10 @@ take one scale per column from a uint64 table in L1. A scale is the float in bit
 [31:13] of its uint64 (the low 13 mantissa bits are dropped: "bits[31:13] is deq value of
 fp32", dav_c220 fixpipe implementation; Fixpipe.md: the processor's float has a 10-bit
 mantissa for quantisation). ReLU (``reluEn``) applies after the conversion [R: order not
-documented; it changes nothing for a positive scale].
+documented; it changes nothing for a positive scale]. A NaN a conversion, ReLU or an
+atomic add writes is the canonical positive quiet NaN of its type (0x7FC00000, 0x7E00,
+0x7FC0; :mod:`npusim.ascendc.nans`, the simulator's choice [R]); NoQuant without ReLU
+moves L0C's bytes as they are.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import numpy as np
 from npusim import lockstep as _lockstep
 from npusim.ascendc import checker
 from npusim.ascendc import core as _core
+from npusim.ascendc import nans as _nans
 from npusim.ascendc.cube.common import (BLOCK_CUBE, byte_addr, ceil_div, check_range,
                                         fixpipe_cycles, not_modelled, record_op, require_aligned,
                                         require_local, shadow, stacked)
@@ -207,6 +211,8 @@ def _convert(v: np.ndarray, mode: QuantMode_t, scale, relu: bool, dtype) -> np.n
             out = np.clip(np.rint(x), info.min, info.max).astype(dtype)
     if relu:
         out = np.maximum(out, np.zeros((), dtype=out.dtype))
+    if mode != Q.NoQuant or relu:
+        _nans.canonical(out)          # a converted NaN: the one NaN of its type (nans.py)
     return out
 
 
@@ -239,7 +245,8 @@ def _to_gm(ctx, dst: GlobalTensor, d_idx, out, m, n, count, dst_nd, p, nd_out) -
 def _accumulated(ctx, gm, d_idx, out):
     dt = np.dtype(ctx.atomic_dtype)
     with np.errstate(all="ignore"):
-        return (gm[d_idx].astype(dt) + out.astype(dt)).astype(gm.dtype)
+        total = (gm[d_idx].astype(dt) + out.astype(dt)).astype(gm.dtype)
+    return _nans.canonical(total)
 
 
 def _to_l1(ctx, dst: LocalTensor, d_idx, out) -> None:

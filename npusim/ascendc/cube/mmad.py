@@ -11,6 +11,9 @@ order; int8 products are summed exactly into
 int32 (wrapping like the 32-bit adder). Elements beyond ``k`` in the last k fractal are
 ignored, as the page says ("无效数据在计算中会被忽略"); rows beyond ``m`` and columns
 beyond ``n`` are computed from whatever the padding holds and stay in L0C's padding.
+A NaN in a float C (``inf * 0`` in a product, ``inf + -inf`` in a sum, a NaN operand) is
+the canonical positive quiet NaN 0x7FC00000 (:mod:`npusim.ascendc.nans`; the simulator's
+choice [R]).
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import functools
 import numpy as np
 
 from npusim.ascendc import core as _core
+from npusim.ascendc import nans as _nans
 from npusim.ascendc.cube.common import (BLOCK_CUBE, ceil_div, check_range, k0_of,
                                         mmad_cycles, not_modelled, record_op, require_aligned,
                                         require_local, shadow, stacked)
@@ -104,7 +108,7 @@ def Mmad(dst, fm, filter, *args) -> None:
         _track(ctx, dst, fm, filter, _a_index(m, k, M1, k1a, k0)[:m],
                _zn_index(K1, N1, k0)[:k, :n], init_reads, out[0].nbytes)
     for j, c in enumerate(result):   # member by member: each product's operands stay in cache
-        out[j] = _as_nz(c, M1, N1)
+        out[j] = _as_nz(_nans.canonical(c), M1, N1)     # one NaN, whatever the host made
     record_op(ctx, PIPE_M, mmad_cycles(ctx.soc, m, n, k, fm.dtype), name)
 
 
