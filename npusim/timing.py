@@ -59,6 +59,7 @@ from __future__ import annotations
 import gc
 import heapq
 import itertools
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import compress as _compress, repeat as _repeat
@@ -794,8 +795,18 @@ class _Memory:
                 if times:
                     wake.append(min(times))
         if wake:
-            # a process: it starts at this instant, then waits ``min(wake)`` cycles
-            self.loop.schedule(0, _URGENT, self._wake_start, (min(wake), self.generation))
+            delay = min(wake)
+            now = self.loop.now
+            if now + delay <= now:
+                # what is left would run out in less than half the float64 spacing of
+                # ``now`` (a remainder of a few 1e-6 B at 1e7 cycles and more), so
+                # ``now + delay`` rounds back to ``now``: a wake then would advance nothing
+                # and be scheduled again forever. Wake one spacing later instead, when it
+                # is through (rate x spacing > what is left); a wake that advances the
+                # clock is left as it is.
+                delay = math.nextafter(now, _INF) - now
+            # a process: it starts at this instant, then waits ``delay`` cycles
+            self.loop.schedule(0, _URGENT, self._wake_start, (delay, self.generation))
 
     def _wake_start(self, arg) -> None:
         self.loop.schedule(arg[0], _NORMAL, self._wake, arg[1])
