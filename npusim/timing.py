@@ -72,6 +72,7 @@ import numpy as np
 from npusim.ascendc.core import BARRIER, DMA_IN, DMA_OUT, OP, SET, WAIT
 from npusim.ascendc.types import Pipe
 from npusim.errors import SyncError
+from npusim.lockstep import _PER_MEMBER
 
 #: Pipes reported in every profile, in msprof's order.
 PROFILE_PIPES = (Pipe.PIPE_MTE2, Pipe.PIPE_V, Pipe.PIPE_MTE3, Pipe.PIPE_S)
@@ -1300,22 +1301,20 @@ def _records_key(blocks) -> tuple:
 def _per_member(v) -> bool:
     """Whether ``v`` is a group's per-member value in its hashable form
     (:func:`npusim.lockstep._frozen`)."""
-    from npusim.lockstep import _PER_MEMBER
     return type(v) is tuple and len(v) == 2 and v[0] is _PER_MEMBER
 
 
 def _transfers(blocks):
-    """Every transfer record of ``blocks`` once, as ``(record, where)``: ``where`` is
-    ``(block, index)`` for a block's own records, ``(group, index)`` for a record of a
-    lockstep group's shared list and ``(group, -1 - k)`` for its k-th per-member record
-    (in its hashable form, whose GM addresses may be per member)."""
+    """Every transfer record of ``blocks`` once: a block's own, and of a lockstep group
+    the shared list's and the per-member ones (in their hashable form, whose GM addresses
+    may be per member)."""
     seen = set()
-    for b, records in enumerate(blocks):
+    for records in blocks:
         template = getattr(records, "template", None)
         if template is None:
-            for i, rec in enumerate(records):
+            for rec in records:
                 if rec[0] == DMA_IN or rec[0] == DMA_OUT:
-                    yield rec, (b, i)
+                    yield rec
             continue
         group, patched, per_member = template
         if id(group) in seen:
@@ -1324,10 +1323,10 @@ def _transfers(blocks):
         skip = set(patched)
         for i, rec in enumerate(group):
             if i not in skip and (rec[0] == DMA_IN or rec[0] == DMA_OUT):
-                yield rec, (group, i)
-        for k, rec in enumerate(per_member):
+                yield rec
+        for rec in per_member:
             if rec[0] == DMA_IN or rec[0] == DMA_OUT:
-                yield rec, (group, -1 - k)
+                yield rec
 
 
 def _relocated_key(blocks, line: int):
@@ -1351,7 +1350,7 @@ def _relocated_key(blocks, line: int):
         return None                               # surely too many: not even counted
     step = math.lcm(line, 512) // line            # lines per move
     found = []                                    # (first line, end line, record, where)
-    for rec, where in _transfers(blocks):
+    for rec in _transfers(blocks):
         addr, span = rec[4][0], rec[4][1]
         addrs = addr[1] if _per_member(addr) else (addr,)
         spans = span[1] if _per_member(span) else (span,) * len(addrs)
