@@ -22,7 +22,11 @@ It prints, and with ``--json`` writes:
 * the size of what the device keeps (``Device.profiles`` and ``Device.tasks``, the
   msprof-style records: the last ``keep_records``, 1000, of each while profiling is off;
   ``--clear-records N`` clears them every N launches with ``aclnn.runtime.clear_records``)
-  and the number of kept replays (``npusim.timing``);
+  and the number of kept replays (``npusim.timing``: at most ``REPLAY_KEEP_ENTRIES``, 256,
+  holding ``REPLAY_KEEP_RECORDS``, 2^17, records; the EmbeddingDenseBackward and
+  FusedSparseAdam launches record what their random indices make them do, so each
+  re-allocation with new indices adds replays until the bound; ``--keep-replays N`` sets
+  the count, to separate their fill from a leak);
 * the targets: the slope of the trimmed RSS over the checkpoints after the warm-up (a
   least-squares line, MiB per 1000 launches) at most 0.1, and the host time per launch at
   the end (median over the last 1000 launches) within 10% of the start (median over the
@@ -35,7 +39,7 @@ It prints, and with ``--json`` writes:
   enqueue are counted too: a broadcast Add is a BroadcastTo and an Add).
 
 Run: ``python benchmarks/bench_soak.py [--launches 10000|100000] [--clear-records N]
-[--json FILE]`` (about 8 ms per launch on a quiet 2-core host: 100,000 take 15 minutes).
+[--keep-replays N] [--json FILE]`` (about 8 ms per launch on a quiet 2-core host: 100,000 take 15 minutes).
 """
 from __future__ import annotations
 
@@ -395,11 +399,17 @@ def main(argv=None):
     parser.add_argument("--launches", type=int, default=10_000)
     parser.add_argument("--clear-records", type=int, default=None, metavar="N",
                         help="clear the device's profiles and task records every N launches")
+    parser.add_argument("--keep-replays", type=int, default=None, metavar="N",
+                        help="keep at most N replays (npusim.timing.REPLAY_KEEP_ENTRIES)")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args(argv)
+    if args.keep_replays is not None:
+        timing.REPLAY_KEEP_ENTRIES = args.keep_replays
     r = run(args.launches, args.clear_records)
     mib = 2 ** 20
-    print(f"Soak on Ascend910B1: {r['launches']} operator launches in {r['seconds']:.1f} s")
+    print(f"Soak on Ascend910B1: {r['launches']} operator launches in {r['seconds']:.1f} s "
+          f"(kept replays at most {timing.REPLAY_KEEP_ENTRIES}, "
+          f"{timing.REPLAY_KEEP_RECORDS} records)")
     print(f"  launches per second     {r['launches_per_s']:10.1f}   (after warm-up "
           f"{r['launches_per_s_after_warmup']:.1f})")
     print("  mix                     " + ", ".join(f"{k} {v}" for k, v in sorted(r["mix"].items())))

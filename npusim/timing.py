@@ -134,11 +134,13 @@ _FILL_KEEP = 1 << 16
 #: and the replay's options alone, so the kept timing is the same to the bit (tests
 #: compare the two). Kept (:class:`_KeptReplays`): the most recently used replays, at most
 #: ``REPLAY_KEEP_ENTRIES`` of them holding at most ``REPLAY_KEEP_RECORDS`` records in all
-#: (the kept records are alive as long as their replay is kept); the least recently used
-#: is forgotten first.
+#: (the records their keys hold, a lockstep group's shared ones once: :func:`_key_size`;
+#: some 150 B each), the least recently used forgotten first. A launch whose records
+#: change with its data (indices) leaves a replay per call that is seldom asked for
+#: again: the bounds cap what such a loop keeps (tens of MiB at most).
 REPLAY_MEMO = True
-REPLAY_KEEP_RECORDS = 1 << 18
-REPLAY_KEEP_ENTRIES = 1024
+REPLAY_KEEP_RECORDS = 1 << 17
+REPLAY_KEEP_ENTRIES = 256
 #: Launches with more transfers than this are kept by their exact GM addresses (finding
 #: the address-free form costs a sort of the transfers, see :func:`_relocated_key`).
 RELOCATE_MAX_TRANSFERS = 1 << 16
@@ -1201,8 +1203,24 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
         if enabled:
             gc.enable()
     if key is not None:
-        _REPLAY_KEPT.put(key, _copy(timing), sum(map(len, blocks)))
+        _REPLAY_KEPT.put(key, _copy(timing), _key_size(blocks))
     return timing
+
+
+def _key_size(blocks) -> int:
+    """Records a replay's key holds: each block's own, and of a lockstep group its shared
+    list once and its per-member records once per member."""
+    size, groups = 0, set()
+    for records in blocks:
+        template = getattr(records, "template", None)
+        if template is None:
+            size += len(records)
+        else:
+            size += len(template[1])
+            if id(template[0]) not in groups:
+                groups.add(id(template[0]))
+                size += len(template[0]) - len(template[1])
+    return size
 
 
 class _KeptReplays:

@@ -272,3 +272,19 @@ def test_transfers_that_share_lines_or_not_have_other_keys():
     assert apart == timing._relocated_key(reads(1 << 24, (1 << 22)), 512)
     assert apart != timing._relocated_key(reads(1 << 20, (1 << 20) + 512), 512)   # one line shared
     assert apart != timing._relocated_key(reads(1 << 20, 1 << 20), 512)           # the same bytes
+
+
+def test_the_store_forgets_the_least_recently_used_beyond_its_count(monkeypatch):
+    monkeypatch.setattr(timing, "REPLAY_KEEP_ENTRIES", 2)
+    monkeypatch.setattr(timing, "REPLAY_KEEP_RECORDS", 100)
+    kept = timing._KeptReplays()
+    kept.put("a", "A", 10)
+    kept.put("b", "B", 20)
+    assert kept.get("a") == "A"                 # now the most recently used
+    kept.put("c", "C", 30)
+    assert kept.get("b") is None and kept.get("a") == "A" and kept.get("c") == "C"
+    assert kept.records == 40
+    kept.put("d", "D", 90)                      # room for it alone
+    assert len(kept) == 1 and kept.records == 90
+    kept.put("d", "D2", 50)                     # a key kept again: its size replaced
+    assert kept.records == 50 and kept.get("d") == "D2"
