@@ -14,14 +14,21 @@ Devices are created lazily per device id as ``npusim.Device(soc, device_id)``; t
 and the number of devices come from the ``"npusim"`` section of the ``acl.init`` JSON::
 
     {"npusim": {"soc": "Ascend910B1", "device_count": 1, "profiling": false,
-                "trace": "trace.json", "op_summary": "op_summary.csv", "max_cores": 8}}
+                "trace": "trace.json", "op_summary": "op_summary.csv", "max_cores": 8,
+                "keep_records": 1000}}
 
 Profiling (:func:`set_profiling`, :func:`write_trace`, :func:`write_op_summary`):
 
 * ``"profiling": true`` turns tracing on for every device this runtime creates
   (``npusim.Device(profiling=True)``: every kernel keeps its instruction spans). Off by
-  default: a normal run pays nothing for it. Task records and kernel profiles are kept
-  either way.
+  default: a normal run pays nothing for it.
+* Records (each device's task records, kernel profiles and copies, ``npusim.Device``):
+  all of them while profiling is on (what the trace and op summary are made of);
+  otherwise the last ``"keep_records"`` of each (default
+  ``npusim.device.KEEP_RECORDS``, 1000; ``null`` keeps all; :func:`set_keep_records`
+  changes it), so a long run's memory stays flat. :func:`clear_records` forgets them;
+  ``acl.rt.reset_device`` releases those of a device it drops that was not profiling,
+  ``acl.finalize`` (after writing the files) those of every device.
 * ``"trace"`` / ``"op_summary"``: file paths (they need ``"profiling": true``). The
   Chrome trace (:mod:`npusim.trace`) and the msprof-style op summary CSV
   (:mod:`npusim.profiling`) of every device profiled since ``acl.init`` are written when
@@ -95,7 +102,8 @@ CONTEXT_HANDLE_BASE = 0x5C0000
 #: refused instead of being dereferenced on the host.
 DEVICE_VA_SPAN = 1 << 44
 #: Keys of the "npusim" section of the acl.init JSON.
-CONFIG_KEYS = ("soc", "device_count", "profiling", "trace", "op_summary", "max_cores")
+CONFIG_KEYS = ("soc", "device_count", "profiling", "trace", "op_summary", "max_cores",
+               "keep_records")
 
 
 class HostBuffer:
@@ -132,6 +140,7 @@ class Runtime:
         profiling: the "profiling" config flag: devices are created with tracing on.
         trace_path, op_summary_path: the "trace" / "op_summary" files, or None.
         max_cores: the "max_cores" limit, or None.
+        keep_records: records of each kind a device keeps while not profiling (None: all).
         profiled: devices with profiling on that were released since acl.init (their
             records go into the trace and op summary too).
         devices: device id -> npusim.Device, created on first set_device.
@@ -172,6 +181,7 @@ class Runtime:
         self.trace_path: str | None = None
         self.op_summary_path: str | None = None
         self.max_cores: int | None = None
+        self.keep_records: int | None = npusim.device.KEEP_RECORDS
         self.profiled: list[npusim.Device] = []
         self.devices: dict[int, npusim.Device] = {}
         self.device_refs: dict[int, int] = {}
@@ -296,7 +306,12 @@ def init(config: dict | None) -> int:
     if max_cores is not None and (isinstance(max_cores, bool) or not isinstance(max_cores, int)
                                   or max_cores < 1):
         return _config_error(f'"npusim.max_cores" must be an integer >= 1, got {max_cores!r}')
+    keep = section.get("keep_records", npusim.device.KEEP_RECORDS)
+    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 0):
+        return _config_error(f'"npusim.keep_records" must be an integer >= 0 or null, '
+                             f'got {keep!r}')
     state.clear_devices()
+    state.keep_records = keep
     state.soc, state.device_count, state.profiling = soc, count, profiling
     state.trace_path, state.op_summary_path = paths["trace"], paths["op_summary"]
     state.max_cores = max_cores
@@ -309,9 +324,11 @@ def _config_error(message: str) -> int:
 
 
 def finalize() -> None:
-    """Write the profiling files (if configured), then drop the devices, streams and
-    events; the host-buffer registry is kept."""
+    """Write the profiling files (if configured), then release every device's records and
+    drop the devices, streams and events; the host-buffer registry is kept."""
     _write_profiling_files()
+    for dev in profiled_devices():
+        dev.clear_records()
     state.clear_devices()
 
 
@@ -329,7 +346,8 @@ def set_device(device_id: int) -> npusim.Device:
     if dev is None:
         dev = state.devices[device_id] = npusim.Device(state.soc, device_id,
                                                        profiling=state.profiling,
-                                                       max_cores=state.max_cores)
+                                                       max_cores=state.max_cores,
+                                                       keep_records=state.keep_records)
     state.device_refs[device_id] = state.device_refs.get(device_id, 0) + 1
     handle = state.default_contexts.get(device_id)
     if handle is None:
@@ -384,7 +402,9 @@ def no_context_reason() -> str:
 
 
 def release_device(device_id: int) -> None:
-    """Undo one set_device; the last one drops the device, its streams and events."""
+    """Undo one set_device; the last one drops the device, its streams and events, and
+    releases its records unless it was profiling (those stay for the profiling files
+    until acl.finalize)."""
     refs = state.device_refs.get(device_id, 0) - 1
     if refs > 0:
         state.device_refs[device_id] = refs
@@ -396,6 +416,8 @@ def release_device(device_id: int) -> None:
     if dev.profiling:
         state.profiled.append(dev)
         _write_profiling_files()
+    else:
+        dev.clear_records()
     for table in (state.streams, state.events, state.contexts):
         for handle in [h for h, obj in table.items() if obj.device is dev]:
             del table[handle]
@@ -470,6 +492,28 @@ def set_profiling(on: bool) -> None:
     state.profiling = bool(on)
     for dev in state.devices.values():
         dev.profiling = bool(on)
+
+
+def set_keep_records(n: int | None) -> None:
+    """Keep the last ``n`` records of each kind (an int >= 0; None: all) on every live
+    device not profiling and the devices created later (the ``"keep_records"`` config).
+
+    Raises:
+        ValueError: ``n`` is not an int >= 0 or None.
+    """
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+        raise ValueError(f"keep_records must be an int >= 0 or None, got {n!r}")
+    state.keep_records = n
+    for dev in state.devices.values():
+        dev.keep_records = n
+
+
+def clear_records() -> None:
+    """Forget the task records, kernel profiles and copies of every live device, and the
+    devices released while profiling (so the next trace / op summary starts here)."""
+    for dev in state.devices.values():
+        dev.clear_records()
+    state.profiled = []
 
 
 def profiled_devices() -> list[npusim.Device]:

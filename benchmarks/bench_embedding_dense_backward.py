@@ -97,13 +97,13 @@ def measure(args, repeats: int = 5, with_baselines: bool = True, check: bool = T
     sim = {"runs": []}
 
     def sim_run():            # the graph zeroes out itself (ZerosLike): no reset needed
-        n_before = len(dev.profiles)
+        n_before = dev.profiles.total
         ws, executor, ret = aclnnEmbeddingDenseBackwardGetWorkspaceSize(g, i, args.weights, -1,
                                                                        False, o)
         assert ret == 0, acl.get_recent_err_msg()
         harness.second_phase(aclnnEmbeddingDenseBackward, ws, executor, stream)
         sim["ws"], sim["path"] = ws, executor.path
-        sim["runs"].append(dev.profiles[n_before:])
+        sim["runs"].append(dev.profiles.since(n_before))
 
     work = {}
 

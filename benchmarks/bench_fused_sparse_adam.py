@@ -70,13 +70,13 @@ def measure(args, repeats: int = 5, check: bool = True) -> dict:
                           aclnn.ACL_MEMCPY_HOST_TO_DEVICE)
 
     def sim_run():
-        n_before = len(dev.profiles)
+        n_before = dev.profiles.total
         ws, executor, ret = aclnnFusedSparseAdamGetWorkspaceSize(
             state["var"], state["m"], state["v"], *scalars, grad, indices, False)
         assert ret == 0, acl.get_recent_err_msg()
         harness.second_phase(aclnnFusedSparseAdam, ws, executor, stream)
         sim["ws"] = ws
-        sim["runs"].append(dev.profiles[n_before:])
+        sim["runs"].append(dev.profiles.since(n_before))
 
     work = {}
 

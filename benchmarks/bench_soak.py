@@ -1,5 +1,5 @@
-"""Soak: 10,000 operator launches through the aclnn API, creating and destroying tensors and
-executors all the way, to show that a long run neither leaks nor slows down.
+"""Soak: 10,000 (or 100,000) operator launches through the aclnn API, creating and destroying
+tensors and executors all the way, to show that a long run neither leaks nor slows down.
 
 The mix (small shapes, Ascend910B1): aclnnAdd (fp32, plain and broadcast with a
 workspace), aclnnInplaceAdd (int32), aclnnApplyFusedEmaAdam (fp32/fp16/bf16),
@@ -19,15 +19,27 @@ It prints, and with ``--json`` writes:
   stay in the process and the raw RSS creeps up without any leak), and the number of
   blocks Python has allocated; the growth of each from the warm-up to the end, per 1000
   launches;
-* the size of what the device keeps per launch (``Device.profiles`` and ``Device.tasks``,
-  the msprof-style records; ``--clear-records N`` clears them every N launches, as a long
-  job would, to separate their growth from a leak);
+* the size of what the device keeps (``Device.profiles`` and ``Device.tasks``, the
+  msprof-style records: the last ``keep_records``, 1000, of each while profiling is off;
+  ``--clear-records N`` clears them every N launches with ``aclnn.runtime.clear_records``)
+  and the number of kept replays (``npusim.timing``: at most ``REPLAY_KEEP_ENTRIES``, 256,
+  holding ``REPLAY_KEEP_RECORDS``, 2^17, records; the EmbeddingDenseBackward and
+  FusedSparseAdam launches record what their random indices make them do, so each
+  re-allocation with new indices adds replays until the bound; ``--keep-replays N`` sets
+  the count, to separate their fill from a leak);
+* the targets: the slope of the trimmed RSS over the checkpoints after the warm-up (a
+  least-squares line, MiB per 1000 launches) at most 0.1, and the host time per launch at
+  the end (median over the last 1000 launches) within 10% of the start (median over the
+  1000 launches after the warm-up), each printed as met or missed. The host time per
+  launch is measured over each stretch of launches between two synchronisations (every
+  8 loop steps: the device runs the kernels when the host synchronises);
 * device memory: ``acl.rt.get_mem_info`` free bytes at the start and the end (equal: no
   device leak) and the host-buffer registry's size;
 * launches per second (operator launches, second phases that returned 0; the kernels they
   enqueue are counted too: a broadcast Add is a BroadcastTo and an Add).
 
-Run: ``python benchmarks/bench_soak.py [--launches 10000] [--clear-records N] [--json FILE]``
+Run: ``python benchmarks/bench_soak.py [--launches 10000|100000] [--clear-records N]
+[--keep-replays N] [--json FILE]`` (about 8 ms per launch on a quiet 2-core host: 100,000 take 15 minutes).
 """
 from __future__ import annotations
 
@@ -49,6 +61,7 @@ from aclnn import acl, runtime
 from npusim.kernels.add.golden import add_golden
 from npusim.kernels.apply_add_sign.golden import apply_add_sign_golden
 from npusim.kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
+from npusim import timing
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 HAS_EDB = importlib.util.find_spec("aclnn.ops.embedding_dense_backward") is not None
@@ -57,6 +70,11 @@ WARMUP = 1000
 SYNC_EVERY = 8
 REALLOC_EVERY = 100
 CHECK_EVERY = 1000
+#: launches over which the host time per launch is taken (a median) at the start and end
+WINDOW = 1000
+#: targets: trimmed RSS slope (MiB per 1000 launches), end / start host time per launch
+TARGET_SLOPE_MIB = 0.1
+TARGET_TIME_RATIO = 1.10
 
 
 def rss_bytes() -> int:
@@ -293,6 +311,8 @@ def run(launches: int, clear_every: int | None) -> dict:
     t_warm = None
     next_clear = clear_every or 0
     i = 0
+    stretches = []                # (launches at its end, launches in it, seconds)
+    t_sync, n_sync = time.perf_counter(), 0
     while soak.launches < launches:
         if soak.launches >= WARMUP and mem_warm is None:
             soak.sync()
@@ -302,18 +322,23 @@ def run(launches: int, clear_every: int | None) -> dict:
         i += 1
         if i % SYNC_EVERY == 0:
             soak.sync()
+            now = time.perf_counter()
+            stretches.append((soak.launches, soak.launches - n_sync, now - t_sync))
         if i % REALLOC_EVERY == 0:
             soak.sync()
             soak.realloc()
         if clear_every and soak.launches >= next_clear:
             soak.sync()
-            dev.clear_records()
+            runtime.clear_records()
             next_clear += clear_every
         if soak.launches // CHECK_EVERY > len(checkpoints):
             checked.append(soak.verify(len(checkpoints)))
             checkpoints.append({"launches": soak.launches, **memory(),
                                 "profiles": len(dev.profiles), "tasks": len(dev.tasks),
+                                "kept_replays": len(timing._REPLAY_KEPT),
                                 "seconds": time.perf_counter() - t_start})
+        if i % SYNC_EVERY == 0:   # the next stretch starts after the checks above
+            t_sync, n_sync = time.perf_counter(), soak.launches
     soak.sync()
     t_end = time.perf_counter()
     for ptr, _ in soak.buffers.values():
@@ -326,15 +351,36 @@ def run(launches: int, clear_every: int | None) -> dict:
         mem_warm, t_warm, warm_launches = mem_start, t_start, 0
     thousands = max(1e-9, (soak.launches - warm_launches) / 1000)
     growth = {k: mem_end[k] - mem_warm[k] for k in mem_end}
+    after = [c for c in checkpoints if c["launches"] >= warm_launches]
+    slope = None
+    if len(after) >= 2:                    # least squares, MiB per 1000 launches
+        x = np.array([c["launches"] for c in after], float) / 1000
+        y = np.array([c["rss_trimmed_bytes"] for c in after], float) / 2 ** 20
+        slope = float(np.polyfit(x, y, 1)[0])
+
+    def per_launch_ms(lo, hi):
+        """Median host ms per launch over the stretches ending in (lo, hi]."""
+        v = [t / n * 1e3 for end, n, t in stretches if lo < end <= hi and n]
+        return float(np.median(v)) if v else None
+
+    n_done = soak.launches
+    start_ms = per_launch_ms(warm_launches, warm_launches + WINDOW)
+    end_ms = per_launch_ms(max(warm_launches + WINDOW, n_done - WINDOW), n_done)
     result = {
-        "launches": soak.launches, "kernel_launches": len(dev.profiles) if not clear_every
-        else None, "mix": soak.kinds, "verified": checked,
+        "launches": soak.launches, "kernel_launches": dev.profiles.total,
+        "mix": soak.kinds, "verified": checked,
         "seconds": t_end - t_start,
         "launches_per_s": soak.launches / (t_end - t_start),
         "launches_per_s_after_warmup": (soak.launches - warm_launches) / (t_end - t_warm),
         "memory_start": mem_start, "memory_after_warmup": mem_warm, "memory_end": mem_end,
         "growth_after_warmup": growth,
         "growth_per_1000_launches": {k: v / thousands for k, v in growth.items()},
+        "rss_trimmed_slope_mib_per_1000": slope,
+        "host_ms_per_launch_start": start_ms, "host_ms_per_launch_end": end_ms,
+        "slope_met": slope is not None and slope <= TARGET_SLOPE_MIB,
+        "time_met": (start_ms is not None and end_ms is not None
+                     and end_ms <= TARGET_TIME_RATIO * start_ms),
+        "kept_replays": len(timing._REPLAY_KEPT),
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "device_free_start_bytes": free_start, "device_free_end_bytes": free_end,
         "device_total_bytes": total,
@@ -353,11 +399,17 @@ def main(argv=None):
     parser.add_argument("--launches", type=int, default=10_000)
     parser.add_argument("--clear-records", type=int, default=None, metavar="N",
                         help="clear the device's profiles and task records every N launches")
+    parser.add_argument("--keep-replays", type=int, default=None, metavar="N",
+                        help="keep at most N replays (npusim.timing.REPLAY_KEEP_ENTRIES)")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args(argv)
+    if args.keep_replays is not None:
+        timing.REPLAY_KEEP_ENTRIES = args.keep_replays
     r = run(args.launches, args.clear_records)
     mib = 2 ** 20
-    print(f"Soak on Ascend910B1: {r['launches']} operator launches in {r['seconds']:.1f} s")
+    print(f"Soak on Ascend910B1: {r['launches']} operator launches in {r['seconds']:.1f} s "
+          f"(kept replays at most {timing.REPLAY_KEEP_ENTRIES}, "
+          f"{timing.REPLAY_KEEP_RECORDS} records)")
     print(f"  launches per second     {r['launches_per_s']:10.1f}   (after warm-up "
           f"{r['launches_per_s_after_warmup']:.1f})")
     print("  mix                     " + ", ".join(f"{k} {v}" for k, v in sorted(r["mix"].items())))
@@ -375,17 +427,30 @@ def main(argv=None):
           f"per 1000 launches), Python blocks {g['python_blocks']:+d} "
           f"({gk['python_blocks']:+.0f} per 1000 launches)")
     print(f"  device records kept     {r['device_records']['profiles']} kernel profiles, "
-          f"{r['device_records']['tasks']} task records"
+          f"{r['device_records']['tasks']} task records of {r['kernel_launches']} kernel "
+          f"launches; {r['kept_replays']} kept replays"
           + (f" (cleared every {r['clear_records_every']} launches)"
              if r["clear_records_every"] else ""))
     print(f"  device free start / end {r['device_free_start_bytes']} / "
           f"{r['device_free_end_bytes']} B of {r['device_total_bytes']} B")
     print(f"  host-buffer registry    {r['host_buffer_registry']} entries")
-    print("  checkpoints (launches: RSS raw / trimmed MiB, Python blocks, profiles, tasks, s):")
+    print("  checkpoints (launches: RSS raw / trimmed MiB, Python blocks, profiles, tasks, "
+          "kept replays, s):")
     for c in r["checkpoints"]:
         print(f"    {c['launches']:6d}: {c['rss_bytes'] / mib:7.1f} "
               f"{c['rss_trimmed_bytes'] / mib:7.1f} {c['python_blocks']:8d} {c['profiles']:6d} "
-              f"{c['tasks']:6d} {c['seconds']:7.1f}")
+              f"{c['tasks']:6d} {c['kept_replays']:5d} {c['seconds']:7.1f}")
+    slope, a, b = (r["rss_trimmed_slope_mib_per_1000"], r["host_ms_per_launch_start"],
+                   r["host_ms_per_launch_end"])
+    verdict = {True: "met", False: "MISSED"}
+    print(f"  RSS slope after warm-up {'n/a' if slope is None else f'{slope:+.3f}'} MiB per "
+          f"1000 launches (trimmed, least squares)   target <= {TARGET_SLOPE_MIB}: "
+          f"{verdict[r['slope_met']]}")
+    fmt = lambda v: "n/a" if v is None else f"{v:.2f}"
+    ratio = f" ({b / a:.2f}x)" if a and b else ""
+    print(f"  host time per launch    start {fmt(a)} ms, end {fmt(b)} ms{ratio} (medians over "
+          f"{WINDOW} launches)   target end <= {TARGET_TIME_RATIO:.2f} x start: "
+          f"{verdict[r['time_met']]}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(r, f, indent=2)

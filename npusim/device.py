@@ -20,6 +20,16 @@ and kernel source line for a timeline (:mod:`npusim.trace`) — is switched on p
 (``Device(profiling=True)`` or ``device.profiling = True``); it is off by default, so a
 normal run pays nothing for it.
 
+How many records a device keeps (``Device.tasks``, ``profiles``, ``copies``): while
+profiling is on, all of them (what a trace or op summary of the run is made of: msprof
+collects when asked, and then everything); otherwise the last ``keep_records`` of each
+(default :data:`KEEP_RECORDS`, 1000; None keeps all), so a long run's memory stays flat.
+Each list counts every record it was ever given (:attr:`Records.total`), and
+:meth:`Records.since` gives those added after a mark, so a caller measures a stretch of
+work without holding the device's whole history. :meth:`Device.clear_records` forgets them
+(``aclnn.runtime.clear_records`` from the host API; ``acl.rt.reset_device`` of a device
+that is not profiling and ``acl.finalize`` release them).
+
 A device can be limited to fewer vector cores than its SoC has (``max_cores``), as
 ``aclrtSetDeviceResLimit`` / torchair's ``limit_core_num`` limit the cores an operator
 gets: the device's SoC record then reports that many cores, so the tilings
@@ -67,6 +77,37 @@ def kernel_exception(name: str, exc: Exception) -> KernelError:
                       line=line)
     err.__cause__ = exc                 # the original traceback stays reachable
     return err
+
+
+#: Records of each kind (tasks, kernel profiles, copies) a device keeps while it is not
+#: profiling: the last this many (``Device.keep_records``, see the module docstring).
+KEEP_RECORDS = 1000
+
+
+class Records(list):
+    """The records of one kind a device keeps, oldest first (a list), and how many it was
+    ever given.
+
+    Attributes:
+        total: records added since the device was made, including those trimmed or
+            cleared since (never lowered).
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.total = 0
+
+    def append(self, item) -> None:
+        super().append(item)
+        self.total += 1
+
+    def since(self, mark: int) -> list:
+        """The records added after the first ``mark`` (a :attr:`total` read earlier) that
+        are still kept, oldest first."""
+        n = self.total - mark
+        if n <= 0:
+            return []
+        return self[-n:] if n < len(self) else list(self)
 
 
 #: Kinds of stream task (``TaskRecord.kind``).
@@ -234,6 +275,8 @@ class Device:
             docstring); can be changed later through the attribute.
         max_cores: at most this many vector cores for the device's kernels
             (:func:`limit_cores`); None for all of them.
+        keep_records: while not profiling, keep the last this many records of each kind
+            (an int >= 0; None: all). Default :data:`KEEP_RECORDS`.
 
     Attributes:
         soc, gm: the SocSpec (core counts limited by ``max_cores``) and its GlobalMemory
@@ -243,20 +286,29 @@ class Device:
         profiles: a KernelProfile per kernel launch, in execution order.
         copies: ``(kind, start_us, end_us, nbytes, stream_id)`` per async copy.
         tasks: a :class:`TaskRecord` per stream task, in the order they ended.
-        profiling: whether launches keep their spans (``run_kernel(keep_spans=True)``).
+            ``profiles``, ``copies`` and ``tasks`` are :class:`Records`: all of them while
+            profiling, else the last ``keep_records`` of each.
+        profiling: whether launches keep their spans (``run_kernel(keep_spans=True)``),
+            and every record.
+        keep_records: how many records of each kind are kept while not profiling.
         deterministic: the ACL_OPT_DETERMINISTIC system parameter.
 
     Raises:
-        ValueError: ``max_cores`` is not an int >= 1.
+        ValueError: ``max_cores`` is not an int >= 1, or ``keep_records`` not an int >= 0
+            or None.
     """
 
     def __init__(self, soc=None, device_id: int = 0, *, profiling: bool = False,
-                 max_cores: int | None = None):
+                 max_cores: int | None = None, keep_records: int | None = KEEP_RECORDS):
+        if keep_records is not None and (isinstance(keep_records, bool) or not isinstance(
+                keep_records, int) or keep_records < 0):
+            raise ValueError(f"keep_records must be an int >= 0 or None, got {keep_records!r}")
+        self.keep_records = keep_records
         self.full_soc = get_soc(soc)
         self.soc = limit_cores(self.full_soc, max_cores)
         self.device_id = device_id
         self.profiling = bool(profiling)
-        self.tasks: list[TaskRecord] = []
+        self.tasks = Records()             # TaskRecords
         self._task_ids = itertools.count()
         self.gm = GlobalMemory(self.soc.memory_size)
         self.env = simpy.Environment()
@@ -264,19 +316,28 @@ class Device:
         self.links = {"H2D": simpy.Resource(self.env, 1), "D2H": simpy.Resource(self.env, 1),
                       "D2D": simpy.Resource(self.env, 1)}
         self.default_stream = Stream(self)
-        self.profiles: list[KernelProfile] = []
-        self.copies: list[tuple] = []
+        self.profiles = Records()          # KernelProfiles
+        self.copies = Records()            # (kind, start_us, end_us, nbytes, stream_id)
         self.deterministic = False
 
     def _record(self, stream: Stream, kind: str, name: str, start: float, end: float,
                 nbytes: int = 0, profile=None, error: str | None = None) -> TaskRecord:
         rec = TaskRecord(next(self._task_ids), stream.id, kind, name, start, end, int(nbytes),
                          profile, error)
-        self.tasks.append(rec)
+        self._keep(self.tasks, rec)
         return rec
 
+    def _keep(self, records: Records, item) -> None:
+        """Add ``item`` to ``records``; while not profiling, keep only the last
+        ``keep_records`` (dropped from the front, as a list: O(keep_records) at most)."""
+        records.append(item)
+        limit = self.keep_records
+        if limit is not None and not self.profiling and len(records) > limit:
+            del records[:len(records) - limit]
+
     def clear_records(self) -> None:
-        """Forget the profiles, copies and task records kept so far (not the clock)."""
+        """Forget the profiles, copies and task records kept so far (not the clock, nor
+        the lists' ``total`` counts)."""
         self.profiles.clear()
         self.copies.clear()
         self.tasks.clear()
@@ -336,7 +397,7 @@ class Device:
                     device._record(s, KERNEL, name, start, start, error=str(err))
                     return
                 profile.start_us = start
-                device.profiles.append(profile)
+                device._keep(device.profiles, profile)
                 if on_done is not None:
                     on_done(profile)
                 yield device.env.timeout(profile.duration_us)
@@ -370,7 +431,7 @@ class Device:
                 else:
                     dur = soc.host_link_latency_us + nbytes / soc.host_link_bandwidth * 1e6
                 yield device.env.timeout(dur)
-                device.copies.append((kind, start, device.env.now, nbytes, s.id))
+                device._keep(device.copies, (kind, start, device.env.now, nbytes, s.id))
                 device._record(s, MEMCPY, kind, start, device.env.now, nbytes)
         stream.enqueue(task, kind=None)
 

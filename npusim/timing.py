@@ -49,8 +49,9 @@ start together and reach L2 in that order), so the order is part of the result; 
 gives results bit-identical to a simpy replay of the same model (tests/test_replay_identity
 compares digests of both on a set of launches) at a fraction of the cost per event.
 
-A launch that records exactly what a recent launch recorded (same kernel, tiling and GM
-addresses, whatever the data) takes that launch's kept timing instead of a second replay
+A launch that records what a recent launch recorded (same kernel and tiling, whatever the
+data, on the same GM addresses or on others the replay cannot tell apart, see
+:func:`_relocated_key`) takes that launch's kept timing instead of a second replay
 (:data:`REPLAY_MEMO`): from a cold L2 the replay is a function of the records, the SoC and
 its options alone.
 """
@@ -59,7 +60,9 @@ from __future__ import annotations
 import gc
 import heapq
 import itertools
-from collections import deque
+import math
+from bisect import bisect_right
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from itertools import compress as _compress, repeat as _repeat
 from operator import itemgetter, mul as _mul, not_ as _not, sub as _sub, truediv as _truediv
@@ -69,6 +72,7 @@ import numpy as np
 from npusim.ascendc.core import BARRIER, DMA_IN, DMA_OUT, OP, SET, WAIT
 from npusim.ascendc.types import Pipe
 from npusim.errors import SyncError
+from npusim.lockstep import _PER_MEMBER
 
 #: Pipes reported in every profile, in msprof's order.
 PROFILE_PIPES = (Pipe.PIPE_MTE2, Pipe.PIPE_V, Pipe.PIPE_MTE3, Pipe.PIPE_S)
@@ -124,14 +128,22 @@ _FILL_KEPT: dict = {}
 _FILL_KEEP = 1 << 16
 
 #: Keep whole replays by what they replay: a launch that records what an earlier one
-#: recorded (the same kernel on the same tensors, a training loop's every step) gets the
-#: earlier timing without a second replay. A replay from a cold L2 is a function of the
-#: records, the SoC and the replay's options alone, so the kept timing is the same to the
-#: bit (tests compare the two). Kept: the most recent launches, up to ``_REPLAY_KEEP``
-#: records in all (the kept records are alive as long as their replay is kept).
+#: recorded (the same kernel on the same tensors, a training loop's every step, or the
+#: same launch on tensors allocated anew, :func:`_relocated_key`) gets the earlier timing
+#: without a second replay. A replay from a cold L2 is a function of the records, the SoC
+#: and the replay's options alone, so the kept timing is the same to the bit (tests
+#: compare the two). Kept (:class:`_KeptReplays`): the most recently used replays, at most
+#: ``REPLAY_KEEP_ENTRIES`` of them holding at most ``REPLAY_KEEP_RECORDS`` records in all
+#: (the records their keys hold, a lockstep group's shared ones once: :func:`_key_size`;
+#: some 150 B each), the least recently used forgotten first. A launch whose records
+#: change with its data (indices) leaves a replay per call that is seldom asked for
+#: again: the bounds cap what such a loop keeps (tens of MiB at most).
 REPLAY_MEMO = True
-_REPLAY_KEPT: dict = {}       # key -> (the timing, records replayed), least recent first
-_REPLAY_KEEP = 1 << 19
+REPLAY_KEEP_RECORDS = 1 << 17
+REPLAY_KEEP_ENTRIES = 256
+#: Launches with more transfers than this are kept by their exact GM addresses (finding
+#: the address-free form costs a sort of the transfers, see :func:`_relocated_key`).
+RELOCATE_MAX_TRANSFERS = 1 << 16
 
 
 class _Event:
@@ -794,8 +806,18 @@ class _Memory:
                 if times:
                     wake.append(min(times))
         if wake:
-            # a process: it starts at this instant, then waits ``min(wake)`` cycles
-            self.loop.schedule(0, _URGENT, self._wake_start, (min(wake), self.generation))
+            delay = min(wake)
+            now = self.loop.now
+            if now + delay <= now:
+                # what is left would run out in less than half the float64 spacing of
+                # ``now`` (a remainder of a few 1e-6 B at 1e7 cycles and more), so
+                # ``now + delay`` rounds back to ``now``: a wake then would advance nothing
+                # and be scheduled again forever. Wake one spacing later instead, when it
+                # is through (rate x spacing > what is left); a wake that advances the
+                # clock is left as it is.
+                delay = math.nextafter(now, _INF) - now
+            # a process: it starts at this instant, then waits ``delay`` cycles
+            self.loop.schedule(0, _URGENT, self._wake_start, (delay, self.generation))
 
     def _wake_start(self, arg) -> None:
         self.loop.schedule(arg[0], _NORMAL, self._wake, arg[1])
@@ -1161,13 +1183,15 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
     key = None
     if REPLAY_MEMO and l2 is None:
         try:
-            key = (soc, keep_spans, cores, profile_pipes, _records_key(blocks))
-            kept = _REPLAY_KEPT.pop(key, None)    # popped: put back as the most recent
+            records = _relocated_key(blocks, soc.l2_line_bytes)
+            if records is None:
+                records = _records_key(blocks)
+            key = (soc, keep_spans, cores, profile_pipes, records)
+            kept = _REPLAY_KEPT.get(key)
         except TypeError:                        # a record that cannot be a key
             key = kept = None
         if kept is not None:
-            _REPLAY_KEPT[key] = kept
-            return _copy(kept[0])
+            return _copy(kept)
     # The cyclic garbage collector would walk the records (10^5 and more, all alive) again
     # and again while the replay allocates its events; nothing the replay frees needs it
     # before the end, so it is paused, which changes no result.
@@ -1179,8 +1203,69 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
         if enabled:
             gc.enable()
     if key is not None:
-        _keep_replay(key, _copy(timing), sum(map(len, blocks)))
+        _REPLAY_KEPT.put(key, _copy(timing), _key_size(blocks))
     return timing
+
+
+def _key_size(blocks) -> int:
+    """Records a replay's key holds: each block's own, and of a lockstep group its shared
+    list once and its per-member records once per member."""
+    size, groups = 0, set()
+    for records in blocks:
+        template = getattr(records, "template", None)
+        if template is None:
+            size += len(records)
+        else:
+            size += len(template[1])
+            if id(template[0]) not in groups:
+                groups.add(id(template[0]))
+                size += len(template[0]) - len(template[1])
+    return size
+
+
+class _KeptReplays:
+    """The kept replays (:data:`REPLAY_MEMO`): key -> timing, least recently used first
+    (an OrderedDict), bounded by their number (``REPLAY_KEEP_ENTRIES``) and the records
+    their keys hold in all (``REPLAY_KEEP_RECORDS``; a running total, so a lookup and an
+    insert cost O(1) however many are kept)."""
+
+    def __init__(self):
+        self.items: OrderedDict = OrderedDict()   # key -> (timing, records replayed)
+        self.records = 0                          # records replayed, over the kept items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def get(self, key) -> KernelTiming | None:
+        """The timing kept under ``key`` (now the most recently used), or None."""
+        kept = self.items.get(key)
+        if kept is None:
+            return None
+        self.items.move_to_end(key)
+        return kept[0]
+
+    def put(self, key, timing: KernelTiming, size: int) -> None:
+        """Keep ``timing`` (a replay of ``size`` records) under ``key``; forget the least
+        recently used replays beyond the limits. A replay larger than all the room is
+        not kept."""
+        if size > REPLAY_KEEP_RECORDS:
+            return
+        items = self.items
+        old = items.pop(key, None)
+        if old is not None:
+            self.records -= old[1]
+        items[key] = (timing, size)
+        self.records += size
+        while self.records > REPLAY_KEEP_RECORDS or len(items) > REPLAY_KEEP_ENTRIES:
+            self.records -= items.popitem(last=False)[1][1]
+
+    def clear(self) -> None:
+        self.items.clear()
+        self.records = 0
+
+
+#: the kept replays
+_REPLAY_KEPT = _KeptReplays()
 
 
 class _Shared:
@@ -1231,24 +1316,133 @@ def _records_key(blocks) -> tuple:
     return tuple(out)
 
 
+def _per_member(v) -> bool:
+    """Whether ``v`` is a group's per-member value in its hashable form
+    (:func:`npusim.lockstep._frozen`)."""
+    return type(v) is tuple and len(v) == 2 and v[0] is _PER_MEMBER
+
+
+def _transfers(blocks):
+    """Every transfer record of ``blocks`` once: a block's own, and of a lockstep group
+    the shared list's and the per-member ones (in their hashable form, whose GM addresses
+    may be per member)."""
+    seen = set()
+    for records in blocks:
+        template = getattr(records, "template", None)
+        if template is None:
+            for rec in records:
+                if rec[0] == DMA_IN or rec[0] == DMA_OUT:
+                    yield rec
+            continue
+        group, patched, per_member = template
+        if id(group) in seen:
+            continue
+        seen.add(id(group))
+        skip = set(patched)
+        for i, rec in enumerate(group):
+            if i not in skip and (rec[0] == DMA_IN or rec[0] == DMA_OUT):
+                yield rec
+        for rec in per_member:
+            if rec[0] == DMA_IN or rec[0] == DMA_OUT:
+                yield rec
+
+
+def _relocated_key(blocks, line: int):
+    """:func:`_records_key` of ``blocks`` with their GM addresses made relative, so that
+    the same launch on tensors allocated elsewhere finds the same kept replay; None when
+    that cannot be done (a record this does not know, more transfers than
+    ``RELOCATE_MAX_TRANSFERS``): the caller then keys by the exact addresses.
+
+    A replay from a cold L2 reads a transfer's GM address in two ways only
+    (:meth:`_Memory.transfer`, :class:`L2Cache`): its alignment (``addr % 512``, the
+    unaligned rate) and the L2 lines it covers, compared with the lines of the other
+    transfers (hit, miss, eviction order: the cache is fully associative, and runs of
+    lines never join across transfers, so only lines that two transfers share link them).
+    The transfers fall into *islands*, the sets linked by shared lines. Moving an island as
+    a whole by a multiple of lcm(line, 512) bytes changes nothing the replay reads (nor
+    does the islands' order in GM); the key moves every island to a canonical place (one
+    after the other from 0, in the order the records first touch them, one line apart,
+    keeping its alignment), so launches whose islands differ only in where they are get
+    equal keys. Everything else in the records is kept as it is."""
+    if sum(map(len, blocks)) > 4 * RELOCATE_MAX_TRANSFERS:
+        return None                               # surely too many: not even counted
+    step = math.lcm(line, 512) // line            # lines per move
+    found = []                                    # (first line, end line, record, where)
+    for rec in _transfers(blocks):
+        addr, span = rec[4][0], rec[4][1]
+        addrs = addr[1] if _per_member(addr) else (addr,)
+        spans = span[1] if _per_member(span) else (span,) * len(addrs)
+        if len(spans) != len(addrs):
+            addrs = addrs * len(spans)
+        for a, n in zip(addrs, spans):
+            if type(a) is not int or type(n) is not int:
+                return None
+            found.append((a // line, (a + max(n, 1) - 1) // line + 1, len(found)))
+        if len(found) > RELOCATE_MAX_TRANSFERS:
+            return None
+    if not found:
+        return _records_key(blocks)
+    # the islands, in address order: first line, end line, first transfer in record order
+    found.sort()
+    islands = []
+    i, n = 0, len(found)
+    while i < n:
+        first, end, seen = found[i]
+        i += 1
+        while i < n and found[i][0] < end:
+            end = max(end, found[i][1])
+            seen = min(seen, found[i][2])
+            i += 1
+        islands.append([first, end, seen, 0])
+    # each island's place: in the order the records first touch them (not their
+    # addresses', which another allocation may change), one line apart, keeping its
+    # alignment
+    cursor = 0
+    for island in sorted(islands, key=itemgetter(2)):
+        first, end = island[0], island[1]
+        base = cursor + (first - cursor) % step   # >= cursor, = first (mod step)
+        island[3] = (base - first) * line
+        cursor = base + (end - first) + 1
+    starts = [island[0] for island in islands]
+    shifts = [island[3] for island in islands]
+
+    def moved(addr):
+        if _per_member(addr):
+            return (addr[0], tuple(a + shifts[bisect_right(starts, a // line) - 1]
+                                   for a in addr[1]))
+        return addr + shifts[bisect_right(starts, addr // line) - 1]
+
+    def relocated(rec):
+        key = rec[4]
+        return (*rec[:4], (moved(key[0]), *key[1:]), *rec[5:])
+
+    out = []
+    groups: dict = {}
+    for records in blocks:
+        template = getattr(records, "template", None)
+        if template is None:
+            out.append(tuple([relocated(r) if r[0] == DMA_IN or r[0] == DMA_OUT else r
+                              for r in records]))
+            continue
+        group, patched, per_member = template
+        part = groups.get(id(group))
+        if part is None:
+            skip = set(patched)
+            items = [None if i in skip else (relocated(r) if r[0] == DMA_IN or r[0] == DMA_OUT
+                                             else r) for i, r in enumerate(group)]
+            per = tuple(relocated(r) if r[0] == DMA_IN or r[0] == DMA_OUT else r
+                        for r in per_member)
+            part = groups[id(group)] = _Shared((tuple(items), patched, per))
+        out.append((part, records.member))
+    return ("relocated", tuple(out))
+
+
 def _copy(timing: KernelTiming) -> KernelTiming:
     """A timing that shares nothing a caller could change with ``timing``."""
     spans = None if timing.spans is None else [list(s) for s in timing.spans]
     return KernelTiming(timing.cycles, timing.block_start.copy(), timing.block_end.copy(),
                         {p: v.copy() for p, v in timing.pipe_busy.items()}, spans,
                         timing.hbm_bytes, timing.l2_hit_bytes)
-
-
-def _keep_replay(key, timing: KernelTiming, size: int) -> None:
-    """Keep ``timing`` (a replay of ``size`` records) under ``key``; forget the least recent
-    replays beyond the limit."""
-    if size > _REPLAY_KEEP:
-        return
-    _REPLAY_KEPT[key] = (timing, size)
-    total = sum(n for _, n in _REPLAY_KEPT.values())
-    while total > _REPLAY_KEEP:
-        oldest = next(iter(_REPLAY_KEPT))
-        total -= _REPLAY_KEPT.pop(oldest)[1]
 
 
 def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:

@@ -790,7 +790,8 @@ def run_aclnn(entry: OperatorEntry, case: Case, soc="Ascend910B1", cores: int | 
     Raises:
         RunError: a call returned an error status (the message has ACL's text).
     """
-    section = {"soc": npusim.get_soc(soc).soc_version}
+    section = {"soc": npusim.get_soc(soc).soc_version,
+               "keep_records": None}          # every profile of the run (a fresh device)
     if cores is not None:
         section["max_cores"] = int(cores)
     if trace or op_summary:
@@ -873,7 +874,7 @@ def run_kernel_level(entry: OperatorEntry, case: Case, soc="Ascend910B1",
         raise RunError(f"{entry.name} has no kernel-level driver (its aclnn executor launches "
                        "a chain of kernels): tile sweeps are not available for it")
     with _RUN_LOCK:
-        dev = npusim.Device(soc, profiling=bool(trace), max_cores=cores)
+        dev = npusim.Device(soc, profiling=bool(trace), max_cores=cores, keep_records=None)
         soc_l = dev.soc
         core_num = soc_l.vector_block_num
         ub = ub_for_tile(entry, soc_l, case, int(tile), core_num) if tile else None

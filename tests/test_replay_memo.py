@@ -9,6 +9,8 @@ import pytest
 
 import npusim.launch as NL
 from npusim import GlobalMemory, get_soc, run_kernel, timing
+from npusim.ascendc.core import DMA_IN, DMA_OUT, OP
+from npusim.ascendc.types import Pipe
 from npusim.ascendc import (Adds, DataCopy, GetBlockIdx, GlobalTensor, TPipe, TPosition, TQue,
                             float32)
 
@@ -46,7 +48,7 @@ def add_one(x, z, per):
 def device(monkeypatch):
     """A GlobalMemory with x (8 blocks x 4 tiles) and z, an empty store of replays, and a
     count of the replays run."""
-    monkeypatch.setattr(timing, "_REPLAY_KEPT", {})
+    monkeypatch.setattr(timing, "_REPLAY_KEPT", timing._KeptReplays())
     replays = []
     real = timing._replay
     monkeypatch.setattr(timing, "_replay", lambda *a: replays.append(1) or real(*a))
@@ -115,9 +117,9 @@ def test_the_least_recent_replays_are_forgotten_beyond_the_limit(device, monkeyp
     gm, xa, za, n, replays = device
     launch(gm, xa, za, n)
     launch(gm, xa, za, n, blocks=4)
-    sizes = [size for _, size in timing._REPLAY_KEPT.values()]
+    sizes = [size for _, size in timing._REPLAY_KEPT.items.values()]
     assert len(sizes) == 2
-    monkeypatch.setattr(timing, "_REPLAY_KEEP", max(sizes))    # room for either, not both
+    monkeypatch.setattr(timing, "REPLAY_KEEP_RECORDS", max(sizes))    # room for either, not both
     timing._REPLAY_KEPT.clear()
     launch(gm, xa, za, n)
     launch(gm, xa, za, n, blocks=4)
@@ -126,7 +128,7 @@ def test_the_least_recent_replays_are_forgotten_beyond_the_limit(device, monkeyp
     assert len(replays) == 5
     launch(gm, xa, za, n)                  # and kept again
     assert len(replays) == 5
-    monkeypatch.setattr(timing, "_REPLAY_KEEP", min(sizes) - 1)
+    monkeypatch.setattr(timing, "REPLAY_KEEP_RECORDS", min(sizes) - 1)
     timing._REPLAY_KEPT.clear()
     launch(gm, xa, za, n)                  # larger than the whole store: not kept
     assert not timing._REPLAY_KEPT
@@ -192,3 +194,97 @@ def test_the_key_of_a_groups_records_sees_every_record(device, monkeypatch):
                for r in a]
     assert timing._records_key(changed) != timing._records_key(b)
     assert [list(r) for r in changed] != [list(r) for r in b]
+
+
+def test_the_same_launch_on_tensors_allocated_anew_takes_the_kept_replay(device, monkeypatch):
+    """The replay reads GM addresses only through their alignment and the L2 lines the
+    transfers share, so a launch on freshly allocated tensors (a loop that allocates per
+    step) is the same replay, and takes the kept one."""
+    gm, xa, za, n, replays = device
+    first = launch(gm, xa, za, n)
+    for extra in (0, 512, 4096 + 512):
+        xb, zb = gm.malloc(n * 4 + extra), gm.malloc(n * 4)
+        assert (xb, zb) != (xa, za)
+        again = launch(gm, xb, zb, n)
+        assert len(replays) == 1
+        assert_same_timing(again.timing, first.timing)
+    monkeypatch.setattr(timing, "REPLAY_MEMO", False)
+    assert_same_timing(launch(gm, xb, zb, n).timing, first.timing)     # a replay agrees
+    # x and z overlapping (z = x: the writes hit the lines read) is another replay
+    monkeypatch.setattr(timing, "REPLAY_MEMO", True)
+    launch(gm, xb, xb, n)
+    assert len(replays) == 3
+
+
+def _records(rng, tensors, n_blocks):
+    """Random block records over ``tensors`` ((address, bytes) each): reads and writes of
+    random slices, and vector work between them."""
+    blocks = []
+    for _ in range(n_blocks):
+        recs = []
+        for _ in range(int(rng.integers(2, 9))):
+            base, size = tensors[int(rng.integers(len(tensors)))]
+            off = int(rng.integers(0, size // 32)) * 32
+            span = int(rng.integers(1, (size - off) // 32 + 1)) * 32
+            kind = DMA_IN if rng.random() < 0.6 else DMA_OUT
+            pipe = Pipe.PIPE_MTE2 if kind == DMA_IN else Pipe.PIPE_MTE3
+            recs.append((kind, pipe, 0.0, span, (base + off, span, bool(rng.random() < 0.1)),
+                         "DataCopy"))
+            recs.append((OP, Pipe.PIPE_V, float(rng.integers(1, 400)), 0, None, "Add"))
+        blocks.append(recs)
+    return blocks
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_moving_islands_of_transfers_by_whole_lines_changes_no_replay(seed):
+    """Tensors (islands of transfers that share L2 lines) moved to other addresses by
+    multiples of 512 B, in another order: the same replay to the bit, and the same key.
+    Moved by 32 B (other alignments): another key."""
+    rng = np.random.default_rng(seed)
+    small_l2 = dataclasses.replace(SOC, l2_size=64 << 10)      # evictions and write-backs
+    sizes = [int(rng.integers(1, 64)) * 512 for _ in range(5)]
+    align = [int(rng.choice([0, 32, 96])) for _ in range(5)]
+    a = [(0x1000_0000 + i * 0x10000 + align[i], sizes[i]) for i in range(5)]
+    b = [None] * 5
+    at = 0x7700_0000
+    for i in rng.permutation(5):                # another order, other gaps
+        b[i] = (at + align[i], sizes[i])
+        at += (sizes[i] // 512 + 1 + int(rng.integers(1, 40))) * 512
+    ra = _records(np.random.default_rng(seed + 100), a, 6)
+    rb = _records(np.random.default_rng(seed + 100), b, 6)
+    assert ra != rb
+    for soc in (SOC, small_l2):
+        ta = timing._replay(ra, soc, True, None, timing.PROFILE_PIPES, None)
+        tb = timing._replay(rb, soc, True, None, timing.PROFILE_PIPES, None)
+        assert_same_timing(tb, ta)
+    key = timing._relocated_key(ra, SOC.l2_line_bytes)
+    assert key is not None and key == timing._relocated_key(rb, SOC.l2_line_bytes)
+    off = [(addr + 32, n) for addr, n in a]
+    rc = _records(np.random.default_rng(seed + 100), off, 6)
+    assert timing._relocated_key(rc, SOC.l2_line_bytes) != key
+
+
+def test_transfers_that_share_lines_or_not_have_other_keys():
+    def reads(x, y):
+        return [[(DMA_IN, Pipe.PIPE_MTE2, 0.0, 1024, (x, 1024, False), "DataCopy")],
+                [(DMA_IN, Pipe.PIPE_MTE2, 0.0, 1024, (y, 1024, False), "DataCopy")]]
+    apart = timing._relocated_key(reads(1 << 20, (1 << 20) + 8192), 512)
+    assert apart == timing._relocated_key(reads(1 << 24, (1 << 22)), 512)
+    assert apart != timing._relocated_key(reads(1 << 20, (1 << 20) + 512), 512)   # one line shared
+    assert apart != timing._relocated_key(reads(1 << 20, 1 << 20), 512)           # the same bytes
+
+
+def test_the_store_forgets_the_least_recently_used_beyond_its_count(monkeypatch):
+    monkeypatch.setattr(timing, "REPLAY_KEEP_ENTRIES", 2)
+    monkeypatch.setattr(timing, "REPLAY_KEEP_RECORDS", 100)
+    kept = timing._KeptReplays()
+    kept.put("a", "A", 10)
+    kept.put("b", "B", 20)
+    assert kept.get("a") == "A"                 # now the most recently used
+    kept.put("c", "C", 30)
+    assert kept.get("b") is None and kept.get("a") == "A" and kept.get("c") == "C"
+    assert kept.records == 40
+    kept.put("d", "D", 90)                      # room for it alone
+    assert len(kept) == 1 and kept.records == 90
+    kept.put("d", "D2", 50)                     # a key kept again: its size replaced
+    assert kept.records == 50 and kept.get("d") == "D2"

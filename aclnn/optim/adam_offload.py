@@ -574,7 +574,7 @@ class AdamOffload:
             raise RuntimeError("For 'AdamNoUpdateParam', the 'beta1_power' can not be 1.")
         dev = self._device
         ev = self._ev
-        n_copies, n_profiles = len(dev.copies), len(dev.profiles)
+        n_copies, n_profiles = dev.copies.total, dev.profiles.total
         copy_sid = runtime.resolve_stream(self.copy_stream).id
         compute_sid = runtime.resolve_stream(self.compute_stream).id
 
@@ -640,10 +640,10 @@ class AdamOffload:
     # -- timeline ------------------------------------------------------------------------
     def _timeline(self, host_spans, decays, n_copies, n_profiles, copy_sid, compute_sid):
         dev = self._device
-        copies = dev.copies[n_copies:]
+        copies = dev.copies.since(n_copies)
         d2h = [c for c in copies if c[0] == "D2H" and c[4] == copy_sid]
         h2d = [c for c in copies if c[0] == "H2D" and c[4] == compute_sid]
-        profiles = dev.profiles[n_profiles:]
+        profiles = dev.profiles.since(n_profiles)
 
         def ts(kind, i):
             return runtime.resolve_event(self._ev[kind][i]).timestamp_us

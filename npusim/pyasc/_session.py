@@ -133,7 +133,10 @@ class Session:
         if dev is None:
             from asc.lib.runtime import state
             soc = state.soc_verison.value if state.model else self.soc
-            dev = self.devices[device_id] = Device(soc, device_id, profiling=self.profiling)
+            # every record kept, as the session keeps every launch: its report, trace and
+            # op summary cover the whole script
+            dev = self.devices[device_id] = Device(soc, device_id, profiling=self.profiling,
+                                                   keep_records=None)
         return dev
 
     def set_device(self, device_id: int) -> None:
@@ -213,13 +216,14 @@ class Session:
                                    else _kernel_arg(jit_fn, runtime_args[name], handles))
             body = binder.function(jit_fn)
             entry = _Entry(body, tuple(kernel_args), auto_sync, self.checks)
-            n_profiles = len(dev.profiles)
+            n_profiles = dev.profiles.total
             dev.launch(stream, entry, opts.core_num, (), name=record.name,
                        kernel_type=kernel_type, sync_all=sync_all)
             errors = dev.synchronize_stream(stream)
             if errors:
                 raise entry.python_error or errors[0]
-            record.profile = dev.profiles[n_profiles] if len(dev.profiles) > n_profiles else None
+            new = dev.profiles.since(n_profiles)
+            record.profile = new[0] if new else None
             record.auto_flags = entry.auto_flags
             for h in handles:
                 h.copy_from_device()
