@@ -42,7 +42,7 @@ import json
 import math
 import sys
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -56,8 +56,7 @@ SOURCE = ("asc-devkit examples/01_simd_cpp_api/05_best_practices/04_memory_acces
           "README.md")
 
 
-@dataclass(frozen=True)
-class Scenario:
+class Scenario(NamedTuple):
     """One scenario of the example (data_copy.asc's UbScenario / L1Scenario).
 
     dst: "UB" (AIV blocks, DataCopyPad) or "L1" (AIC blocks, DataCopy with Nd2NzParams).
@@ -216,8 +215,12 @@ def data_copy_kernel(src, sc: Scenario, m: int, n: int):
     PipeBarrier(PIPE_ALL)
 
 
-def run_scenario(name: str, scale: float = 1.0, soc_name: str = "Ascend910B1") -> dict:
+def run_scenario(name: str, scale: float = 1.0, soc_name: str = "Ascend910B1",
+                 blocks: int | None = None) -> dict:
     """Simulate one scenario (a cold launch); return its figures.
+
+    ``blocks`` launches fewer blocks than the example (each with the rows it would have:
+    a quick check that a scenario runs; the measured figures are at the example's blockDim).
 
     Keys: scenario, m, n, blockDim, scale, task_duration_us, the profile's pipe times
     (``aiv_mte2_time_us`` ... or ``aic_mte2_time_us`` ...), bytes_read, hbm_bytes,
@@ -228,6 +231,8 @@ def run_scenario(name: str, scale: float = 1.0, soc_name: str = "Ascend910B1") -
         KeyError: an unknown scenario name.
     """
     sc = SCENARIOS[name]
+    if blocks is not None and blocks != sc.blocks:
+        sc = sc._replace(blocks=int(blocks), m=sc.m // sc.blocks * int(blocks))
     soc = get_soc(soc_name)
     m, n = scaled_shape(sc, scale)
     gm = GlobalMemory(soc.memory_size)
@@ -253,8 +258,10 @@ def run_scenario(name: str, scale: float = 1.0, soc_name: str = "Ascend910B1") -
 
 
 def full_size(fig: dict) -> bool:
+    """Whether a run is the example's problem (its shape and blockDim): only then is it
+    compared with msprof."""
     sc = SCENARIOS[fig["scenario"]]
-    return (fig["m"], fig["n"]) == (sc.m, sc.n)
+    return (fig["m"], fig["n"], fig["blockDim"]) == (sc.m, sc.n, sc.blocks)
 
 
 def error_pct(sim: float, measured: float) -> float:
@@ -277,7 +284,7 @@ def _print(fig: dict) -> None:
     m = MEASURED[fig["scenario"]] if full_size(fig) else None
     side = "aiv" if sc.dst == "UB" else "aic"
     print(f"{fig['scenario']}: GM -> {sc.dst}, {sc.what}; half [{fig['m']},{fig['n']}], "
-          f"Tile [{sc.tile_m},{sc.tile_n}], blockDim {sc.blocks}, {fig['copies']} copies "
+          f"Tile [{sc.tile_m},{sc.tile_n}], blockDim {fig['blockDim']}, {fig['copies']} copies "
           f"per block  (host {fig['host_seconds']:.1f} s)")
 
     def line(label, value, measured=None, unit="us"):
@@ -288,6 +295,8 @@ def _print(fig: dict) -> None:
 
     line("Task Duration", fig["task_duration_us"], m and m["task"])
     for key in sorted(k for k in fig if k.startswith(side) and k.endswith("_time_us")):
+        if fig[key] == 0 and key != f"{side}_mte2_time_us":
+            continue        # pipes the kernel never uses
         mkey = "mte2" if key == f"{side}_mte2_time_us" else None
         line(key[:-3], fig[key], m.get(mkey) if m and mkey else None)
     print(f"  {'bytes read':<22}{fig['bytes_read']:12d} B    (HBM {fig['hbm_bytes']:.0f} B)")
@@ -332,6 +341,7 @@ def plot(figs: list[dict], path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     sim = effects({f["scenario"]: f["task_duration_us"] for f in figs})
     meas = effects({k: v["task"] for k, v in MEASURED.items()})
     rows = [(label, s, r) for (label, s), (_, r) in zip(sim, meas) if s is not None]
@@ -339,17 +349,29 @@ def plot(figs: list[dict], path: str) -> None:
         raise SystemExit("--plot needs both scenarios of at least one effect (e.g. --case all)")
     y = np.arange(len(rows))
     fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.5))
-    ax.barh(y - 0.2, [s for _, s, _ in rows], 0.4, label="simulated")
-    ax.barh(y + 0.2, [r for _, _, r in rows], 0.4, label="msprof (Atlas A2)")
+    # each bar runs from 1 (no effect) to the ratio, so its direction is the effect's
+    for dy, col, label in ((-0.2, 1, "simulated"), (0.2, 2, "msprof (Atlas A2)")):
+        vals = np.array([row[col] for row in rows])
+        ax.barh(y + dy, vals - 1.0, 0.4, left=1.0, label=label)
+        for yy, v in zip(y + dy, vals):
+            ax.annotate(f"{v:.2f}", (v, yy), va="center", fontsize=8,
+                        ha="left" if v >= 1 else "right",
+                        xytext=(3 if v >= 1 else -3, 0), textcoords="offset points")
     ax.axvline(1.0, color="grey", lw=0.8)
     ax.set_xscale("log")
+    lo = min(min(r[1], r[2]) for r in rows)
+    hi = max(max(r[1], r[2]) for r in rows)
+    ax.set_xlim(min(lo, 1.0) / 1.6, max(hi, 1.0) * 1.6)
+    ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=2))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_yticks(y, [label for label, _, _ in rows])
     ax.invert_yaxis()
     ax.set_xlabel("Task Duration ratio (log scale; 1 = no effect)")
     scaled = any(not full_size(f) for f in figs)
     ax.set_title("DataCopy best practice: the effects" + (" (simulated at reduced scale)"
                                                           if scaled else ""))
-    ax.legend()
+    ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

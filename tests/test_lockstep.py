@@ -327,6 +327,7 @@ def _example(name):
 
 EXAMPLES = [
     ("add_study", ["--case", "all", "--rows", "100"]),
+    ("data_copy_study", ["--case", "U1,U4,U8,L3,L5", "--scale", "0.01"]),
     ("add_sample", []), ("apply_fused_ema_adam_sample", []), ("apply_add_sign_sample", []),
     ("softmax_sample", []), ("rms_norm_sample", []), ("fused_sparse_adam_sample", []),
     ("embedding_dense_backward_sample", []), ("adam_offload_sample", ["--steps", "2"]),
