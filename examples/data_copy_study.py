@@ -189,7 +189,10 @@ def tile_origins(sc: Scenario, m: int, n: int, block: int):
 
 def data_copy_kernel(src, sc: Scenario, m: int, n: int):
     """One block of a scenario: every tile of :func:`tile_origins` copied into one buffer
-    of local memory (UB or L1), no compute, no flags."""
+    of local memory (UB or L1), no compute, no flags.
+
+    The buffer is a TBuf (no queue, no implicit sync), as the example's static tensor at
+    address 0: each copy overwrites the last, and MTE2 runs them back to back."""
     block = GetBlockIdx()
     pipe = TPipe()
     src_gm = GlobalTensor(half)
