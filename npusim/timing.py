@@ -497,6 +497,55 @@ class L2Cache:
             self._add(s, e, dirty, stamp)
         return hits / (b - a), self._evict(), through
 
+    def access_lines(self, starts, ends, write: bool) -> tuple[float, int, int]:
+        """Touch the lines ``[starts[i], ends[i])`` (sorted, disjoint, not adjacent: the
+        lines a strided transfer's rows cover, :func:`row_lines`) as one access: every
+        line takes the same recency, as :meth:`access` gives the lines of one range, and
+        a write finding the cache full is written through as a whole. The lines between
+        the ranges are not touched.
+
+        Returns:
+            as :meth:`access`, the fraction of hits over the lines touched.
+        """
+        self.clock += 1
+        stamp = self.clock
+        hits = total = 0
+        new: list[list] = []        # the runs the access leaves over its lines
+        for a, b in zip(starts, ends):
+            total += b - a
+            pieces = self._cut(a, b)
+            pos = a
+            last = None
+            for s, e, dirty in pieces:       # as in :meth:`access`
+                hits += e - s
+                if s > pos:
+                    if last is not None and last[1] == pos and last[2] == write:
+                        last[1] = s
+                    else:
+                        last = [pos, s, write]
+                        new.append(last)
+                if e > s:
+                    d = dirty or write
+                    if last is not None and last[1] == s and last[2] == d:
+                        last[1] = e
+                    else:
+                        last = [s, e, d]
+                        new.append(last)
+                pos = e
+            if b > pos:
+                if last is not None and last[1] == pos and last[2] == write:
+                    last[1] = b
+                else:
+                    new.append([pos, b, write])
+        through = 0
+        if write and self.write_through_when_full and self.size + total > self.capacity:
+            through = total * self.line
+            for run in new:
+                run[2] = False
+        for s, e, dirty in new:
+            self._add(s, e, dirty, stamp)
+        return hits / total, (self._evict() if self.size > self.capacity else 0), through
+
     def _evict(self) -> int:
         wb = 0
         while self.size > self.capacity:
@@ -517,6 +566,55 @@ class L2Cache:
     def invalidate(self, addr: int, span: int) -> None:
         """Drop the lines of a range written around the cache."""
         self._cut(addr // self.line, (addr + max(span, 1) - 1) // self.line + 1)
+
+    def invalidate_lines(self, starts, ends) -> None:
+        """Drop the lines ``[starts[i], ends[i])`` of rows written around the cache."""
+        for a, b in zip(starts, ends):
+            self._cut(a, b)
+
+
+#: line ranges of recent row sets, by (address mod line, line, rows): see :func:`row_lines`
+_ROW_LINES: dict = {}
+_ROW_LINES_KEEP = 1 << 12
+
+
+def row_lines(addr: int, rows: tuple, line: int) -> tuple[list, list]:
+    """The L2 lines a transfer's rows touch, as sorted disjoint ranges ``[starts[i],
+    ends[i])`` of line numbers, ranges that touch joined: ``rows`` are runs of (byte offset
+    from ``addr``, row bytes, pitch, count) (the form of
+    :meth:`npusim.ascendc.checker.GmLog.note`), the lines between rows are not in them.
+
+    Computed with numpy over the rows (a copy can have thousands) and kept by the rows'
+    form and the address within its line (a kernel's copies repeat one form at many
+    addresses), so a transfer costs an addition and a list conversion."""
+    r = addr % line
+    key = (r, line, rows)
+    rel = _ROW_LINES.get(key)
+    if rel is None:
+        if len(rows) == 1:
+            off, row, pitch, count = rows[0]
+            lo = r + off + np.arange(count, dtype=np.int64) * pitch
+            hi = lo + max(row, 1)
+        else:
+            lo = np.concatenate([r + off + np.arange(count, dtype=np.int64) * pitch
+                                 for off, _, pitch, count in rows])
+            hi = lo + np.concatenate([np.full(count, max(row, 1), dtype=np.int64)
+                                      for _, row, _, count in rows])
+        lo, hi = lo // line, (hi - 1) // line + 1
+        if len(lo) > 1:
+            if np.any(lo[1:] < lo[:-1]):
+                order = np.argsort(lo, kind="stable")
+                lo, hi = lo[order], hi[order]
+            reach = np.maximum.accumulate(hi)
+            # a range starts where a row begins past every line the rows before it reach
+            first = np.flatnonzero(np.concatenate(([True], lo[1:] > reach[:-1])))
+            lo, hi = lo[first], reach[np.concatenate((first[1:] - 1, [len(reach) - 1]))]
+        if len(_ROW_LINES) >= _ROW_LINES_KEEP:
+            _ROW_LINES.clear()
+        rel = _ROW_LINES[key] = (lo, hi)
+    base = addr // line
+    lo, hi = rel
+    return (lo + base).tolist(), (hi + base).tolist()
 
 
 class _Memory:
@@ -622,10 +720,20 @@ class _Memory:
         """Start a DMA of ``nbytes`` described by ``key`` (from an AIC when ``cube``); return
         the event of its end."""
         soc = self.soc
-        addr, span, bypass = key
+        if len(key) == 3:       # one contiguous range
+            addr, span, bypass = key
+            lines = None
+        else:                   # rows: the lines they touch, not the gaps between them
+            addr, span, bypass, rows = key
+            lines = row_lines(addr, rows, self.l2.line)
         factor = 1.0 if not addr & 511 else soc.gm_unaligned_rate_factor
         if kind == DMA_IN:
-            hit, wb = (0.0, 0) if bypass else self.l2.access(addr, span, False)[:2]
+            if bypass:
+                hit, wb = 0.0, 0
+            elif lines is None:
+                hit, wb = self.l2.access(addr, span, False)[:2]
+            else:
+                hit, wb = self.l2.access_lines(lines[0], lines[1], False)[:2]
             hit_bytes = nbytes * hit
             miss = nbytes - hit_bytes
             self.l2_hit_bytes += hit_bytes
@@ -638,12 +746,16 @@ class _Memory:
             latency = soc.dma_latency_cycles
         else:
             if bypass:          # posted to the HBM write queue, like an evicted line
-                self.l2.invalidate(addr, span)
+                if lines is None:
+                    self.l2.invalidate(addr, span)
+                else:
+                    self.l2.invalidate_lines(*lines)
                 self.hbm_bytes += nbytes
                 wait = self._queue(nbytes)
                 on_l2, on_hbm, direction = 0.0, 0.0, 0
             else:
-                _, wb, through = self.l2.access(addr, span, True)
+                _, wb, through = (self.l2.access(addr, span, True) if lines is None
+                                  else self.l2.access_lines(lines[0], lines[1], True))
                 self.hbm_bytes += wb + through
                 wait = self._queue(wb + through)
                 on_l2, on_hbm, direction = nbytes, 0.0, 0
@@ -1358,7 +1470,12 @@ def _relocated_key(blocks, line: int):
     unaligned rate) and the L2 lines it covers, compared with the lines of the other
     transfers (hit, miss, eviction order: the cache is fully associative, and runs of
     lines never join across transfers, so only lines that two transfers share link them).
-    The transfers fall into *islands*, the sets linked by shared lines. Moving an island as
+    The transfers fall into *islands*, the sets linked by shared lines. A transfer of rows
+    (a key with runs, :func:`npusim.ascendc.datacopy.gm_key`) touches only its rows' lines,
+    but is taken here as its whole span: its runs are offsets from its address and move
+    with it, so the islands found are unions of true ones, which moves as wholes just as
+    safely (the lines within a row set keep their places relative to the line grid, as
+    every move keeps ``addr % line``). Moving an island as
     a whole by a multiple of lcm(line, 512) bytes changes nothing the replay reads (nor
     does the islands' order in GM); the key moves every island to a canonical place (one
     after the other from 0, in the order the records first touch them, one line apart,
@@ -1369,7 +1486,10 @@ def _relocated_key(blocks, line: int):
     step = math.lcm(line, 512) // line            # lines per move
     found = []                                    # (first line, end line, record, where)
     for rec in _transfers(blocks):
-        addr, span = rec[4][0], rec[4][1]
+        key = rec[4]
+        addr, span = key[0], key[1]
+        if len(key) > 3 and not all(type(x) is int for run in key[3] for x in run):
+            return None                           # rows that differ from member to member
         addrs = addr[1] if _per_member(addr) else (addr,)
         spans = span[1] if _per_member(span) else (span,) * len(addrs)
         if len(spans) != len(addrs):
