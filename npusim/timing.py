@@ -362,11 +362,76 @@ class L2Cache:
     def _remove(self, start: int) -> list:
         """Drop the whole run at ``start``; return it."""
         run = self.runs.pop(start)
-        self.size -= run[0] - start
+        self.size -= run[6] if len(run) > 3 else run[0] - start
         rid = self.rid.pop(start)
         del self.rstart[rid]
         self._drop_pages(rid, start, run[0], False, False)
         return run
+
+    def _put(self, lo, hi, dirt, stamp: int, reg=None) -> None:
+        """A new run of the lines ``[lo[i], hi[i])`` (sorted, disjoint; ``dirt[i]``: dirty),
+        a plain run when they are one range. A run of several ranges is kept as
+        ``[end, None, stamp, lo, hi, dirt, lines, reg]`` (numpy arrays; ``reg``: (first line
+        mod pitch, pitch, lines) when its ranges are equal and evenly spaced, else None),
+        indexed by its extent;
+        it is created by one access (or is what is left of one), so runs of one recency
+        never interleave and (recency, start) orders lines as a per-line LRU does."""
+        if len(lo) == 1:
+            self._add(int(lo[0]), int(hi[0]), bool(dirt[0]), stamp)
+            return
+        start, end = int(lo[0]), int(hi[-1])
+        n = int((hi - lo).sum())
+        self.runs[start] = [end, None, stamp, lo, hi, dirt, n, reg]
+        heapq.heappush(self.heap, (stamp, start))
+        self.size += n
+        self._new_id(start, end)
+
+    def _ranges(self, starts):
+        """The ranges of the runs at ``starts``, sorted: lo, hi, dirty, and the index in
+        ``starts`` of each range's run."""
+        runs = self.runs
+        parts = []
+        for k, st in enumerate(starts):
+            run = runs[st]
+            if len(run) > 3:
+                parts.append((run[3], run[4], run[5], np.full(len(run[3]), k)))
+            else:
+                parts.append(((st,), (run[0],), (bool(run[1]),), (k,)))
+        lo = np.concatenate([q[0] for q in parts]).astype(np.int64)
+        hi = np.concatenate([q[1] for q in parts]).astype(np.int64)
+        dirt = np.concatenate([q[2] for q in parts]).astype(bool)
+        own = np.concatenate([q[3] for q in parts]).astype(np.int64)
+        if len(parts) > 1:
+            order = np.argsort(lo, kind="stable")
+            lo, hi, dirt, own = lo[order], hi[order], dirt[order], own[order]
+        return lo, hi, dirt, own
+
+    def _cut_ranges(self, starts, a_lo, a_hi):
+        """Remove the lines ``[a_lo[i], a_hi[i])`` from the runs at ``starts`` (those that
+        may share lines with them): what is left of each run stays, with its recency.
+        Returns the removed pieces, sorted: lo, hi, dirty."""
+        c_lo, c_hi, c_dirt, own = self._ranges(starts)
+        ci, plo, phi = _overlaps(c_lo, c_hi, a_lo, a_hi)
+        if not len(ci):
+            return plo, phi, np.zeros(0, bool)
+        r_lo, r_hi, r_c = _left(c_lo, c_hi, ci, plo, phi)
+        whole = np.ones(len(c_lo), bool)            # the ranges no piece was taken from
+        whole[ci] = False
+        whole = np.flatnonzero(whole)
+        r_lo = np.concatenate((c_lo[whole], r_lo))
+        r_hi = np.concatenate((c_hi[whole], r_hi))
+        r_c = np.concatenate((whole, r_c))
+        r_own = own[r_c]
+        runs = self.runs
+        for k in np.unique(own[ci]).tolist():
+            st = starts[k]
+            stamp = runs[st][2]
+            m = np.flatnonzero(r_own == k)
+            self._remove(st)
+            if len(m):
+                m = m[np.argsort(r_lo[m], kind="stable")]
+                self._put(r_lo[m], r_hi[m], c_dirt[r_c[m]], stamp)
+        return plo, phi, c_dirt[ci]
 
     def _drop_head(self, start: int, new_start: int) -> None:
         """The run at ``start`` loses its lines [start, new_start) (fewer than it has): the
@@ -409,7 +474,13 @@ class L2Cache:
         ``b`` with the run's recency (as a per-line LRU keeps each line's)."""
         pieces = []
         runs = self.runs
-        for s in self._overlapping(a, b):
+        found = self._overlapping(a, b)
+        multi = [s for s in found if len(runs[s]) > 3]
+        if multi:
+            found = [s for s in found if len(runs[s]) == 3]
+            plo, phi, pd = self._cut_ranges(multi, np.array([a]), np.array([b]))
+            pieces.extend(zip(plo.tolist(), phi.tolist(), pd.tolist()))
+        for s in found:
             e, dirty, stamp = runs[s]
             if s < a:
                 if e > b and a - s <= e - b:
@@ -428,6 +499,8 @@ class L2Cache:
             else:
                 self._remove(s)
             pieces.append((max(s, a), min(e, b), dirty))
+        if multi:
+            pieces.sort()
         return pieces
 
     def access(self, addr: int, span: int, write: bool) -> tuple[float, int, int]:
@@ -441,7 +514,7 @@ class L2Cache:
         self.clock += 1
         stamp = self.clock
         run = self.runs.get(a)
-        if run is not None and run[0] == b:
+        if run is not None and run[0] == b and len(run) == 3:
             # the range is one resident run (a tile written back where it was read): all
             # hits; the run takes the new recency in place, as cutting it out and adding
             # it back would
@@ -497,54 +570,69 @@ class L2Cache:
             self._add(s, e, dirty, stamp)
         return hits / (b - a), self._evict(), through
 
-    def access_lines(self, starts, ends, write: bool) -> tuple[float, int, int]:
-        """Touch the lines ``[starts[i], ends[i])`` (sorted, disjoint, not adjacent: the
-        lines a strided transfer's rows cover, :func:`row_lines`) as one access: every
+    def access_lines(self, lo, hi, write: bool, reg=None) -> tuple[float, int, int]:
+        """Touch the lines ``[lo[i], hi[i])`` (int64 arrays, sorted, disjoint, not adjacent:
+        the lines a strided transfer's rows cover, :func:`row_lines`) as one access: every
         line takes the same recency, as :meth:`access` gives the lines of one range, and
         a write finding the cache full is written through as a whole. The lines between
-        the ranges are not touched.
+        the ranges are not touched. numpy over the ranges: a transfer of thousands of rows
+        costs a few array operations per run it meets.
+
+        ``reg``: (first line mod pitch, pitch, lines) when the ranges are equal and evenly
+        spaced (:func:`row_lines`): a run of such ranges at the same pitch whose lines fall
+        in other residues shares no line with them, and is passed over without comparing
+        ranges (the column tiles of one matrix).
 
         Returns:
             as :meth:`access`, the fraction of hits over the lines touched.
         """
         self.clock += 1
         stamp = self.clock
-        hits = total = 0
-        new: list[list] = []        # the runs the access leaves over its lines
-        for a, b in zip(starts, ends):
-            total += b - a
-            pieces = self._cut(a, b)
-            pos = a
-            last = None
-            for s, e, dirty in pieces:       # as in :meth:`access`
-                hits += e - s
-                if s > pos:
-                    if last is not None and last[1] == pos and last[2] == write:
-                        last[1] = s
-                    else:
-                        last = [pos, s, write]
-                        new.append(last)
-                if e > s:
-                    d = dirty or write
-                    if last is not None and last[1] == s and last[2] == d:
-                        last[1] = e
-                    else:
-                        last = [s, e, d]
-                        new.append(last)
-                pos = e
-            if b > pos:
-                if last is not None and last[1] == pos and last[2] == write:
-                    last[1] = b
-                else:
-                    new.append([pos, b, write])
+        total = int((hi - lo).sum())
+        n_ranges = len(lo)
+        found = self._overlapping(int(lo[0]), int(hi[-1]))
+        if found and reg is not None:
+            found = self._apart(found, reg)
+        hits = 0
+        dirt = np.full(len(lo), bool(write))
+        if found:
+            plo, phi, pd = self._cut_ranges(found, lo, hi)
+            hits = int((phi - plo).sum())
+            if not write and pd.any():
+                # the lines that were dirty stay dirty: split the ranges there
+                dlo, dhi = plo[pd], phi[pd]
+                ci, qlo, qhi = _overlaps(lo, hi, dlo, dhi)
+                r_lo, r_hi, r_c = _left(lo, hi, ci, qlo, qhi)
+                keep = np.ones(len(lo), bool)
+                keep[ci] = False
+                lo = np.concatenate((lo[keep], r_lo, dlo))
+                hi = np.concatenate((hi[keep], r_hi, dhi))
+                dirt = np.concatenate((np.zeros(len(lo) - len(dlo), bool),
+                                       np.ones(len(dlo), bool)))
+                order = np.argsort(lo, kind="stable")
+                lo, hi, dirt = lo[order], hi[order], dirt[order]
         through = 0
         if write and self.write_through_when_full and self.size + total > self.capacity:
             through = total * self.line
-            for run in new:
-                run[2] = False
-        for s, e, dirty in new:
-            self._add(s, e, dirty, stamp)
+            dirt = np.zeros(len(lo), bool)
+        self._put(lo, hi, dirt, stamp, reg if len(lo) == n_ranges else None)
         return hits / total, (self._evict() if self.size > self.capacity else 0), through
+
+    def _apart(self, starts: list, reg) -> list:
+        """``starts`` without the runs of evenly spaced ranges at pitch ``reg[1]`` whose
+        lines lie in residues (mod the pitch) other than those of ``reg``'s."""
+        r0, pitch, n = reg
+        runs = self.runs
+        out = []
+        for st in starts:
+            run = runs[st]
+            other = run[7] if len(run) > 3 else None
+            if other is not None and other[1] == pitch:
+                d = (other[0] - r0) % pitch
+                if d >= n and d + other[2] <= pitch:
+                    continue                # no residue in common: no line in common
+            out.append(st)
+        return out
 
     def _evict(self) -> int:
         wb = 0
@@ -553,6 +641,9 @@ class L2Cache:
             run = self.runs.get(start)
             if run is None or run[2] != stamp:
                 continue                    # stale heap entry
+            if len(run) > 3:
+                wb += self._evict_ranges(start, run)
+                continue
             end, dirty, _ = run
             n = min(self.size - self.capacity, end - start)
             if n < end - start:             # evict the run's first lines only
@@ -563,14 +654,63 @@ class L2Cache:
                 wb += n * self.line
         return wb
 
+    def _evict_ranges(self, start: int, run: list) -> int:
+        """Evict the first lines of the run of ranges at ``start`` (all of them if the
+        cache must lose as many); return the bytes of dirty lines evicted."""
+        _, _, stamp, lo, hi, dirt, count, reg = run
+        n = min(self.size - self.capacity, count)
+        self._remove(start)
+        if n == count:
+            return int((hi - lo)[dirt].sum()) * self.line
+        ends = np.cumsum(hi - lo)
+        k = int(np.searchsorted(ends, n, side="right"))    # ranges [0, k) go whole
+        cut = n - (int(ends[k - 1]) if k else 0)               # and ``cut`` lines of range k
+        wb = int((hi[:k] - lo[:k])[dirt[:k]].sum()) + (cut if dirt[k] else 0)
+        lo = lo[k:].copy()
+        lo[0] += cut
+        self._put(lo, hi[k:], dirt[k:], stamp, None if cut else reg)
+        return wb * self.line
+
     def invalidate(self, addr: int, span: int) -> None:
         """Drop the lines of a range written around the cache."""
         self._cut(addr // self.line, (addr + max(span, 1) - 1) // self.line + 1)
 
-    def invalidate_lines(self, starts, ends) -> None:
-        """Drop the lines ``[starts[i], ends[i])`` of rows written around the cache."""
-        for a, b in zip(starts, ends):
-            self._cut(a, b)
+    def invalidate_lines(self, lo, hi) -> None:
+        """Drop the lines ``[lo[i], hi[i])`` of rows written around the cache."""
+        found = self._overlapping(int(lo[0]), int(hi[-1]))
+        if found:
+            self._cut_ranges(found, lo, hi)
+
+
+def _overlaps(c_lo, c_hi, a_lo, a_hi):
+    """The pieces two sets of sorted disjoint ranges share: for each pair of a range of C
+    and one of A that overlap, in C's order then A's, the index in C and the piece."""
+    j0 = np.searchsorted(a_hi, c_lo, side="right")     # the first A range ending past c
+    j1 = np.searchsorted(a_lo, c_hi, side="left")      # the A ranges starting before c's end
+    n = np.maximum(j1 - j0, 0)
+    ci = np.repeat(np.arange(len(c_lo)), n)
+    first = np.cumsum(n) - n
+    aj = j0[ci] + np.arange(len(ci)) - first[ci]
+    return ci, np.maximum(c_lo[ci], a_lo[aj]), np.minimum(c_hi[ci], a_hi[aj])
+
+
+def _left(c_lo, c_hi, ci, plo, phi):
+    """What is left of the C ranges that lose the pieces (``ci``, ``plo``, ``phi`` from
+    :func:`_overlaps`): ranges (lo, hi, index in C), sorted by lo within each C range."""
+    last = np.ones(len(ci), bool)
+    last[:-1] = ci[1:] != ci[:-1]
+    first = np.ones(len(ci), bool)
+    first[1:] = last[:-1]
+    nxt = np.empty_like(plo)
+    nxt[:-1] = plo[1:]
+    nxt[last] = c_hi[ci[last]]
+    lo = np.concatenate((c_lo[ci[first]], phi))
+    hi = np.concatenate((plo[first], nxt))
+    c = np.concatenate((ci[first], ci))
+    keep = hi > lo
+    lo, hi, c = lo[keep], hi[keep], c[keep]
+    order = np.lexsort((lo, c))
+    return lo[order], hi[order], c[order]
 
 
 #: line ranges of recent row sets, by (address mod line, line, rows): see :func:`row_lines`
@@ -578,9 +718,10 @@ _ROW_LINES: dict = {}
 _ROW_LINES_KEEP = 1 << 12
 
 
-def row_lines(addr: int, rows: tuple, line: int) -> tuple[list, list]:
-    """The L2 lines a transfer's rows touch, as sorted disjoint ranges ``[starts[i],
-    ends[i])`` of line numbers, ranges that touch joined: ``rows`` are runs of (byte offset
+def row_lines(addr: int, rows: tuple, line: int) -> tuple:
+    """The L2 lines a transfer's rows touch, as sorted disjoint ranges ``[lo[i], hi[i])``
+    of line numbers (int64 arrays), ranges that touch joined, and ``reg``: (first line mod
+    pitch, pitch, lines per range) when the ranges are equal and evenly spaced, else None: ``rows`` are runs of (byte offset
     from ``addr``, row bytes, pitch, count) (the form of
     :meth:`npusim.ascendc.checker.GmLog.note`), the lines between rows are not in them.
 
@@ -611,10 +752,17 @@ def row_lines(addr: int, rows: tuple, line: int) -> tuple[list, list]:
             lo, hi = lo[first], reach[np.concatenate((first[1:] - 1, [len(reach) - 1]))]
         if len(_ROW_LINES) >= _ROW_LINES_KEEP:
             _ROW_LINES.clear()
-        rel = _ROW_LINES[key] = (lo, hi)
+        reg = None
+        if len(lo) > 1:
+            pitch, n = int(lo[1] - lo[0]), int(hi[0] - lo[0])
+            if (np.diff(lo) == pitch).all() and (hi - lo == n).all():
+                reg = (int(lo[0]), pitch, n)
+        rel = _ROW_LINES[key] = (lo, hi, reg)
     base = addr // line
-    lo, hi = rel
-    return (lo + base).tolist(), (hi + base).tolist()
+    lo, hi, reg = rel
+    if reg is not None:
+        reg = ((reg[0] + base) % reg[1], reg[1], reg[2])
+    return lo + base, hi + base, reg
 
 
 class _Memory:
@@ -722,18 +870,23 @@ class _Memory:
         soc = self.soc
         if len(key) == 3:       # one contiguous range
             addr, span, bypass = key
-            lines = None
+            lines, l2a, l2s = None, addr, span
         else:                   # rows: the lines they touch, not the gaps between them
             addr, span, bypass, rows = key
+            l2a, l2s = addr, span
             lines = row_lines(addr, rows, self.l2.line)
+            if len(lines[0]) == 1:          # the rows cover one range of lines after all
+                line = self.l2.line
+                a, b = int(lines[0][0]), int(lines[1][0])
+                lines, l2a, l2s = None, a * line, (b - a) * line
         factor = 1.0 if not addr & 511 else soc.gm_unaligned_rate_factor
         if kind == DMA_IN:
             if bypass:
                 hit, wb = 0.0, 0
             elif lines is None:
-                hit, wb = self.l2.access(addr, span, False)[:2]
+                hit, wb = self.l2.access(l2a, l2s, False)[:2]
             else:
-                hit, wb = self.l2.access_lines(lines[0], lines[1], False)[:2]
+                hit, wb = self.l2.access_lines(lines[0], lines[1], False, lines[2])[:2]
             hit_bytes = nbytes * hit
             miss = nbytes - hit_bytes
             self.l2_hit_bytes += hit_bytes
@@ -747,15 +900,15 @@ class _Memory:
         else:
             if bypass:          # posted to the HBM write queue, like an evicted line
                 if lines is None:
-                    self.l2.invalidate(addr, span)
+                    self.l2.invalidate(l2a, l2s)
                 else:
-                    self.l2.invalidate_lines(*lines)
+                    self.l2.invalidate_lines(lines[0], lines[1])
                 self.hbm_bytes += nbytes
                 wait = self._queue(nbytes)
                 on_l2, on_hbm, direction = 0.0, 0.0, 0
             else:
-                _, wb, through = (self.l2.access(addr, span, True) if lines is None
-                                  else self.l2.access_lines(lines[0], lines[1], True))
+                _, wb, through = (self.l2.access(l2a, l2s, True) if lines is None
+                                  else self.l2.access_lines(lines[0], lines[1], True, lines[2]))
                 self.hbm_bytes += wb + through
                 wait = self._queue(wb + through)
                 on_l2, on_hbm, direction = nbytes, 0.0, 0

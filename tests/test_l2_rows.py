@@ -15,9 +15,14 @@ from npusim.timing import L2Cache, row_lines, simulate
 from test_l2_cache import SOC, LineLRU
 
 LINE = 512
-runs_st = st.lists(st.tuples(st.integers(0, 8 * LINE), st.integers(1, 3 * LINE),
-                             st.integers(0, 4 * LINE), st.integers(1, 12)),
-                   min_size=1, max_size=3)
+# rows of any length and gap, and rows of whole lines (the column tiles of a matrix: equal
+# ranges at one pitch, which the cache compares by residue)
+lines_st = st.sampled_from([LINE, 2 * LINE, 4 * LINE])
+runs_st = st.lists(st.tuples(st.one_of(st.integers(0, 8 * LINE), lines_st),
+                             st.one_of(st.integers(1, 3 * LINE), lines_st),
+                             st.one_of(st.integers(0, 4 * LINE), lines_st), st.integers(1, 12)),
+                   min_size=1, max_size=2)
+addr_st = st.one_of(st.integers(0, 64 * LINE), st.integers(0, 64).map(lambda k: k * LINE))
 
 
 def moved_lines(addr, runs):
@@ -31,9 +36,12 @@ def as_runs(runs):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(0, 64 * LINE), runs_st)
+@given(addr_st, runs_st)
 def test_row_lines_are_the_lines_of_the_bytes_moved(addr, runs):
-    lo, hi = row_lines(addr, as_runs(runs), LINE)
+    lo, hi, reg = row_lines(addr, as_runs(runs), LINE)
+    if reg is not None:             # equal ranges, evenly spaced
+        r0, pitch, n = reg
+        assert (hi - lo == n).all() and (lo % pitch == r0).all() and (np.diff(lo) == pitch).all()
     got = [ln for a, b in zip(lo, hi) for ln in range(a, b)]
     assert got == sorted(moved_lines(addr, runs))
     # sorted, disjoint and not adjacent: each range is a run of lines the cache keeps whole
@@ -56,17 +64,47 @@ class SetLRU(LineLRU):
         return hits / len(lines), wb
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 120 * LINE), runs_st, st.booleans()),
-                min_size=1, max_size=25))
-def test_strided_accesses_behave_like_a_per_line_lru_of_their_lines(accesses):
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(addr_st, runs_st, st.sampled_from(
+    ["read", "write", "span read", "span write", "bypass"])), min_size=1, max_size=30),
+    st.sampled_from([1, 3, 64]))
+def test_strided_accesses_behave_like_a_per_line_lru_of_their_lines(accesses, page):
+    """Row sets, whole spans and writes around the cache, mixed: the same hits, write-backs,
+    resident and dirty lines as a per-line LRU given the lines of the bytes moved."""
     fast, ref = L2Cache(SOC), SetLRU(64)
-    for addr, runs, write in accesses:
-        lo, hi = row_lines(addr, as_runs(runs), LINE)
-        hit, wb, through = fast.access_lines(lo, hi, write)
-        assert through == 0 and (hit, wb) == ref.touch(moved_lines(addr, runs), write)
-    resident = {ln for s, (e, _, _) in fast.runs.items() for ln in range(s, e)}
+    fast.PAGE = page
+    for addr, runs, how in accesses:
+        lines = moved_lines(addr, runs)
+        if how.startswith("span"):
+            write = how == "span write"
+            lo, hi = min(lines), max(lines) + 1
+            got = fast.access(lo * LINE, (hi - lo) * LINE, write)
+            assert got == (*ref.touch(set(range(lo, hi)), write), 0)
+        elif how == "bypass":
+            fast.invalidate_lines(*row_lines(addr, as_runs(runs), LINE)[:2])
+            for ln in lines:
+                ref.d.pop(ln, None)
+        else:
+            write = how == "write"
+            lo, hi, reg = row_lines(addr, as_runs(runs), LINE)
+            got = fast.access_lines(lo, hi, write, reg)
+            assert got == (*ref.touch(lines, write), 0)
+        assert fast.size == len(ref.d)
+    resident, dirty = set(), set()
+    for s, run in fast.runs.items():
+        ranges = zip(run[3], run[4], run[5]) if len(run) > 3 else [(s, run[0], run[1])]
+        for a, b, d in ranges:
+            resident |= set(range(a, b))
+            dirty |= set(range(a, b)) if d else set()
+        assert len(run) == 3 or run[6] == sum(b - a for a, b in zip(run[3], run[4]))
     assert resident == set(ref.d)
+    assert dirty == {ln for ln, d in ref.d.items() if d}
+    # the page index lists exactly the runs whose extent touches each page
+    pages = {}
+    for s, run in fast.runs.items():
+        for p in range(s // page, (run[0] - 1) // page + 1):
+            pages.setdefault(p, set()).add(s)
+    assert pages == {p: {fast.rstart[r] for r in ids} for p, ids in fast.pages.items()}
 
 
 # [64, 1024] half tiles of a [64, 12288] half matrix: rows of 2048 B, 24576 B apart
@@ -94,8 +132,8 @@ def test_tiles_read_once_from_a_wide_matrix_never_hit():
 
 def test_a_strided_write_leaves_the_gaps_out_of_the_cache():
     c = L2Cache(replace(SOC, l2_size=1 << 20))
-    lo, hi = row_lines(0, ((0, ROW, PITCH, 4),), LINE)
-    assert c.access_lines(lo, hi, True) == (0.0, 0, 0)
+    lo, hi, reg = row_lines(0, ((0, ROW, PITCH, 4),), LINE)
+    assert c.access_lines(lo, hi, True, reg) == (0.0, 0, 0)
     assert c.size == 4 * ROW // LINE
     assert c.access(ROW, PITCH - ROW, False)[0] == 0.0      # the gap of row 0: not resident
 
