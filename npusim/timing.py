@@ -593,6 +593,19 @@ class L2Cache:
         found = self._overlapping(int(lo[0]), int(hi[-1]))
         if found and reg is not None:
             found = self._apart(found, reg)
+            if len(found) == 1:
+                run = self.runs[found[0]]
+                if len(run) > 3 and run[7] == reg and found[0] == lo[0] and run[0] == hi[-1]:
+                    # the very lines of one resident run (a tile another core read): all
+                    # hits, the run takes the new recency, as cutting it out and adding it
+                    # back would
+                    dirt = run[5] | write
+                    through = 0
+                    if write and self.write_through_when_full and self.size > self.capacity:
+                        through, dirt = total * self.line, np.zeros(n_ranges, bool)
+                    self._remove(found[0])
+                    self._put(lo, hi, dirt, stamp, reg)
+                    return 1.0, (self._evict() if self.size > self.capacity else 0), through
         hits = 0
         dirt = np.full(len(lo), bool(write))
         if found:

@@ -73,7 +73,7 @@ def test_strided_accesses_behave_like_a_per_line_lru_of_their_lines(accesses, pa
     resident and dirty lines as a per-line LRU given the lines of the bytes moved."""
     fast, ref = L2Cache(SOC), SetLRU(64)
     fast.PAGE = page
-    for addr, runs, how in accesses:
+    for addr, runs, how in accesses + accesses[::-1]:     # and again: the same row sets
         lines = moved_lines(addr, runs)
         if how.startswith("span"):
             write = how == "span write"
@@ -105,6 +105,24 @@ def test_strided_accesses_behave_like_a_per_line_lru_of_their_lines(accesses, pa
         for p in range(s // page, (run[0] - 1) // page + 1):
             pages.setdefault(p, set()).add(s)
     assert pages == {p: {fast.rstart[r] for r in ids} for p, ids in fast.pages.items()}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from([4, 6, 8]), st.sampled_from([0, 32]),
+       st.lists(st.tuples(st.integers(0, 7), st.integers(1, 2), st.integers(1, 9), st.booleans()),
+                min_size=1, max_size=40))
+def test_column_tiles_of_one_matrix_behave_like_a_per_line_lru(pitch_lines, skew, tiles):
+    """Column tiles of one matrix (rows of whole lines at one pitch, the case the cache
+    compares by residue and re-reads as one run), read and written again and again."""
+    fast, ref = L2Cache(SOC), SetLRU(64)
+    pitch = pitch_lines * LINE
+    for col, width, rows, write in tiles:
+        addr, runs = skew + col * LINE, ((0, width * LINE, pitch - width * LINE, rows),)
+        lo, hi, reg = row_lines(addr, as_runs(runs), LINE)
+        got = fast.access_lines(lo, hi, write, reg) if len(lo) > 1 else \
+            fast.access(int(lo[0]) * LINE, int(hi[0] - lo[0]) * LINE, write)
+        assert got == (*ref.touch(moved_lines(addr, runs), write), 0)
+    assert fast.size == len(ref.d)
 
 
 # [64, 1024] half tiles of a [64, 12288] half matrix: rows of 2048 B, 24576 B apart
