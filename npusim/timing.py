@@ -26,7 +26,10 @@ Model (the parameters live in the SoC preset, :mod:`npusim.soc`):
   ``ddr_write_rate`` for writes; docs/reference/hardware.md §1.6), derated by
   ``gm_unaligned_rate_factor`` when the GM address is not 512 B aligned (§2).
 * Between the cores and HBM sits an L2 cache of ``l2_size`` bytes (LRU over
-  ``l2_line_bytes`` lines, cold at the start of each launch). Reads that hit are served
+  ``l2_line_bytes`` lines, cold at the start of each launch). A transfer touches the lines
+  of the bytes it moves: a strided copy's record carries its rows (key ``(address, span,
+  bypass, runs)``, :func:`npusim.ascendc.datacopy.gm_key`), and only the lines the rows
+  touch are read or written, not those between rows. Reads that hit are served
   at L2 rates; reads that miss come from HBM and are allocated; writes are allocated in L2
   (write-back) and reach HBM only when a dirty line is evicted, through the HBM write
   queue. A GlobalTensor with ``SetL2CacheHint(CACHE_MODE_DISABLE)`` bypasses L2 both ways.
