@@ -26,7 +26,10 @@ Model (the parameters live in the SoC preset, :mod:`npusim.soc`):
   ``ddr_write_rate`` for writes; docs/reference/hardware.md §1.6), derated by
   ``gm_unaligned_rate_factor`` when the GM address is not 512 B aligned (§2).
 * Between the cores and HBM sits an L2 cache of ``l2_size`` bytes (LRU over
-  ``l2_line_bytes`` lines, cold at the start of each launch). Reads that hit are served
+  ``l2_line_bytes`` lines, cold at the start of each launch). A transfer touches the lines
+  of the bytes it moves: a strided copy's record carries its rows (key ``(address, span,
+  bypass, runs)``, :func:`npusim.ascendc.datacopy.gm_key`), and only the lines the rows
+  touch are read or written, not those between rows. Reads that hit are served
   at L2 rates; reads that miss come from HBM and are allocated; writes are allocated in L2
   (write-back) and reach HBM only when a dirty line is evicted, through the HBM write
   queue. A GlobalTensor with ``SetL2CacheHint(CACHE_MODE_DISABLE)`` bypasses L2 both ways.
@@ -362,11 +365,76 @@ class L2Cache:
     def _remove(self, start: int) -> list:
         """Drop the whole run at ``start``; return it."""
         run = self.runs.pop(start)
-        self.size -= run[0] - start
+        self.size -= run[6] if len(run) > 3 else run[0] - start
         rid = self.rid.pop(start)
         del self.rstart[rid]
         self._drop_pages(rid, start, run[0], False, False)
         return run
+
+    def _put(self, lo, hi, dirt, stamp: int, reg=None) -> None:
+        """A new run of the lines ``[lo[i], hi[i])`` (sorted, disjoint; ``dirt[i]``: dirty),
+        a plain run when they are one range. A run of several ranges is kept as
+        ``[end, None, stamp, lo, hi, dirt, lines, reg]`` (numpy arrays; ``reg``: (first line
+        mod pitch, pitch, lines) when its ranges are equal and evenly spaced, else None),
+        indexed by its extent;
+        it is created by one access (or is what is left of one), so runs of one recency
+        never interleave and (recency, start) orders lines as a per-line LRU does."""
+        if len(lo) == 1:
+            self._add(int(lo[0]), int(hi[0]), bool(dirt[0]), stamp)
+            return
+        start, end = int(lo[0]), int(hi[-1])
+        n = int((hi - lo).sum())
+        self.runs[start] = [end, None, stamp, lo, hi, dirt, n, reg]
+        heapq.heappush(self.heap, (stamp, start))
+        self.size += n
+        self._new_id(start, end)
+
+    def _ranges(self, starts):
+        """The ranges of the runs at ``starts``, sorted: lo, hi, dirty, and the index in
+        ``starts`` of each range's run."""
+        runs = self.runs
+        parts = []
+        for k, st in enumerate(starts):
+            run = runs[st]
+            if len(run) > 3:
+                parts.append((run[3], run[4], run[5], np.full(len(run[3]), k)))
+            else:
+                parts.append(((st,), (run[0],), (bool(run[1]),), (k,)))
+        lo = np.concatenate([q[0] for q in parts]).astype(np.int64)
+        hi = np.concatenate([q[1] for q in parts]).astype(np.int64)
+        dirt = np.concatenate([q[2] for q in parts]).astype(bool)
+        own = np.concatenate([q[3] for q in parts]).astype(np.int64)
+        if len(parts) > 1:
+            order = np.argsort(lo, kind="stable")
+            lo, hi, dirt, own = lo[order], hi[order], dirt[order], own[order]
+        return lo, hi, dirt, own
+
+    def _cut_ranges(self, starts, a_lo, a_hi):
+        """Remove the lines ``[a_lo[i], a_hi[i])`` from the runs at ``starts`` (those that
+        may share lines with them): what is left of each run stays, with its recency.
+        Returns the removed pieces, sorted: lo, hi, dirty."""
+        c_lo, c_hi, c_dirt, own = self._ranges(starts)
+        ci, plo, phi = _overlaps(c_lo, c_hi, a_lo, a_hi)
+        if not len(ci):
+            return plo, phi, np.zeros(0, bool)
+        r_lo, r_hi, r_c = _left(c_lo, c_hi, ci, plo, phi)
+        whole = np.ones(len(c_lo), bool)            # the ranges no piece was taken from
+        whole[ci] = False
+        whole = np.flatnonzero(whole)
+        r_lo = np.concatenate((c_lo[whole], r_lo))
+        r_hi = np.concatenate((c_hi[whole], r_hi))
+        r_c = np.concatenate((whole, r_c))
+        r_own = own[r_c]
+        runs = self.runs
+        for k in np.unique(own[ci]).tolist():
+            st = starts[k]
+            stamp = runs[st][2]
+            m = np.flatnonzero(r_own == k)
+            self._remove(st)
+            if len(m):
+                m = m[np.argsort(r_lo[m], kind="stable")]
+                self._put(r_lo[m], r_hi[m], c_dirt[r_c[m]], stamp)
+        return plo, phi, c_dirt[ci]
 
     def _drop_head(self, start: int, new_start: int) -> None:
         """The run at ``start`` loses its lines [start, new_start) (fewer than it has): the
@@ -409,7 +477,13 @@ class L2Cache:
         ``b`` with the run's recency (as a per-line LRU keeps each line's)."""
         pieces = []
         runs = self.runs
-        for s in self._overlapping(a, b):
+        found = self._overlapping(a, b)
+        multi = [s for s in found if len(runs[s]) > 3]
+        if multi:
+            found = [s for s in found if len(runs[s]) == 3]
+            plo, phi, pd = self._cut_ranges(multi, np.array([a]), np.array([b]))
+            pieces.extend(zip(plo.tolist(), phi.tolist(), pd.tolist()))
+        for s in found:
             e, dirty, stamp = runs[s]
             if s < a:
                 if e > b and a - s <= e - b:
@@ -428,6 +502,8 @@ class L2Cache:
             else:
                 self._remove(s)
             pieces.append((max(s, a), min(e, b), dirty))
+        if multi:
+            pieces.sort()
         return pieces
 
     def access(self, addr: int, span: int, write: bool) -> tuple[float, int, int]:
@@ -441,7 +517,7 @@ class L2Cache:
         self.clock += 1
         stamp = self.clock
         run = self.runs.get(a)
-        if run is not None and run[0] == b:
+        if run is not None and run[0] == b and len(run) == 3:
             # the range is one resident run (a tile written back where it was read): all
             # hits; the run takes the new recency in place, as cutting it out and adding
             # it back would
@@ -497,6 +573,83 @@ class L2Cache:
             self._add(s, e, dirty, stamp)
         return hits / (b - a), self._evict(), through
 
+    def access_lines(self, lo, hi, write: bool, reg=None) -> tuple[float, int, int]:
+        """Touch the lines ``[lo[i], hi[i])`` (int64 arrays, sorted, disjoint, not adjacent:
+        the lines a strided transfer's rows cover, :func:`row_lines`) as one access: every
+        line takes the same recency, as :meth:`access` gives the lines of one range, and
+        a write finding the cache full is written through as a whole. The lines between
+        the ranges are not touched. numpy over the ranges: a transfer of thousands of rows
+        costs a few array operations per run it meets.
+
+        ``reg``: (first line mod pitch, pitch, lines) when the ranges are equal and evenly
+        spaced (:func:`row_lines`): a run of such ranges at the same pitch whose lines fall
+        in other residues shares no line with them, and is passed over without comparing
+        ranges (the column tiles of one matrix).
+
+        Returns:
+            as :meth:`access`, the fraction of hits over the lines touched.
+        """
+        self.clock += 1
+        stamp = self.clock
+        total = int((hi - lo).sum())
+        n_ranges = len(lo)
+        found = self._overlapping(int(lo[0]), int(hi[-1]))
+        if found and reg is not None:
+            found = self._apart(found, reg)
+            if len(found) == 1:
+                run = self.runs[found[0]]
+                if len(run) > 3 and run[7] == reg and found[0] == lo[0] and run[0] == hi[-1]:
+                    # the very lines of one resident run (a tile another core read): all
+                    # hits, the run takes the new recency, as cutting it out and adding it
+                    # back would
+                    dirt = run[5] | write
+                    through = 0
+                    if write and self.write_through_when_full and self.size > self.capacity:
+                        through, dirt = total * self.line, np.zeros(n_ranges, bool)
+                    self._remove(found[0])
+                    self._put(lo, hi, dirt, stamp, reg)
+                    return 1.0, (self._evict() if self.size > self.capacity else 0), through
+        hits = 0
+        dirt = np.full(len(lo), bool(write))
+        if found:
+            plo, phi, pd = self._cut_ranges(found, lo, hi)
+            hits = int((phi - plo).sum())
+            if not write and pd.any():
+                # the lines that were dirty stay dirty: split the ranges there
+                dlo, dhi = plo[pd], phi[pd]
+                ci, qlo, qhi = _overlaps(lo, hi, dlo, dhi)
+                r_lo, r_hi, r_c = _left(lo, hi, ci, qlo, qhi)
+                keep = np.ones(len(lo), bool)
+                keep[ci] = False
+                lo = np.concatenate((lo[keep], r_lo, dlo))
+                hi = np.concatenate((hi[keep], r_hi, dhi))
+                dirt = np.concatenate((np.zeros(len(lo) - len(dlo), bool),
+                                       np.ones(len(dlo), bool)))
+                order = np.argsort(lo, kind="stable")
+                lo, hi, dirt = lo[order], hi[order], dirt[order]
+        through = 0
+        if write and self.write_through_when_full and self.size + total > self.capacity:
+            through = total * self.line
+            dirt = np.zeros(len(lo), bool)
+        self._put(lo, hi, dirt, stamp, reg if len(lo) == n_ranges else None)
+        return hits / total, (self._evict() if self.size > self.capacity else 0), through
+
+    def _apart(self, starts: list, reg) -> list:
+        """``starts`` without the runs of evenly spaced ranges at pitch ``reg[1]`` whose
+        lines lie in residues (mod the pitch) other than those of ``reg``'s."""
+        r0, pitch, n = reg
+        runs = self.runs
+        out = []
+        for st in starts:
+            run = runs[st]
+            other = run[7] if len(run) > 3 else None
+            if other is not None and other[1] == pitch:
+                d = (other[0] - r0) % pitch
+                if d >= n and d + other[2] <= pitch:
+                    continue                # no residue in common: no line in common
+            out.append(st)
+        return out
+
     def _evict(self) -> int:
         wb = 0
         while self.size > self.capacity:
@@ -504,6 +657,9 @@ class L2Cache:
             run = self.runs.get(start)
             if run is None or run[2] != stamp:
                 continue                    # stale heap entry
+            if len(run) > 3:
+                wb += self._evict_ranges(start, run)
+                continue
             end, dirty, _ = run
             n = min(self.size - self.capacity, end - start)
             if n < end - start:             # evict the run's first lines only
@@ -514,9 +670,115 @@ class L2Cache:
                 wb += n * self.line
         return wb
 
+    def _evict_ranges(self, start: int, run: list) -> int:
+        """Evict the first lines of the run of ranges at ``start`` (all of them if the
+        cache must lose as many); return the bytes of dirty lines evicted."""
+        _, _, stamp, lo, hi, dirt, count, reg = run
+        n = min(self.size - self.capacity, count)
+        self._remove(start)
+        if n == count:
+            return int((hi - lo)[dirt].sum()) * self.line
+        ends = np.cumsum(hi - lo)
+        k = int(np.searchsorted(ends, n, side="right"))    # ranges [0, k) go whole
+        cut = n - (int(ends[k - 1]) if k else 0)               # and ``cut`` lines of range k
+        wb = int((hi[:k] - lo[:k])[dirt[:k]].sum()) + (cut if dirt[k] else 0)
+        lo = lo[k:].copy()
+        lo[0] += cut
+        self._put(lo, hi[k:], dirt[k:], stamp, None if cut else reg)
+        return wb * self.line
+
     def invalidate(self, addr: int, span: int) -> None:
         """Drop the lines of a range written around the cache."""
         self._cut(addr // self.line, (addr + max(span, 1) - 1) // self.line + 1)
+
+    def invalidate_lines(self, lo, hi) -> None:
+        """Drop the lines ``[lo[i], hi[i])`` of rows written around the cache."""
+        found = self._overlapping(int(lo[0]), int(hi[-1]))
+        if found:
+            self._cut_ranges(found, lo, hi)
+
+
+def _overlaps(c_lo, c_hi, a_lo, a_hi):
+    """The pieces two sets of sorted disjoint ranges share: for each pair of a range of C
+    and one of A that overlap, in C's order then A's, the index in C and the piece."""
+    j0 = np.searchsorted(a_hi, c_lo, side="right")     # the first A range ending past c
+    j1 = np.searchsorted(a_lo, c_hi, side="left")      # the A ranges starting before c's end
+    n = np.maximum(j1 - j0, 0)
+    ci = np.repeat(np.arange(len(c_lo)), n)
+    first = np.cumsum(n) - n
+    aj = j0[ci] + np.arange(len(ci)) - first[ci]
+    return ci, np.maximum(c_lo[ci], a_lo[aj]), np.minimum(c_hi[ci], a_hi[aj])
+
+
+def _left(c_lo, c_hi, ci, plo, phi):
+    """What is left of the C ranges that lose the pieces (``ci``, ``plo``, ``phi`` from
+    :func:`_overlaps`): ranges (lo, hi, index in C), sorted by lo within each C range."""
+    last = np.ones(len(ci), bool)
+    last[:-1] = ci[1:] != ci[:-1]
+    first = np.ones(len(ci), bool)
+    first[1:] = last[:-1]
+    nxt = np.empty_like(plo)
+    nxt[:-1] = plo[1:]
+    nxt[last] = c_hi[ci[last]]
+    lo = np.concatenate((c_lo[ci[first]], phi))
+    hi = np.concatenate((plo[first], nxt))
+    c = np.concatenate((ci[first], ci))
+    keep = hi > lo
+    lo, hi, c = lo[keep], hi[keep], c[keep]
+    order = np.lexsort((lo, c))
+    return lo[order], hi[order], c[order]
+
+
+#: line ranges of recent row sets, by (address mod line, line, rows): see :func:`row_lines`
+_ROW_LINES: dict = {}
+_ROW_LINES_KEEP = 1 << 12
+
+
+def row_lines(addr: int, rows: tuple, line: int) -> tuple:
+    """The L2 lines a transfer's rows touch, as sorted disjoint ranges ``[lo[i], hi[i])``
+    of line numbers (int64 arrays), ranges that touch joined, and ``reg``: (first line mod
+    pitch, pitch, lines per range) when the ranges are equal and evenly spaced, else None: ``rows`` are runs of (byte offset
+    from ``addr``, row bytes, pitch, count) (the form of
+    :meth:`npusim.ascendc.checker.GmLog.note`), the lines between rows are not in them.
+
+    Computed with numpy over the rows (a copy can have thousands) and kept by the rows'
+    form and the address within its line (a kernel's copies repeat one form at many
+    addresses), so a transfer costs an addition and a list conversion."""
+    r = addr % line
+    key = (r, line, rows)
+    rel = _ROW_LINES.get(key)
+    if rel is None:
+        if len(rows) == 1:
+            off, row, pitch, count = rows[0]
+            lo = r + off + np.arange(count, dtype=np.int64) * pitch
+            hi = lo + max(row, 1)
+        else:
+            lo = np.concatenate([r + off + np.arange(count, dtype=np.int64) * pitch
+                                 for off, _, pitch, count in rows])
+            hi = lo + np.concatenate([np.full(count, max(row, 1), dtype=np.int64)
+                                      for _, row, _, count in rows])
+        lo, hi = lo // line, (hi - 1) // line + 1
+        if len(lo) > 1:
+            if np.any(lo[1:] < lo[:-1]):
+                order = np.argsort(lo, kind="stable")
+                lo, hi = lo[order], hi[order]
+            reach = np.maximum.accumulate(hi)
+            # a range starts where a row begins past every line the rows before it reach
+            first = np.flatnonzero(np.concatenate(([True], lo[1:] > reach[:-1])))
+            lo, hi = lo[first], reach[np.concatenate((first[1:] - 1, [len(reach) - 1]))]
+        if len(_ROW_LINES) >= _ROW_LINES_KEEP:
+            _ROW_LINES.clear()
+        reg = None
+        if len(lo) > 1:
+            pitch, n = int(lo[1] - lo[0]), int(hi[0] - lo[0])
+            if (np.diff(lo) == pitch).all() and (hi - lo == n).all():
+                reg = (int(lo[0]), pitch, n)
+        rel = _ROW_LINES[key] = (lo, hi, reg)
+    base = addr // line
+    lo, hi, reg = rel
+    if reg is not None:
+        reg = ((reg[0] + base) % reg[1], reg[1], reg[2])
+    return lo + base, hi + base, reg
 
 
 class _Memory:
@@ -622,10 +884,25 @@ class _Memory:
         """Start a DMA of ``nbytes`` described by ``key`` (from an AIC when ``cube``); return
         the event of its end."""
         soc = self.soc
-        addr, span, bypass = key
+        if len(key) == 3:       # one contiguous range
+            addr, span, bypass = key
+            lines, l2a, l2s = None, addr, span
+        else:                   # rows: the lines they touch, not the gaps between them
+            addr, span, bypass, rows = key
+            l2a, l2s = addr, span
+            lines = row_lines(addr, rows, self.l2.line)
+            if len(lines[0]) == 1:          # the rows cover one range of lines after all
+                line = self.l2.line
+                a, b = int(lines[0][0]), int(lines[1][0])
+                lines, l2a, l2s = None, a * line, (b - a) * line
         factor = 1.0 if not addr & 511 else soc.gm_unaligned_rate_factor
         if kind == DMA_IN:
-            hit, wb = (0.0, 0) if bypass else self.l2.access(addr, span, False)[:2]
+            if bypass:
+                hit, wb = 0.0, 0
+            elif lines is None:
+                hit, wb = self.l2.access(l2a, l2s, False)[:2]
+            else:
+                hit, wb = self.l2.access_lines(lines[0], lines[1], False, lines[2])[:2]
             hit_bytes = nbytes * hit
             miss = nbytes - hit_bytes
             self.l2_hit_bytes += hit_bytes
@@ -638,12 +915,16 @@ class _Memory:
             latency = soc.dma_latency_cycles
         else:
             if bypass:          # posted to the HBM write queue, like an evicted line
-                self.l2.invalidate(addr, span)
+                if lines is None:
+                    self.l2.invalidate(l2a, l2s)
+                else:
+                    self.l2.invalidate_lines(lines[0], lines[1])
                 self.hbm_bytes += nbytes
                 wait = self._queue(nbytes)
                 on_l2, on_hbm, direction = 0.0, 0.0, 0
             else:
-                _, wb, through = self.l2.access(addr, span, True)
+                _, wb, through = (self.l2.access(l2a, l2s, True) if lines is None
+                                  else self.l2.access_lines(lines[0], lines[1], True, lines[2]))
                 self.hbm_bytes += wb + through
                 wait = self._queue(wb + through)
                 on_l2, on_hbm, direction = nbytes, 0.0, 0
@@ -1358,7 +1639,12 @@ def _relocated_key(blocks, line: int):
     unaligned rate) and the L2 lines it covers, compared with the lines of the other
     transfers (hit, miss, eviction order: the cache is fully associative, and runs of
     lines never join across transfers, so only lines that two transfers share link them).
-    The transfers fall into *islands*, the sets linked by shared lines. Moving an island as
+    The transfers fall into *islands*, the sets linked by shared lines. A transfer of rows
+    (a key with runs, :func:`npusim.ascendc.datacopy.gm_key`) touches only its rows' lines,
+    but is taken here as its whole span: its runs are offsets from its address and move
+    with it, so the islands found are unions of true ones, which moves as wholes just as
+    safely (the lines within a row set keep their places relative to the line grid, as
+    every move keeps ``addr % line``). Moving an island as
     a whole by a multiple of lcm(line, 512) bytes changes nothing the replay reads (nor
     does the islands' order in GM); the key moves every island to a canonical place (one
     after the other from 0, in the order the records first touch them, one line apart,
@@ -1369,7 +1655,10 @@ def _relocated_key(blocks, line: int):
     step = math.lcm(line, 512) // line            # lines per move
     found = []                                    # (first line, end line, record, where)
     for rec in _transfers(blocks):
-        addr, span = rec[4][0], rec[4][1]
+        key = rec[4]
+        addr, span = key[0], key[1]
+        if len(key) > 3 and not all(type(x) is int for run in key[3] for x in run):
+            return None                           # rows that differ from member to member
         addrs = addr[1] if _per_member(addr) else (addr,)
         spans = span[1] if _per_member(span) else (span,) * len(addrs)
         if len(spans) != len(addrs):

@@ -218,7 +218,8 @@ def test_the_same_launch_on_tensors_allocated_anew_takes_the_kept_replay(device,
 
 def _records(rng, tensors, n_blocks):
     """Random block records over ``tensors`` ((address, bytes) each): reads and writes of
-    random slices, and vector work between them."""
+    random slices, some of them rows with whole lines between them (keys with runs), and
+    vector work between them."""
     blocks = []
     for _ in range(n_blocks):
         recs = []
@@ -228,8 +229,13 @@ def _records(rng, tensors, n_blocks):
             span = int(rng.integers(1, (size - off) // 32 + 1)) * 32
             kind = DMA_IN if rng.random() < 0.6 else DMA_OUT
             pipe = Pipe.PIPE_MTE2 if kind == DMA_IN else Pipe.PIPE_MTE3
-            recs.append((kind, pipe, 0.0, span, (base + off, span, bool(rng.random() < 0.1)),
-                         "DataCopy"))
+            key, nbytes = (base + off, span, bool(rng.random() < 0.1)), span
+            row = int(rng.integers(1, 8)) * 32
+            pitch = row + int(rng.integers(16, 40)) * 32
+            if rng.random() < 0.4 and span >= pitch + row:
+                count = (span - row) // pitch + 1
+                key, nbytes = key + (((0, row, pitch, count),),), row * count
+            recs.append((kind, pipe, 0.0, nbytes, key, "DataCopy"))
             recs.append((OP, Pipe.PIPE_V, float(rng.integers(1, 400)), 0, None, "Add"))
         blocks.append(recs)
     return blocks
@@ -262,6 +268,23 @@ def test_moving_islands_of_transfers_by_whole_lines_changes_no_replay(seed):
     off = [(addr + 32, n) for addr, n in a]
     rc = _records(np.random.default_rng(seed + 100), off, 6)
     assert timing._relocated_key(rc, SOC.l2_line_bytes) != key
+
+
+def test_column_tiles_of_one_matrix_keep_their_rows_in_the_key():
+    """Two blocks reading interleaved column tiles of one matrix (rows of 1 KiB, 4 KiB
+    apart: their rows share no line): moved together by whole lines, the same key; the
+    tiles' rows in other places (another column), another key."""
+    def tiles(base, cols=(0, 2)):
+        return [[(DMA_IN, Pipe.PIPE_MTE2, 0.0, 8 * 1024,
+                  (base + c * 1024, 7 * 4096 + 1024, False, ((0, 1024, 4096, 8),)),
+                  "DataCopy")] for c in cols]
+    key = timing._relocated_key(tiles(1 << 20), 512)
+    assert key is not None and key == timing._relocated_key(tiles(1 << 24), 512)
+    assert key == timing._relocated_key(tiles(1 << 20, (1, 3)), 512)  # a whole line on
+    assert key != timing._relocated_key(tiles(1 << 20, (0, 1)), 512)  # rows that adjoin
+    assert timing._relocated_key([[(DMA_IN, Pipe.PIPE_MTE2, 0.0, 8 * 1024,
+                                    (1 << 20, 7 * 4096 + 1024, False), "DataCopy")]] * 2,
+                                 512) != key
 
 
 def test_transfers_that_share_lines_or_not_have_other_keys():

@@ -129,6 +129,20 @@ def strided_runs(rows: int, row: int, pitch: int):
     return ((0, row, pitch, rows),) if rows > 1 and pitch != row else None
 
 
+def gm_key(ctx, gm: GlobalTensor, span: int, runs=None) -> tuple:
+    """The key of a GM transfer record (npusim.timing._Memory.transfer): ``(address, span,
+    bypass)`` for bytes that cover every L2 line of their span, ``(address, span, bypass,
+    runs)`` for rows with lines untouched between them, ``runs`` as (offset from ``gm``,
+    row bytes, pitch, count) (the checker's form, :func:`checker.note_gm`): the L2 counts
+    the lines the rows touch, not the gaps. One run whose gaps (pitch - row) are shorter
+    than a line touches every line of its span, and is kept as a span."""
+    bypass = gm.cache_mode is CacheMode.CACHE_MODE_DISABLE
+    if runs is None or (len(runs) == 1 and (runs[0][3] <= 1 or runs[0][2] - runs[0][1]
+                                            < ctx.soc.l2_line_bytes)):
+        return (gm.address, span, bypass)
+    return (gm.address, span, bypass, tuple(map(tuple, runs)))
+
+
 def _dma(ctx, src_is_gm: bool, nbytes: int, name: str, gm: GlobalTensor, span: int,
          runs=None) -> None:
     """Record a transfer: ``nbytes`` moved within ``span`` bytes of GM from ``gm``'s start;
@@ -137,12 +151,13 @@ def _dma(ctx, src_is_gm: bool, nbytes: int, name: str, gm: GlobalTensor, span: i
     (:func:`checker.note_gm`).
 
     The key carries what the timing model needs for L2 and alignment: the GM address, the
-    span touched and the tensor's L2 cache mode.
+    span touched and the tensor's L2 cache mode, and, when the rows leave whole L2 lines
+    untouched between them, the runs (:func:`gm_key`).
     """
     if ctx.gm_access is not None:
         checker.note_gm(ctx, not src_is_gm, gm.address, runs or ((0, span, span, 1),), name,
                         PIPE_MTE2 if src_is_gm else PIPE_MTE3)
-    key = (gm.address, span, gm.cache_mode is CacheMode.CACHE_MODE_DISABLE)
+    key = gm_key(ctx, gm, span, runs)
     if src_is_gm:
         ctx.bytes_read += nbytes
         ctx.record(_core.DMA_IN, PIPE_MTE2, 0.0, nbytes, key, name)

@@ -220,8 +220,10 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
         else:                                          # later matrices/rows win, as in the loop
             view[off] = _gm_rows(gm, src.dtype, nd, n, d, s_nd, s_d) if whole else data
     # the bytes read, for the checker: each matrix's n rows of d elements
-    runs = (tuple((i * s_nd * isz, d * isz, s_d * isz, n) for i in range(nd))
-            if ctx.gm_access is not None else None)
+    if nd == 1 or s_nd == n * s_d:        # the matrices' rows are one run
+        runs = ((0, d * isz, s_d * isz, nd * n),)
+    else:
+        runs = tuple((i * s_nd * isz, d * isz, s_d * isz, n) for i in range(nd))
     _dc._dma(ctx, True, nd * n * d * isz, name, src, span * isz, runs)
 
 

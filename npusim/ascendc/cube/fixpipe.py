@@ -19,6 +19,7 @@ import numpy as np
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import checker
+from npusim.ascendc import datacopy as _dc
 from npusim.ascendc import core as _core
 from npusim.ascendc import nans as _nans
 from npusim.ascendc.cube.common import (BLOCK_CUBE, byte_addr, ceil_div, check_range,
@@ -238,8 +239,7 @@ def _to_gm(ctx, dst: GlobalTensor, d_idx, out, m, n, count, dst_nd, p, nd_out) -
     checker.note_gm(ctx, True, dst.address, rows, name, PIPE_FIX)     # the rows, exactly
     nbytes = out[0].size * isz
     ctx.bytes_written += nbytes
-    key = (dst.address, span, dst.cache_mode is CacheMode.CACHE_MODE_DISABLE)
-    ctx.record(_core.DMA_OUT, PIPE_FIX, 0.0, nbytes, key, name)
+    ctx.record(_core.DMA_OUT, PIPE_FIX, 0.0, nbytes, _dc.gm_key(ctx, dst, span, rows), name)
 
 
 def _accumulated(ctx, gm, d_idx, out):
