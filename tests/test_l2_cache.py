@@ -17,8 +17,12 @@ class LineLRU:
 
     def access(self, addr, span, write):
         a, b = addr // self.line, (addr + max(span, 1) - 1) // self.line + 1
+        return self.touch_lines(range(a, b), write)
+
+    def touch_lines(self, lines, write):
+        """Touch ``lines`` in order: (fraction of them that hit, bytes written back)."""
         hits = wb = 0
-        for ln in range(a, b):
+        for ln in lines:
             if ln in self.d:
                 hits += 1
                 self.d.move_to_end(ln)
@@ -28,7 +32,7 @@ class LineLRU:
         while len(self.d) > self.cap:
             _, dirty = self.d.popitem(last=False)
             wb += self.line if dirty else 0
-        return hits / (b - a), wb
+        return hits / len(lines), wb
 
 
 @settings(max_examples=300, deadline=None)

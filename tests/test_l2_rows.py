@@ -50,18 +50,7 @@ def test_row_lines_are_the_lines_of_the_bytes_moved(addr, runs):
 
 class SetLRU(LineLRU):
     def touch(self, lines, write):
-        hits = wb = 0
-        for ln in sorted(lines):
-            if ln in self.d:
-                hits += 1
-                self.d.move_to_end(ln)
-                self.d[ln] = self.d[ln] or write
-            else:
-                self.d[ln] = write
-        while len(self.d) > self.cap:
-            _, dirty = self.d.popitem(last=False)
-            wb += self.line if dirty else 0
-        return hits / len(lines), wb
+        return self.touch_lines(sorted(lines), write)
 
 
 @settings(max_examples=150, deadline=None)
