@@ -185,7 +185,10 @@ class _CoreCoroutine:
 
     def _run(self):
         try:
-            self._kernel(*self._args)
+            # a greenlet starts in a context of its own: the launch's errstate does not
+            # reach it, so each core sets it again (IEEE results, no numpy warnings)
+            with np.errstate(all="ignore"):
+                self._kernel(*self._args)
         except greenlet.GreenletExit:
             raise
         except KernelReturn:           # a macro's return from the kernel (REGIST_MATMUL_OBJ)

@@ -1,11 +1,13 @@
 """SyncAll and atomic add across blocks (docs/reference/hardware.md §3 "Cross-core
 synchronisation", "Atomics")."""
+import warnings
+
 import numpy as np
 import pytest
 
 from npusim import GlobalMemory, KernelError, LimitError, SyncError, get_soc, run_kernel
-from npusim.ascendc import (DataCopy, GetBlockIdx, GetBlockNum, GlobalTensor, HardEvent, SetFlag,
-                            TBuf, TPipe, WaitFlag, float32)
+from npusim.ascendc import (DataCopy, Duplicate, GetBlockIdx, GetBlockNum, GlobalTensor, HardEvent,
+                            SetFlag, Sub, TBuf, TPipe, WaitFlag, float32)
 from npusim.ascendc.atomic import DisableDmaAtomic, SetAtomicAdd
 from npusim.ascendc.syncall import SyncAll
 
@@ -89,3 +91,32 @@ def test_atomic_add_accumulates_without_zeroing():
     expect = 100 + sum(np.arange(8) + b for b in range(5))
     assert np.array_equal(np.frombuffer(gm.read(out, 32), np.float32), expect)
     assert prof.bytes_written == 5 * 32
+
+
+def inf_minus_inf_kernel(out):
+    """Every block computes inf - inf on the vector unit between two SyncAlls."""
+    pipe = TPipe()
+    buf = TBuf()
+    pipe.InitBuffer(buf, 1024)
+    a = buf.Get(float32)
+    d = a[64]
+    Duplicate(a, float("inf"), 64)
+    SyncAll()
+    Sub(d, a, a, 64)
+    SetFlag(HardEvent.V_MTE3, 0)
+    WaitFlag(HardEvent.V_MTE3, 0)
+    o = GlobalTensor(float32)
+    o.SetGlobalBuffer(out + 64 * 4 * GetBlockIdx(), 64)
+    DataCopy(o, d, 64)
+
+
+def test_sync_all_launches_give_ieee_results_without_numpy_warnings():
+    # the cores of a SyncAll launch run as greenlets, each in a context of its own: the
+    # launch's np.errstate(all="ignore") must hold inside them as in a plain launch
+    gm = GlobalMemory(1 << 20)
+    out = gm.malloc(64 * 4 * 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run_kernel(inf_minus_inf_kernel, 2, (out,), soc=SOC, gm=gm, sync_all=True)
+    got = np.frombuffer(gm.read(out, 64 * 4 * 2), np.uint32)
+    assert (got == 0x7FC00000).all()          # the canonical NaN (npusim.ascendc.nans)
