@@ -13,8 +13,9 @@ What. :func:`launch_blas_threads` is a context manager around each kernel launch
 (:func:`npusim.launch.run_kernel`): it limits the BLAS libraries loaded in the process
 (those threadpoolctl finds: OpenBLAS, MKL, BLIS...) to ``NPUSIM_BLAS_THREADS`` threads, 1
 unless the environment says otherwise, and gives back the previous setting when the launch
-ends, so the user's own numpy work outside launches keeps its threads. Nested or
-concurrent launches (several threads) limit once and restore when the last one ends.
+ends, so the user's own numpy work outside launches keeps its threads. Nested launches
+limit once and restore when the outermost ends; launches from several threads take the
+simulator's one lock (:data:`npusim.runlock.LOCK`), so they never overlap.
 
 Switch. ``NPUSIM_BLAS_THREADS=n`` (a positive integer): n threads during launches;
 ``NPUSIM_BLAS_THREADS=default``: leave BLAS as the process has it. Read at each launch.
@@ -26,12 +27,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
+
+from npusim.runlock import LOCK
 
 __all__ = ["launch_blas_threads", "blas_threads_setting"]
 
-_lock = threading.Lock()
-_depth = 0            # launches inside the limit (nested or in other threads)
+_depth = 0            # launches inside the limit (nested)
 _restore = None       # threadpoolctl's limiter of the outermost launch
 _controller = None    # created at the first launch: it scans the loaded libraries (~7 ms)
 
@@ -56,7 +57,7 @@ def launch_blas_threads():
     if limit is None:
         yield
         return
-    with _lock:
+    with LOCK:
         if _depth == 0:
             if _controller is None:
                 from threadpoolctl import ThreadpoolController
@@ -66,7 +67,7 @@ def launch_blas_threads():
     try:
         yield
     finally:
-        with _lock:
+        with LOCK:
             _depth -= 1
             if _depth == 0:
                 _restore.restore_original_limits()

@@ -529,8 +529,8 @@ def _launch_mix(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, 
     state.end_checks()
     _finish_blocks(ctxs)
     # GM races between the cores are the happens-before checker's (GmOrder, on the tracked
-    # blocks): it knows the cross-core flags that order them, which the blocks' SyncAll
-    # phases of gm_write_conflicts do not
+    # blocks): it knows the cross-core flags that order them, which SyncAll phases alone
+    # (checker.check_blocks) do not
     return _profile(kernel, name, soc, ctxs, block_dim, keep_spans, t0, kt, len(ctxs))
 
 
