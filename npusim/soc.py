@@ -92,7 +92,7 @@ class SocSpec:
 
     Timing parameters (ours; see the base records for their basis):
         hbm_bandwidth (B/s, device-wide GM bandwidth shared by all cores),
-        dma_latency_cycles (fixed cost per MTE2/MTE3 transfer, cycles),
+        dma_latency_cycles (MTE2 latency after a transfer's own time, cycles),
         vec_head_cycles (fixed cost per vector instruction, cycles),
         scalar_cycles (cost of one PIPE_S instruction, cycles),
         host_link_bandwidth (B/s), host_link_latency_us (µs),
@@ -158,10 +158,12 @@ class SocSpec:
     launch_overhead_us: float
     # Timing parameters of the L2, alignment and UB-bank model (docs/calibration.md gives
     # each value's basis; the defaults are those of the A2/A3 parts).
-    #: MTE3 (UB -> GM) fixed cost per transfer, cycles: fitted to §4.1 case 1.
-    dma_write_latency_cycles: int = 39
-    #: Extra HBM occupancy per transfer that reaches HBM, cycles: fitted to §4.1 cases 2-3
-    #: (benchmarks/calibrate_add.py, docs/calibration.md).
+    #: MTE3 (UB -> GM) latency after a transfer's own time, cycles: fitted to §4.1 case 1
+    #: (295.1 cycles per 8 KB copy-out = 12.5 issue + 256 + 27).
+    dma_write_latency_cycles: int = 27
+    #: Extra HBM occupancy per transfer that reaches HBM and starts a new stream (does not
+    #: take up where its MTE's previous transfer's first row ended), cycles: fitted to §4.1
+    #: cases 2-3 (benchmarks/calibrate_add.py, docs/calibration.md).
     hbm_transfer_overhead_cycles: float = 2.5
     #: HBM capacity while reads and writes are both in flight, as a fraction of
     #: ``hbm_bandwidth``: fitted to §4.1 cases 2-3 (docs/calibration.md).
@@ -188,12 +190,43 @@ class SocSpec:
     l2_bandwidth: float = 7e12
     #: L2 line, bytes: kC220L2CacheLineBytes = 512 in a Huawei DVM source (§1.6 [S]).
     l2_line_bytes: int = 512
+    #: What the L2 fills and hits, bytes: msprof counts A2's L2 read hits and
+    #: miss-allocates in 128 B (the DataCopy best practice's U5: 9,437,187 miss-allocates
+    #: for the 1208 MB it reads), so a line is filled by 128 B sectors (a 512 B line of
+    #: four sectors). 0: the whole line.
+    l2_sector_bytes: int = 128
     #: Writes that find L2 full go on to HBM at once. Off: the L2 is write-back, and the
     #: dirty lines it evicts reach HBM through the write queue (docs/calibration.md).
     l2_write_through_when_full: bool = False
     #: Per-core GM rate factor for transfers whose GM address is not 512 B aligned:
     #: "32B对齐场景只能达到512B对齐场景的70%" (§2, A2 only).
     gm_unaligned_rate_factor: float = 0.7
+    # -- The MTE issue model (docs/calibration.md "The MTE issue model"). --------------
+    #: GM bytes of one MTE burst, and the grid a row is cut on: a row is moved as the
+    #: bursts of the 512 B blocks it touches ("GM地址尽量512B对齐", A2: a 512 B aligned
+    #: address gets the full bandwidth; the DataCopy best practice asks for rows whose
+    #: bytes are 512 B aligned). A row that starts off the grid touches one block more
+    #: than its length needs; that block costs a whole burst of HBM time. 0: no grid.
+    mte_burst_bytes: int = 512
+    #: Cycles an MTE spends issuing one DataCopy instruction (GM <-> local), before its
+    #: bursts: fitted to the DataCopy best practice's U1 (49,152 copies of 128 B per AIV).
+    mte_issue_cycles: float = 12.5
+    #: Cycles an AIV's MTE takes per burst through L2 (hit or miss), and per burst that
+    #: bypasses L2 (``CACHE_MODE_DISABLE``): the request rate the MTE sustains with its
+    #: requests in flight (a latency over the requests in flight, Little's law; neither
+    #: is published). A transfer takes the larger of its bursts at this rate and its bytes
+    #: at the per-core rate. Fitted to the DataCopy best practice's U2 (64 rows of 128 B
+    #: through L2) and U8 (128 rows of 128 B, L2 bypassed).
+    mte_burst_cycles: float = 8.1
+    mte_burst_bypass_cycles: float = 11.5
+    #: The AIC's (GM -> L1, Nd2Nz included) burst cycles as a fraction of the AIV's:
+    #: fitted to the DataCopy best practice's L7 (bypass, 128 B rows).
+    aic_mte_burst_factor: float = 0.68
+    #: Concurrent reads of the same GM bytes from HBM (the same transfer shape at the same
+    #: address, by several cores at once) are served one at a time: together they get at
+    #: most this bandwidth, B/s ("同地址访问冲突", DataCopy best practice 优化点4). Fitted to
+    #: the best practice's U7. 0: no limit.
+    same_address_bandwidth: float = 0.64e12
     #: UB banks (rows of 32 B interleave over them) and bank groups: 48 banks x 128 rows x
     #: 32 B in 16 groups of 3 on 2201 (§2 "UB banks (2201)").
     ub_banks: int = 48
@@ -369,11 +402,12 @@ _ASCEND910B1 = SocSpec(
     # Official prose: "GM的带宽约为1.6TB/s" (§2).
     hbm_bandwidth=1.6e12,
     # §4.1 case 1: one AIV moving 8 KB per DataCopy reads 256 MiB in
-    # 6208.8 µs of MTE2 time over 32768 DataCopies of 8 KB = 350.5 cycles
-    # each at 1.85 GHz. At ddr_read_rate (32 B/cycle) the bytes take 256
-    # cycles, leaving 94.5 cycles of fixed per-transfer cost (rounded by
-    # benchmarks/calibrate_add.py, whose output this must equal).
-    dma_latency_cycles=95,
+    # 6208.8 µs of MTE2 time over 16384 iterations of two 8 KB DataCopies
+    # (x, then y issued once x's bytes are through) = 701 cycles each at
+    # 1.85 GHz. Each copy's own time is the issue (12.5) + its bytes at
+    # ddr_read_rate (256 cycles), leaving 164 cycles of latency after the
+    # second (benchmarks/calibrate_add.py, whose output this must equal).
+    dma_latency_cycles=164,
     # §4.1 vector times: case 1 runs 16384 Adds of 4096 halves (32 repeats)
     # on one core in 761.65 µs = ~86 cycles each; case 3 runs ~85.3 Adds of
     # 16384 halves (128 repeats) per core in 12.845 µs = ~278 cycles each.
@@ -493,7 +527,7 @@ _ASCEND910A = SocSpec(
     # int8 only (Mmad page, "Atlas 训练系列产品 / 推理系列产品" type table)
     bt_size=0, fb0_size=0, fb1_size=0, fb2_size=0, fb3_size=0, support_fixpipe=False,
     cube_k_per_cycle=(("float16", 16), ("int8", 32)),
-    dma_latency_cycles=95,  # as 910B1 (derivation there)
+    dma_latency_cycles=164,  # as 910B1 (derivation there)
     vec_head_cycles=22,  # as 910B1 (derivation there)
     scalar_cycles=1,  # [R]
     host_link_bandwidth=25e9,  # [R]
@@ -568,7 +602,7 @@ _ASCEND310P3 = SocSpec(
     # int8 only (Mmad page, "Atlas 训练系列产品 / 推理系列产品" type table)
     bt_size=0, fb0_size=0, fb1_size=0, fb2_size=0, fb3_size=0, support_fixpipe=False,
     cube_k_per_cycle=(("float16", 16), ("int8", 32)),
-    dma_latency_cycles=95,  # as 910B1 (derivation there)
+    dma_latency_cycles=164,  # as 910B1 (derivation there)
     vec_head_cycles=22,  # as 910B1 (derivation there)
     scalar_cycles=1,  # [R]
     host_link_bandwidth=25e9,  # [R]

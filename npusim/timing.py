@@ -20,13 +20,21 @@ Model (the parameters live in the SoC preset, :mod:`npusim.soc`):
   on PIPE_MTE1 (bytes / the L1 -> L0 rate + a head), Mmad on PIPE_M (one cycle per 16 x 16
   output fractal and k step + a head), Fixpipe L0C -> L1 on PIPE_FIX. GM -> L1 copies are
   DMA on PIPE_MTE2 and Fixpipe L0C -> GM a DMA write on PIPE_FIX, costed like UB copies.
-* A DMA costs its core at least ``latency + bytes / rate``: the MTE2 (GM -> UB) latency is
-  ``dma_latency_cycles``, MTE3's ``dma_write_latency_cycles``; the rate is the per-core
-  ini rate of the path (``ddr_read_rate`` for HBM reads, ``l2_read_rate`` for L2 hits,
-  ``ddr_write_rate`` for writes; docs/reference/hardware.md §1.6), derated by
-  ``gm_unaligned_rate_factor`` when the GM address is not 512 B aligned (§2).
-* Between the cores and HBM sits an L2 cache of ``l2_size`` bytes (LRU over
-  ``l2_line_bytes`` lines, cold at the start of each launch). A transfer touches the lines
+* The MTE issue model (docs/calibration.md "The MTE issue model"): a DMA's own time on
+  its core is ``mte_issue_cycles`` plus the larger of its bursts at the MTE's request rate
+  (``mte_burst_cycles`` through L2, ``mte_burst_bypass_cycles`` around it, x
+  ``aic_mte_burst_factor`` on an AIC) and its bytes at the per-core ini rate of the path
+  (``ddr_read_rate`` for HBM reads, ``l2_read_rate`` for L2 hits, ``ddr_write_rate`` for
+  writes; docs/reference/hardware.md §1.6). A row is moved as the bursts of the 512 B
+  blocks (``mte_burst_bytes``) it touches: a row off that grid touches a block more than
+  its length needs, and moves it whole (its core and HBM spend a block's time on it; A2
+  only, §2). An MTE issues its next DMA once a DMA's bytes are through; the DMA completes
+  ``dma_latency_cycles`` (MTE2) or ``dma_write_latency_cycles`` (MTE3) after its own time
+  at the earliest, so the latencies of back-to-back copies overlap (copies in flight); a
+  flag set on the pipe, a barrier and the pipe's end wait for the copies in flight.
+* Between the cores and HBM sits an L2 cache of ``l2_size`` bytes (LRU over the
+  ``l2_sector_bytes`` sectors of its ``l2_line_bytes`` lines, cold at the start of each
+  launch). A transfer touches the lines
   of the bytes it moves: a strided copy's record carries its rows (key ``(address, span,
   bypass, runs)``, :func:`npusim.ascendc.datacopy.gm_key`), and only the lines the rows
   touch are read or written, not those between rows. Reads that hit are served
@@ -38,7 +46,9 @@ Model (the parameters live in the SoC preset, :mod:`npusim.soc`):
   (``hbm_bandwidth``, less while reads and writes mix), reads first, then writes in what
   the reads leave; the HBM write queue drains in write batches above its high mark. One
   core is latency- and rate-bound; many cores together are bound by HBM for reads that
-  miss, by the interconnect when their reads and writes together fill it.
+  miss, by the interconnect when their reads and writes together fill it. Reads of the
+  same GM bytes from HBM by several cores at once are served one at a time: together they
+  get ``same_address_bandwidth``.
 
 Consecutive vector or scalar instructions without a sync between them are costed as one
 timeout, so the replay costs a few events per tile, not per instruction.
@@ -114,11 +124,11 @@ _URGENT, _NORMAL = 0, 1
 _INF = float("inf")
 #: Fields of a group of flows in :class:`_Memory` (flows with the same limit, weights and
 #: class): limit, the three weights, in the reads' class, flows, rate, still rising.
-_GLIMIT, _GW0, _GW1, _GW2, _GREAD, _GN, _GRATE, _GON = range(8)
+_GLIMIT, _GW0, _GW1, _GW2, _GREAD, _GN, _GRATE, _GON, _GEFF, _GHOT, _GKEY = range(11)
 #: Fields of a flow in flight in :class:`_Memory`.
-_FLIMIT, _FWEIGHT, _FREAD, _FDIR, _FAT, _FDONE = range(6)
+_FLIMIT, _FWEIGHT, _FREAD, _FDIR, _FDONE, _FHOT = range(6)
 _w1 = itemgetter(_GW1)
-_gkey = itemgetter(_GLIMIT, _GW0, _GW1, _GW2, _GREAD, _GN)
+_gkey = itemgetter(_GEFF, _GW0, _GW1, _GW2, _GREAD, _GN)
 _grate = itemgetter(_GRATE)
 
 #: Keep the rate sharings :meth:`_Memory._fill` computed, by their inputs: a launch's flows
@@ -314,7 +324,8 @@ class L2Cache:
     PAGE = 64
 
     def __init__(self, soc):
-        self.line = int(soc.l2_line_bytes)
+        # residency by sector: a miss fills the 128 B sectors it touches, not the 512 B line
+        self.line = int(getattr(soc, "l2_sector_bytes", 0) or soc.l2_line_bytes)
         self.capacity = max(1, int(soc.l2_size) // self.line)
         self.size = 0                      # resident lines
         self.runs: dict[int, list] = {}    # start line -> [end, dirty, stamp]
@@ -333,13 +344,27 @@ class L2Cache:
         self.size += end - start
         self._new_id(start, end)
 
-    def _new_id(self, start: int, end: int) -> None:
-        """Give the run at ``start`` (lines up to ``end``) a new id, in the pages it touches."""
+    def _touched(self, lo, hi) -> list:
+        """The pages the line ranges ``[lo[i], hi[i])`` touch, in order (a row set's rows
+        are far apart: its extent's pages are many more)."""
+        P = self.PAGE
+        a, b = int(lo[0]), int(hi[-1])
+        if (b - 1) // P - a // P < 2 * len(lo):
+            return list(range(a // P, (b - 1) // P + 1))
+        first, last = lo // P, (hi - 1) // P
+        if int((last - first).max()) <= 1:
+            return np.unique(np.concatenate((first, last))).tolist()
+        return sorted({p for f, l in zip(first.tolist(), last.tolist())
+                       for p in range(f, l + 1)})
+
+    def _new_id(self, start: int, end: int, touched=None) -> None:
+        """Give the run at ``start`` (lines up to ``end``) a new id, in the pages it touches
+        (``touched``: those pages, when not every page from ``start`` to ``end``)."""
         self.next_id = rid = self.next_id + 1
         self.rid[start] = rid
         self.rstart[rid] = start
         pages, P = self.pages, self.PAGE
-        for p in range(start // P, (end - 1) // P + 1):
+        for p in (range(start // P, (end - 1) // P + 1) if touched is None else touched):
             page = pages.get(p)
             if page is None:
                 pages[p] = {rid}
@@ -368,7 +393,15 @@ class L2Cache:
         self.size -= run[6] if len(run) > 3 else run[0] - start
         rid = self.rid.pop(start)
         del self.rstart[rid]
-        self._drop_pages(rid, start, run[0], False, False)
+        if len(run) > 3:            # a run of ranges is in the pages its ranges touch
+            pages = self.pages
+            for p in self._touched(run[3], run[4]):
+                page = pages[p]
+                page.discard(rid)
+                if not page:
+                    del pages[p]
+        else:
+            self._drop_pages(rid, start, run[0], False, False)
         return run
 
     def _put(self, lo, hi, dirt, stamp: int, reg=None) -> None:
@@ -387,7 +420,7 @@ class L2Cache:
         self.runs[start] = [end, None, stamp, lo, hi, dirt, n, reg]
         heapq.heappush(self.heap, (stamp, start))
         self.size += n
-        self._new_id(start, end)
+        self._new_id(start, end, self._touched(lo, hi))
 
     def _ranges(self, starts):
         """The ranges of the runs at ``starts``, sorted: lo, hi, dirty, and the index in
@@ -467,6 +500,19 @@ class L2Cache:
                 page = pages.get(p)
                 if page:
                     found |= page
+        starts = [rstart[r] for r in found]
+        return sorted([s for s in starts if s < b and runs[s][0] > a])
+
+    def _overlapping_rows(self, lo, hi) -> list[int]:
+        """Starts of the resident runs that may share a line with the ranges ``[lo[i],
+        hi[i])``, in address order: those indexed in the pages the ranges touch."""
+        a, b = int(lo[0]), int(hi[-1])
+        pages, runs, rstart = self.pages, self.runs, self.rstart
+        found = set()
+        for p in self._touched(lo, hi):
+            page = pages.get(p)
+            if page:
+                found.update(page)
         starts = [rstart[r] for r in found]
         return sorted([s for s in starts if s < b and runs[s][0] > a])
 
@@ -593,7 +639,7 @@ class L2Cache:
         stamp = self.clock
         total = int((hi - lo).sum())
         n_ranges = len(lo)
-        found = self._overlapping(int(lo[0]), int(hi[-1]))
+        found = self._overlapping_rows(lo, hi)
         if found and reg is not None:
             found = self._apart(found, reg)
             if len(found) == 1:
@@ -693,7 +739,7 @@ class L2Cache:
 
     def invalidate_lines(self, lo, hi) -> None:
         """Drop the lines ``[lo[i], hi[i])`` of rows written around the cache."""
-        found = self._overlapping(int(lo[0]), int(hi[-1]))
+        found = self._overlapping_rows(lo, hi)
         if found:
             self._cut_ranges(found, lo, hi)
 
@@ -781,6 +827,39 @@ def row_lines(addr: int, rows: tuple, line: int) -> tuple:
     return lo + base, hi + base, reg
 
 
+#: bursts of recent row sets, by (address mod burst, burst, rows): see :func:`row_bursts`
+_ROW_BURSTS: dict = {}
+
+
+def row_bursts(addr: int, span: int, rows, burst: int) -> tuple[int, int]:
+    """The MTE bursts of a transfer and how many of them its rows' misalignment adds.
+
+    A row is moved as the bursts of the ``burst``-byte blocks of GM it touches (the
+    512 B grid of A2, :attr:`npusim.soc.SocSpec.mte_burst_bytes`). Returns (bursts, extra):
+    ``extra`` is the bursts beyond ceil(row / burst) per row, those a row off the grid
+    adds. ``rows``: the runs of a row transfer's key ((offset, row bytes, pitch, count),
+    :func:`npusim.ascendc.datacopy.gm_key`), or None for one contiguous span. Kept by the
+    rows' form and the address within its block, as :func:`row_lines`."""
+    r = addr % burst
+    if rows is None:
+        n = (r + max(span, 1) - 1) // burst + 1
+        return n, n - (max(span, 1) + burst - 1) // burst
+    key = (r, burst, rows)
+    got = _ROW_BURSTS.get(key)
+    if got is None:
+        n = extra = 0
+        for off, row, pitch, count in rows:
+            row = max(row, 1)
+            first = (r + off + np.arange(count, dtype=np.int64) * pitch) % burst
+            segs = int(((first + row - 1) // burst + 1).sum())
+            n += segs
+            extra += segs - count * ((row + burst - 1) // burst)
+        if len(_ROW_BURSTS) >= _ROW_LINES_KEEP:
+            _ROW_BURSTS.clear()
+        got = _ROW_BURSTS[key] = (n, extra)
+    return got
+
+
 class _Memory:
     """The shared memory system of a launch: L2 residency, and the bandwidth every transfer
     in flight shares with the others.
@@ -792,13 +871,14 @@ class _Memory:
     writes in what the reads leave (reads first: a write waits behind the reads on every
     path they share):
 
-    * its core's path: ``ddr_read_rate`` for the bytes read from HBM, ``l2_read_rate`` for
-      L2 hits, ``ddr_write_rate`` for writes (B/cycle per core, docs/reference/hardware.md §1.6),
-      x ``gm_unaligned_rate_factor`` when the GM address is not 512 B aligned (§2);
+    * its own time (the MTE issue model, module docstring): bytes / own time;
     * the interconnect between the vector cores (AIV) and L2/HBM, ``noc_bandwidth``, which
-      carries every byte an AIV reads or writes (the cube cores' reads of L2 reach 4 TB/s
-      and more in the matmul measurements of docs/reference/hardware.md §4.2, so they do not
-      share it);
+      carries every byte an AIV writes or reads with a miss (the cube cores' reads of L2
+      reach 4 TB/s and more in the matmul measurements of docs/reference/hardware.md §4.2,
+      so they do not share it; nor do an AIV's reads that all hit L2: the DataCopy best
+      practice's U6 reads 906 MB of L2 hits at about 6 TB/s);
+    * the reads of the same GM bytes from HBM by several cores at once (the same key):
+      ``same_address_bandwidth`` together;
     * the L2 data array, ``l2_bandwidth``, for hits, allocations and absorbed writes;
     * HBM, ``hbm_bandwidth``, for reads that miss or bypass L2, plus
       ``hbm_transfer_overhead_cycles`` of bus time per transfer. Writes to HBM (dirty lines
@@ -821,10 +901,11 @@ class _Memory:
       While reads are in flight and the queue drains, HBM's capacity is
       ``hbm_mixed_efficiency`` x ``hbm_bandwidth`` (the bus turns around between them).
 
-    A DMA ends when its bytes are through, and not before its fixed cost
-    (``dma_latency_cycles`` for MTE2, ``dma_write_latency_cycles`` for MTE3) plus its bytes
-    at its own limit: one core alone gets ``latency + bytes / rate``; under load the latency
-    hides in the queueing. Every parameter's basis is in docs/calibration.md.
+    A DMA's bytes are through at its flow's end (its MTE then issues its next DMA); it
+    completes then, and not before its own time plus its latency (``dma_latency_cycles``
+    for MTE2, ``dma_write_latency_cycles`` for MTE3): one core alone gets ``own time +
+    latency``; under load the latency hides in the queueing. Every parameter's basis is in
+    docs/calibration.md.
     """
 
     NOC, HBM, L2 = 0, 1, 2
@@ -839,6 +920,14 @@ class _Memory:
         self.floor = [1e-9 * c for c in self.capacity]   # a resource this close to 0 is full
         self.hbm_overhead_bytes = soc.hbm_transfer_overhead_cycles * soc.hbm_bandwidth / f
         self.hbm_mixed = soc.hbm_mixed_efficiency
+        # the MTE issue model (docs/calibration.md "The MTE issue model")
+        self.burst = int(getattr(soc, "mte_burst_bytes", 0))
+        self.grid = soc.gm_unaligned_rate_factor < 1.0   # the 512 B grid: A2 only (§2)
+        self.issue = float(getattr(soc, "mte_issue_cycles", 0.0))
+        self.burst_l2 = float(getattr(soc, "mte_burst_cycles", 0.0))
+        self.burst_bypass = float(getattr(soc, "mte_burst_bypass_cycles", 0.0))
+        self.aic_burst = float(getattr(soc, "aic_mte_burst_factor", 1.0))
+        self.same_address = float(getattr(soc, "same_address_bandwidth", 0.0)) / f
         self.hbm_bytes = 0.0
         self.l2_hit_bytes = 0.0
         # flows in flight, in the order they started: bytes left, rate (B/cycle), and the
@@ -856,6 +945,8 @@ class _Memory:
         self.groups: dict = {}
         self.group: list = []
         self.heavy: list = []
+        self.hot_n: dict = {}               # key of a hot read -> its flows in flight
+        self.streams: dict = {}             # (block, kind) -> where its next copy streams on
         self.since = 0.0
         self.generation = 0
         self.pending = False
@@ -880,10 +971,17 @@ class _Memory:
         self.waiter_seq = itertools.count()
 
     # -- one transfer ---------------------------------------------------------------------
-    def transfer(self, now: float, kind: int, nbytes: int, key, cube: bool = False):
-        """Start a DMA of ``nbytes`` described by ``key`` (from an AIC when ``cube``); return
-        the event of its end."""
+    def transfer(self, now: float, kind: int, nbytes: int, key, cube: bool = False,
+                 block: int = -1):
+        """Start a DMA of ``nbytes`` described by ``key`` (from an AIC when ``cube``).
+
+        Returns ``(event, not_before)``: the event fires when the DMA's bytes are through
+        (its MTE may issue its next instruction then: the MTE issue model, several copies
+        in flight); the DMA is complete (its data landed, what a flag set on its pipe
+        waits for) at the later of that moment and ``not_before``, its fixed latency after
+        its own time. ``block``: the block that issues it (its MTE's stream, below)."""
         soc = self.soc
+        rows = None
         if len(key) == 3:       # one contiguous range
             addr, span, bypass = key
             lines, l2a, l2s = None, addr, span
@@ -895,7 +993,15 @@ class _Memory:
                 line = self.l2.line
                 a, b = int(lines[0][0]), int(lines[1][0])
                 lines, l2a, l2s = None, a * line, (b - a) * line
-        factor = 1.0 if not addr & 511 else soc.gm_unaligned_rate_factor
+        burst = self.burst
+        if burst:
+            bursts, extra = row_bursts(addr, span, rows, burst)
+            if not self.grid:
+                extra = 0
+        else:
+            bursts, extra = 1, 0
+        per_burst = self.aic_burst if cube else 1.0
+        hot = 0.0
         if kind == DMA_IN:
             if bypass:
                 hit, wb = 0.0, 0
@@ -906,13 +1012,24 @@ class _Memory:
             hit_bytes = nbytes * hit
             miss = nbytes - hit_bytes
             self.l2_hit_bytes += hit_bytes
-            limit = nbytes / (hit_bytes / soc.l2_read_rate + miss / soc.ddr_read_rate) * factor
+            # the MTE's own time: the issue, then its bursts at the request rate of their
+            # source or its bytes at the per-core rate, whichever is longer
+            # (a row off the grid moves one whole block more: its MTE spends that block's
+            # time on it too, "GM地址尽量512B对齐": 70% of the aligned rate at worst)
+            block = extra * burst
+            own = max(hit_bytes / soc.l2_read_rate + (miss + block) / soc.ddr_read_rate,
+                      bursts * per_burst * (self.burst_bypass if bypass else self.burst_l2))
             on_l2 = 0.0 if bypass else nbytes
+            # a burst a row adds by leaving the grid costs HBM a whole burst of its time
+            on_hbm = miss + block * (1.0 - hit)
             self.hbm_bytes += miss + wb
             wait = self._queue(wb)
-            on_hbm = miss
             direction = 1 if miss else 0
             latency = soc.dma_latency_cycles
+            # reads served from L2 alone do not cross the interconnect to HBM
+            noc = 0.0 if cube or not miss else 1.0
+            if miss and self.same_address:
+                hot = key               # several cores reading these bytes from HBM at once
         else:
             if bypass:          # posted to the HBM write queue, like an evicted line
                 if lines is None:
@@ -928,39 +1045,85 @@ class _Memory:
                 self.hbm_bytes += wb + through
                 wait = self._queue(wb + through)
                 on_l2, on_hbm, direction = nbytes, 0.0, 0
-            limit = soc.ddr_write_rate * factor
+            own = max((nbytes + extra * burst) / soc.ddr_write_rate,
+                      bursts * per_burst * self.burst_l2)
             latency = soc.dma_write_latency_cycles
-        if on_hbm:
+            noc = 0.0 if cube else 1.0
+        # HBM's cost of a new stream (``hbm_transfer_overhead_cycles``): paid by a transfer
+        # that does not take up where its MTE's previous one left off (the first row's
+        # end): copies that walk along their rows (the next column tile) stream on
+        stream = (block, kind)
+        if on_hbm and self.streams.get(stream) != addr:
             on_hbm += self.hbm_overhead_bytes
+        self.streams[stream] = addr + (span if rows is None else rows[0][0] + rows[0][1])
+        own += self.issue
         done = _Event()
         if nbytes <= 0:
-            self._finish(now + latency, done)
-            return done
-        # the flow starts at once (its requests queue while the latency runs); the DMA ends
-        # when its bytes are through, and not before latency + bytes / its own limit
-        self._flow(nbytes, limit, (0.0 if cube else 1.0, on_hbm / nbytes, on_l2 / nbytes),
-                   kind == DMA_IN, direction, now + latency + nbytes / limit, done)
+            self.loop.succeed(done)
+            return done, now + latency
+        # the flow starts at once (its requests queue while the latency runs); its bytes
+        # are through not before its own time, and the DMA completes not before its
+        # latency after that
+        limit = nbytes / own
+        self._flow(nbytes, limit, (noc, on_hbm / nbytes, on_l2 / nbytes),
+                   kind == DMA_IN, direction, done, hot)
+        not_before = now + latency + own
         if wait is None:
-            return done
+            return done, not_before
         # its victims found the write queue full: the access waits until the queue has
         # taken them (the queue is then above its high mark: a write batch drains it)
-        return _AllOf(self.loop, (done, wait))
+        return _AllOf(self.loop, (done, wait)), not_before
 
-    def _flow(self, nbytes, limit, weight, first, direction, not_before, done) -> None:
-        """Put a flow in flight (``first``: served in the first class, the reads')."""
+    def _flow(self, nbytes, limit, weight, first, direction, done, hot=0.0) -> None:
+        """Put a flow in flight (``first``: served in the first class, the reads';
+        ``hot``: the key of the GM bytes it reads from HBM when concurrent reads of the
+        same bytes share :attr:`same_address`, else 0). The flows reading the same bytes
+        at once form a group of their own (a second one moves the first into it), whose
+        rate together is at most :attr:`same_address`; a read alone keeps its usual group,
+        so the groups stay few."""
         self._advance()
         self.left.append(float(nbytes))
-        self.flows.append((limit, weight, first, direction, not_before, done))
+        self.flows.append((limit, weight, first, direction, done, hot))
         self.dirs[direction] += 1
-        key = (limit, weight, first)
-        g = self.groups.get(key)
-        if g is None:
-            g = self.groups[key] = [limit, weight[0], weight[1], weight[2], first, 0, 0.0, False]
-        g[_GN] += 1
+        tag = 0.0
+        if hot:
+            count = self.hot_n.get(hot, 0) + 1
+            self.hot_n[hot] = count
+            if count > 1:
+                tag = hot
+                if count == 2:          # the read already in flight joins the hot group
+                    i = next(i for i, f in enumerate(self.flows) if f[_FHOT] == hot)
+                    f = self.flows[i]
+                    old = self.group[i]
+                    self._leave(old)
+                    g = self._join(f[_FLIMIT], f[_FWEIGHT], f[_FREAD], hot)
+                    self.group[i] = g
+                    self.heavy = list(filter(_w1, self.group))
+        g = self._join(limit, weight, first, tag)
         self.group.append(g)
         if weight[1]:
             self.heavy.append(g)
         self._changed()
+
+    def _join(self, limit, weight, first, tag) -> list:
+        """The group of flows with this limit, weights, class and hot key, one flow more."""
+        key = (limit, weight, first, tag)
+        g = self.groups.get(key)
+        if g is None:
+            g = self.groups[key] = [limit, weight[0], weight[1], weight[2], first, 0, 0.0, False,
+                                    limit, self.same_address if tag else 0.0, key]
+        n = g[_GN] = g[_GN] + 1
+        if g[_GHOT]:
+            g[_GEFF] = min(limit, g[_GHOT] / n)
+        return g
+
+    def _leave(self, g) -> None:
+        """One flow fewer in group ``g``."""
+        n = g[_GN] = g[_GN] - 1
+        if not n:
+            del self.groups[g[_GKEY]]
+        elif g[_GHOT]:
+            g[_GEFF] = min(g[_GLIMIT], g[_GHOT] / n)
 
     def _queue(self, nbytes: float):
         """Put ``nbytes`` of evicted dirty lines (or bypassing writes) in the HBM write queue.
@@ -1028,19 +1191,18 @@ class _Memory:
         if left and min(left) <= eps:
             keep = list(map(eps.__lt__, left))      # x > eps
             loop = self.loop
-            now = loop.now
-            group, flows, groups, dirs = self.group, self.flows, self.groups, self.dirs
+            group, flows, dirs, hot_n = self.group, self.flows, self.dirs, self.hot_n
             for i in _compress(range(len(left)), map(_not, keep)):
                 f = flows[i]
-                at, done = f[_FAT], f[_FDONE]
-                if at > now + eps:
-                    self._finish(at, done)
-                else:
-                    loop.succeed(done)
-                g, w = group[i], f[_FWEIGHT]
-                g[_GN] -= 1
-                if not g[_GN]:
-                    del groups[(g[_GLIMIT], w, g[_GREAD])]
+                loop.succeed(f[_FDONE])
+                self._leave(group[i])
+                hot = f[_FHOT]
+                if hot:
+                    count = hot_n[hot] - 1
+                    if count:
+                        hot_n[hot] = count
+                    else:
+                        del hot_n[hot]
                 dirs[f[_FDIR]] -= 1
             self.left = left = list(_compress(left, keep))
             self.flows = list(_compress(flows, keep))
@@ -1172,8 +1334,8 @@ class _Memory:
                 k = g[_GN]
                 u0 += k * g[_GW0]
                 u2 += k * g[_GW2]
-                if g[_GLIMIT] < head:
-                    head = g[_GLIMIT]
+                if g[_GEFF] < head:
+                    head = g[_GEFF]
             u1 = 0.0
             for g in heavy:
                 if g[_GON]:
@@ -1195,7 +1357,7 @@ class _Memory:
                 for g in active:
                     r = g[_GRATE] + step
                     g[_GRATE] = r
-                    lim = g[_GLIMIT]
+                    lim = g[_GEFF]
                     if r >= lim * near or (full and (
                             (full0 and g[_GW0] > 0) or (full1 and g[_GW1] > 0)
                             or (full2 and g[_GW2] > 0))):
@@ -1755,6 +1917,11 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
         out = spans[b] if keep_spans else None
         transfer = memory.transfer
         is_cube = cube[b]
+        # the MTE issue model: a DMA pipe issues its next instruction once a transfer's
+        # bytes are through; the transfers in flight complete by ``until``, which a flag
+        # set on the pipe, a barrier and the pipe's end wait for. Busy: the union of the
+        # transfers' [issue, completion] intervals.
+        until = 0.0
         for kind, value, key, label, n, idx in items:
             if kind == OP:
                 t0 = loop.now
@@ -1763,14 +1930,26 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
                 total += value
                 if out is not None:
                     out.append((pipe, t0, loop.now, label, idx))
-            elif kind == DMA_IN or kind == DMA_OUT:
+                continue
+            if kind == DMA_IN or kind == DMA_OUT:
                 t0 = loop.now
-                transfer(t0, kind, value, key, is_cube).callbacks.append(me)
+                event, not_before = transfer(t0, kind, value, key, is_cube, b)
+                event.callbacks.append(me)
                 yield
-                total += loop.now - t0
+                now = loop.now
+                done = now if now > not_before else not_before
+                if done > until:
+                    total += done - (t0 if t0 > until else until)
+                    until = done
                 if out is not None:
-                    out.append((pipe, t0, loop.now, label, idx))
-            elif kind == SET:
+                    out.append((pipe, t0, done, label, idx))
+                continue
+            if until > loop.now and kind != WAIT:
+                # a flag set on the pipe, or a barrier: the transfers in flight complete
+                # first
+                push(queue, (until, _NORMAL, next(seq), me, None))
+                yield
+            if kind == SET:
                 if key[0] == "xset":
                     cross.contribute(key[1])
                 else:
@@ -1810,6 +1989,9 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
                 waiting[b] = (pipe, label, None)
                 bar.arrive().callbacks.append(me)
                 yield
+        if until > loop.now:        # the pipe ends when its transfers have completed
+            push(queue, (until, _NORMAL, next(seq), me, None))
+            yield
         if pipe in busy:
             busy[pipe][b] = total
         loop.succeed(end)

@@ -111,11 +111,12 @@ def test_effect_ratios_from_a_hand_made_table():
 
 def test_the_calibration_docs_show_the_modules_measured_figures():
     text = (ROOT / "docs" / "calibration.md").read_text()
-    section = text.split("## DataCopy best practice (predictions, not fitted)")[1].split("\n## ")[0]
-    rows = re.findall(r"^\| (U\d|L\d) [^|]*\| ([\d.]+) \| ([\d.]+) \| ([+−-][\d.]+)% \|",
+    section = text.split("## DataCopy best practice (fitted and predicted)")[1].split("\n## ")[0]
+    rows = re.findall(r"^\| (U\d|L\d) [^|]*\| ([\d.]+) \| ([\d.]+) \| ([+−-][\d.]+)% \| (\w+) \|",
                       section, flags=re.M)
     assert {r[0] for r in rows} == set(study.SCENARIOS)
-    for name, sim, meas, err in rows:
+    for name, sim, meas, err, role in rows:
         assert float(meas) == M[name]["task"], name
+        assert role == ("fitted" if name in study.FITTED else "prediction"), name
         err = float(err.replace("−", "-"))
         assert err == pytest.approx(study.error_pct(float(sim), float(meas)), abs=0.15), name

@@ -8,6 +8,7 @@ from npusim import get_soc
 from npusim.timing import L2Cache
 
 SOC = replace(get_soc("Ascend910B1"), l2_size=64 * 512,   # 64 lines, plain write-back
+              l2_sector_bytes=0,                       # of 512 B, filled whole
               l2_write_through_when_full=False)
 
 

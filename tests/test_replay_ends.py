@@ -52,7 +52,7 @@ def test_a_flow_remainder_below_the_clock_spacing_ends():
     mem = _Memory(SOC, loop)
     mem.since = loop.now
     ended = []
-    mem.transfer(loop.now, DMA_IN, 4096, (0, 4096, True)).callbacks.append(ended.append)
+    mem.transfer(loop.now, DMA_IN, 4096, (0, 4096, True))[0].callbacks.append(ended.append)
     mem.left[0] = 1.5e-6                  # as the rounding of earlier wakes can leave it
     assert loop.now + 1.5e-6 / SOC.ddr_read_rate == loop.now
     assert run(loop, 100) <= 10
@@ -89,7 +89,7 @@ def test_random_flows_always_drain_in_a_bounded_number_of_events(
 
     def start(arg):
         kind, nbytes, addr, bypass, cube = arg
-        done = mem.transfer(loop.now, kind, nbytes, (addr, nbytes, bypass), cube)
+        done = mem.transfer(loop.now, kind, nbytes, (addr, nbytes, bypass), cube)[0]
         done.callbacks.append(ended.append)
 
     for at, kind, nbytes, slot, bypass, cube in flows:

@@ -135,10 +135,12 @@ def gm_key(ctx, gm: GlobalTensor, span: int, runs=None) -> tuple:
     runs)`` for rows with lines untouched between them, ``runs`` as (offset from ``gm``,
     row bytes, pitch, count) (the checker's form, :func:`checker.note_gm`): the L2 counts
     the lines the rows touch, not the gaps. One run whose gaps (pitch - row) are shorter
-    than a line touches every line of its span, and is kept as a span."""
+    than what the L2 fills (a sector, ``l2_sector_bytes``) touches every sector of its span,
+    and is kept as a span."""
     bypass = gm.cache_mode is CacheMode.CACHE_MODE_DISABLE
+    soc = ctx.soc
     if runs is None or (len(runs) == 1 and (runs[0][3] <= 1 or runs[0][2] - runs[0][1]
-                                            < ctx.soc.l2_line_bytes)):
+                                            < (soc.l2_sector_bytes or soc.l2_line_bytes))):
         return (gm.address, span, bypass)
     return (gm.address, span, bypass, tuple(map(tuple, runs)))
 

@@ -1,0 +1,93 @@
+"""The MTE issue model (docs/calibration.md "The MTE issue model"): bursts on the 512 B
+grid, a row off the grid moving a whole block more, copies in flight, and same-address
+reads served one at a time. Each expected figure is computed by hand from the preset's
+parameters."""
+from dataclasses import replace
+
+import pytest
+
+from npusim import get_soc
+from npusim.ascendc.core import DMA_IN, SET, WAIT
+from npusim.ascendc.types import Pipe
+from npusim.timing import row_bursts, simulate
+
+SOC = get_soc("Ascend910B1")
+MTE2, V = Pipe.PIPE_MTE2, Pipe.PIPE_V
+
+
+def read(addr, nbytes, bypass=False, rows=None, span=None):
+    key = (addr, span or nbytes, bypass) if rows is None else (addr, span, bypass, rows)
+    return (DMA_IN, MTE2, 0.0, nbytes, key, "DataCopy")
+
+
+def test_bursts_count_the_512_byte_blocks_each_row_touches():
+    assert row_bursts(0, 2048, None, 512) == (4, 0)
+    assert row_bursts(256, 2046, None, 512) == (5, 1)        # off the grid: one block more
+    assert row_bursts(2, 2046, None, 512) == (4, 0)          # ends on the grid: fits in 4
+    assert row_bursts(0, 128, None, 512) == (1, 0)            # a short row: one burst
+    # 64 rows of 2046 B, 24574 B apart (the best practice's U4): 5 blocks a row but the few
+    # that happen to fit in 4
+    rows = ((0, 2046, 24574, 64),)
+    n, extra = row_bursts(0, 63 * 24574 + 2046, rows, 512)
+    starts = [(i * 24574) % 512 for i in range(64)]
+    want = sum((s + 2046 - 1) // 512 + 1 for s in starts)
+    assert (n, extra) == (want, want - 64 * 4)
+    assert row_bursts(0, 63 * 24576 + 2048, ((0, 2048, 24576, 64),), 512) == (256, 0)
+
+
+def test_back_to_back_copies_overlap_their_latencies():
+    # one core, 100 copies of one 128 B row (each a sector of its own): each costs the
+    # issue and one burst; the latency is paid once, after the last
+    n = 100
+    t = simulate([[read(i * 4096, 128) for i in range(n)]], SOC)
+    own = SOC.mte_issue_cycles + max(128 / SOC.ddr_read_rate, SOC.mte_burst_cycles)
+    assert t.cycles == pytest.approx(n * own + SOC.dma_latency_cycles)
+    assert t.pipe_busy[MTE2][0] == pytest.approx(t.cycles)
+
+
+def test_a_flag_set_after_copies_waits_for_them_to_complete():
+    # MTE2 -> V: the vector unit starts after the copy's latency, not at its last byte
+    recs = [read(0, 8192), (SET, MTE2, 0, 0, ("e",), "SetFlag"),
+            (WAIT, V, 0, 0, ("e",), "WaitFlag"), (0, V, 10.0, 0, None, "Add")]
+    t = simulate([recs], SOC)
+    own = SOC.mte_issue_cycles + 8192 / SOC.ddr_read_rate
+    assert t.cycles == pytest.approx(own + SOC.dma_latency_cycles + 10.0)
+
+
+def test_a_row_off_the_grid_moves_a_whole_block_more():
+    # one core, 1 KiB: aligned, 2 blocks at the per-core rate; 256 B off the grid, 3 blocks
+    # (the published worst case: 70% of the aligned rate)
+    aligned = simulate([[read(0, 1024)]], SOC).cycles
+    off = simulate([[read(256, 1024)]], SOC).cycles
+    lat = SOC.dma_latency_cycles + SOC.mte_issue_cycles
+    assert aligned == pytest.approx(lat + 1024 / SOC.ddr_read_rate)
+    assert off == pytest.approx(lat + 1536 / SOC.ddr_read_rate)
+    # on a part without the grid (910A) the two cost the same
+    a = get_soc("Ascend910A")
+    assert simulate([[read(256, 1024)]], a).cycles == simulate([[read(0, 1024)]], a).cycles
+
+
+def test_short_rows_cost_their_bursts_and_bypassing_ones_more():
+    rows = ((0, 128, 24576, 64),)
+    span = 63 * 24576 + 128
+    via_l2 = simulate([[read(0, 64 * 128, rows=rows, span=span)]], SOC).cycles
+    around = simulate([[read(0, 64 * 128, True, rows=rows, span=span)]], SOC).cycles
+    lat = SOC.dma_latency_cycles + SOC.mte_issue_cycles
+    assert via_l2 == pytest.approx(lat + 64 * SOC.mte_burst_cycles)
+    assert around == pytest.approx(lat + 64 * SOC.mte_burst_bypass_cycles)
+
+
+def test_cores_reading_the_same_bytes_at_once_share_the_same_address_bandwidth():
+    # 8 cores read the same bypassed 64 KiB at once: together at most
+    # same_address_bandwidth; reading 8 different ranges they are not held back by it
+    soc = replace(SOC, same_address_bandwidth=0.2e12)
+    nbytes = 65536
+    same = simulate([[read(0, nbytes, True)] for _ in range(8)], soc)
+    apart = simulate([[read(b * (1 << 20), nbytes, True)] for b in range(8)], soc)
+    cap = soc.same_address_bandwidth / soc.freq_hz                    # B/cycle
+    # (the latency hides in the queueing: each read's bytes take longer than it)
+    assert same.cycles == pytest.approx(8 * nbytes / cap, rel=1e-6)
+    assert apart.cycles < same.cycles / 2
+    off = replace(soc, same_address_bandwidth=0.0)
+    assert simulate([[read(0, nbytes, True)] for _ in range(8)], off).cycles == \
+        pytest.approx(apart.cycles)
