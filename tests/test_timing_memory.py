@@ -17,9 +17,11 @@ F = BASE.freq_hz
 
 def soc(**kw):
     """Ascend910B1 with round per-cycle capacities: HBM 16 B/cycle, no per-transfer HBM
-    overhead, interconnect and L2 out of the way unless a test sets them."""
+    overhead, no MTE issue cost (tests/test_mte_issue.py has it), interconnect and L2 out
+    of the way unless a test sets them."""
     fields = dict(hbm_bandwidth=16 * F, hbm_transfer_overhead_cycles=0.0,
-                  noc_bandwidth=1e6 * F, l2_bandwidth=1e6 * F, hbm_mixed_efficiency=1.0)
+                  noc_bandwidth=1e6 * F, l2_bandwidth=1e6 * F, hbm_mixed_efficiency=1.0,
+                  mte_issue_cycles=0.0)
     fields.update(kw)
     return replace(BASE, **fields)
 
@@ -39,7 +41,7 @@ def busy(t, pipe, block=0):
 def test_one_core_alone_costs_latency_plus_bytes_at_its_rate():
     s = BASE
     t = simulate([[read(0, 8192, bypass=True)]], s)
-    assert t.cycles == pytest.approx(s.dma_latency_cycles + 8192 / 32)
+    assert t.cycles == pytest.approx(s.dma_latency_cycles + s.mte_issue_cycles + 8192 / 32)
     t = simulate([[write(1 << 20, 8192)]], s)
     assert t.cycles == pytest.approx(s.dma_write_latency_cycles + 8192 / 32)
 
