@@ -42,13 +42,18 @@ def test_one_core_alone_costs_latency_plus_bytes_at_its_rate():
     s = BASE
     t = simulate([[read(0, 8192, bypass=True)]], s)
     assert t.cycles == pytest.approx(s.dma_latency_cycles + s.mte_issue_cycles + 8192 / 32)
+    # the MTE issue model (docs/calibration.md): own time = issue + max(bursts x burst
+    # cycles, bytes / rate), then the latency. The read bypasses L2: 16 bursts x 11.5 =
+    # 184 < 8192 / 32 = 256, so 164 + 12.5 + 256 = 432.5. The write to L2: 16 x 8.1 =
+    # 129.6 < 256, and MTE3 pays the same issue: 27 + 12.5 + 256 = 295.5.
     t = simulate([[write(1 << 20, 8192)]], s)
-    assert t.cycles == pytest.approx(s.dma_write_latency_cycles + 8192 / 32)
+    assert t.cycles == pytest.approx(s.dma_write_latency_cycles + s.mte_issue_cycles + 8192 / 32)
 
 
 def test_cores_share_hbm_equally():
     # two cores each read 16 KiB from HBM (16 B/cycle): 8 B/cycle each, 2048 cycles; the
-    # 95-cycle latency hides in the sharing (2048 > 95 + 16384 / 32)
+    # 164-cycle latency after the copy's own time hides in the sharing
+    # (2048 > 164 + 16384 / 32)
     t = simulate([[read(0, 16384, True)], [read(1 << 20, 16384, True)]], soc())
     assert t.cycles == pytest.approx(2048)
     assert busy(t, Pipe.PIPE_MTE2, 1) == pytest.approx(2048)
@@ -59,23 +64,44 @@ def test_a_capped_flow_leaves_its_share_to_the_others():
     t = simulate([[read(0, 16384, True)], [read(1 << 20, 16384, True)],
                   [read(2 << 20, 16384, True)]], soc(hbm_bandwidth=48 * F))
     assert t.cycles == pytest.approx(1024)
-    # HBM at 80 B/cycle, core 0's GM address off 512 B: its path gives 0.7 x 32 = 22.4, so
-    # it runs at its own limit (95 + 65536 / 22.4 cycles) and the two others share the
-    # remaining 80 - 22.4 = 57.6: 28.8 B/cycle each
+    # A row off the 512 B grid moves a whole block more, on its core and at HBM (the rule
+    # that replaced the 0.7 rate factor on the first row's address). Core 0 reads 65536 B
+    # at GM address 32: they touch blocks 0..128, 129 bursts, one more than 65536 / 512.
+    # Its own time is max((65536 + 512) / 32, 129 x 11.5) = 2064 cycles (a limit of
+    # 31.75 B/cycle), and each byte it moves costs HBM 66048 / 65536 bytes of time. On HBM
+    # at 80 B/cycle the three flows rise together to r with r (66048 / 65536 + 2) = 80,
+    # r = 26.6 B/cycle, below every limit: all three end at (3 x 65536 + 512) / 80 = 2464
+    # (after core 0's latency floor, 164 + 2064 = 2228). Without the extra block at HBM
+    # they would end at 3 x 65536 / 80 = 2457.6.
     t = simulate([[read(32, 65536, True)], [read(1 << 20, 65536, True)],
                   [read(2 << 20, 65536, True)]], soc(hbm_bandwidth=80 * F))
-    assert busy(t, Pipe.PIPE_MTE2, 0) == pytest.approx(BASE.dma_latency_cycles + 65536 / 22.4)
-    assert busy(t, Pipe.PIPE_MTE2, 1) == pytest.approx(65536 / 28.8)
-    assert busy(t, Pipe.PIPE_MTE2, 2) == pytest.approx(65536 / 28.8)
+    for b in range(3):
+        assert busy(t, Pipe.PIPE_MTE2, b) == pytest.approx((3 * 65536 + 512) / 80)
+    # A flow capped below its share leaves the rest to the others. Core 0 reads 128 rows
+    # of 128 B, 512 B apart (L2 bypassed): 128 bursts at 11.5 cycles = 1472 cycles for its
+    # 16384 B (its bytes alone would take 512): 16384 / 1472 = 11.13 B/cycle. On HBM at
+    # 48 B/cycle the two others share 48 - 11.13 = 36.87 B/cycle, 18.43 each (below their
+    # 32), and end at 16384 / 18.43 = 888.9; core 0 ends at 164 + 1472 = 1636.
+    rows = (0, 127 * 512 + 128, True, ((0, 128, 512, 128),))
+    row_read = (DMA_IN, Pipe.PIPE_MTE2, 0.0, 16384, rows, "DataCopy")
+    t = simulate([[row_read], [read(1 << 20, 16384, True)], [read(2 << 20, 16384, True)]],
+                 soc(hbm_bandwidth=48 * F))
+    assert busy(t, Pipe.PIPE_MTE2, 0) == pytest.approx(BASE.dma_latency_cycles + 128 * 11.5)
+    share = (48 - 16384 / (128 * 11.5)) / 2
+    assert busy(t, Pipe.PIPE_MTE2, 1) == pytest.approx(16384 / share)
+    assert busy(t, Pipe.PIPE_MTE2, 2) == pytest.approx(16384 / share)
 
 
 def test_writes_take_what_the_reads_leave_on_the_interconnect():
     # interconnect 40 B/cycle: the read (capped at 32 B/cycle) goes first, the write to L2
     # gets 8 B/cycle until the read ends at 512, then its own 32: 4096 B by 512, the other
-    # 12288 B in 384 cycles -> 896. The read ends at max(512, 95 + 512) = 607.
+    # 12288 B in 384 cycles -> 896. (Own times: the read's 32 bursts x 11.5 = 368 and the
+    # write's 32 x 8.1 = 259.2 are below their bytes' 512.) The read's bytes are through
+    # at 512; it completes its latency after its own time: 164 + 512 = 676. The write's
+    # latency floor, 27 + 512 = 539, is below its 896.
     t = simulate([[read(0, 16384, True)], [write(1 << 20, 16384)]],
                  soc(hbm_bandwidth=64 * F, noc_bandwidth=40 * F))
-    assert busy(t, Pipe.PIPE_MTE2, 0) == pytest.approx(607)
+    assert busy(t, Pipe.PIPE_MTE2, 0) == pytest.approx(676)
     assert busy(t, Pipe.PIPE_MTE3, 1) == pytest.approx(896)
     assert t.cycles == pytest.approx(896)
 
