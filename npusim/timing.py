@@ -860,6 +860,38 @@ def row_bursts(addr: int, span: int, rows, burst: int) -> tuple[int, int]:
     return got
 
 
+def batch_key(addr: int, span: int, bypass: bool, copies: int, bursts: int,
+              extra: int = 0, misses: bool = False, waits: int = 0, rows=None) -> tuple:
+    """The key of one record that stands for ``copies`` copies (a host-speed batch of a
+    kernel's own instruction stream, e.g. :mod:`npusim.kernels.common.row_walk`):
+    ``(addr, span, bypass, rows, (copies, bursts, extra, misses, waits))``. :meth:`_Memory.transfer`
+    charges it one MTE issue per copy, and ``bursts`` (``extra`` of them added by rows off
+    the grid: :func:`row_bursts`, :func:`rows_bursts`) at the burst rate, where the one
+    range ``(addr, span)`` that stands for the copies in the L2 and HBM accounting would
+    give its own bursts; and, past the L2 (``bypass``), HBM a new stream's overhead per
+    copy. ``misses``: a batch recorded past the L2 model whose copies read through L2 and
+    all miss (rows read once): its bursts are charged at the rate of misses through L2.
+    ``waits``: the latencies (of this transfer's MTE) the kernel's own stream waits for
+    between the copies, beyond the one the transfer completes with: they lengthen its own
+    time, so its bytes move spread over the time the copies take, as the copies move them,
+    not all at once. ``rows``: the copies' rows as runs (:func:`row_lines`), for the L2 to
+    count the lines they touch (None: the range ``(addr, span)``)."""
+    return (addr, span, bypass, rows,
+            (int(copies), int(bursts), int(extra), bool(misses), int(waits)))
+
+
+def rows_bursts(addrs, row_bytes, burst: int) -> tuple[int, int]:
+    """(bursts, extra) of copies of one row each, at GM addresses ``addrs`` with
+    ``row_bytes`` each (an int or an array like ``addrs``), on the ``burst``-byte grid, as
+    :func:`row_bursts` counts them."""
+    a = np.asarray(addrs, np.int64)
+    if not burst:
+        return int(a.size), 0
+    row = np.maximum(np.broadcast_to(np.asarray(row_bytes, np.int64), a.shape), 1)
+    n = int(((a % burst + row - 1) // burst + 1).sum())
+    return n, n - int(((row + burst - 1) // burst).sum())
+
+
 class _Memory:
     """The shared memory system of a launch: L2 residency, and the bandwidth every transfer
     in flight shares with the others.
@@ -982,6 +1014,10 @@ class _Memory:
         its own time. ``block``: the block that issues it (its MTE's stream, below)."""
         soc = self.soc
         rows = None
+        copies = None
+        if len(key) == 5:       # a batch of copies recorded as one (:func:`batch_key`)
+            copies = key[4]
+            key = key[:3] if key[3] is None else key[:4]
         if len(key) == 3:       # one contiguous range
             addr, span, bypass = key
             lines, l2a, l2s = None, addr, span
@@ -1000,6 +1036,15 @@ class _Memory:
                 extra = 0
         else:
             bursts, extra = 1, 0
+        issue = self.issue
+        burst_bypass = self.burst_bypass
+        if copies is not None:  # the batch's own instructions and bursts
+            n_copies, bursts, extra, misses, waits = copies
+            if not self.grid:
+                extra = 0
+            issue *= n_copies
+            if misses:
+                burst_bypass = self.burst_l2
         per_burst = self.aic_burst if cube else 1.0
         hot = 0.0
         if kind == DMA_IN:
@@ -1020,7 +1065,7 @@ class _Memory:
             # (the burst rate is the misses': hits come back sooner, bound by their bytes
             # at l2_read_rate; no measurement of short rows that hit is at hand)
             own = max(hit_bytes / soc.l2_read_rate + (miss + block) / soc.ddr_read_rate,
-                      bursts * per_burst * (self.burst_bypass if bypass
+                      bursts * per_burst * (burst_bypass if bypass
                                             else self.burst_l2 * (1.0 - hit)))
             on_l2 = 0.0 if bypass else nbytes
             # a burst a row adds by leaving the grid costs HBM a whole burst of its time
@@ -1057,9 +1102,12 @@ class _Memory:
         # end): copies that walk along their rows (the next column tile) stream on
         stream = (block, kind)
         if on_hbm and self.streams.get(stream) != addr:
-            on_hbm += self.hbm_overhead_bytes
+            on_hbm += self.hbm_overhead_bytes * (copies[0] if copies is not None and bypass
+                                                 else 1)
         self.streams[stream] = addr + (span if rows is None else rows[0][0] + rows[0][1])
-        own += self.issue
+        own += issue
+        if copies is not None and waits:
+            own += waits * latency
         done = _Event()
         if nbytes <= 0:
             self.loop.succeed(done)
@@ -1822,7 +1870,8 @@ def _relocated_key(blocks, line: int):
     for rec in _transfers(blocks):
         key = rec[4]
         addr, span = key[0], key[1]
-        if len(key) > 3 and not all(type(x) is int for run in key[3] for x in run):
+        if len(key) > 3 and key[3] is not None and not all(
+                type(x) is int for run in key[3] for x in run):
             return None                           # rows that differ from member to member
         addrs = addr[1] if _per_member(addr) else (addr,)
         spans = span[1] if _per_member(span) else (span,) * len(addrs)

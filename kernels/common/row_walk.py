@@ -19,15 +19,18 @@ rows at once:
 3. **Timing** — the instructions are recorded per batch of :data:`BATCH_ROWS` walk steps,
    chained by flags as the single-buffered kernel runs row by row: MTE2 reads the batch's
    sorted indices and positions (one transfer per index tensor, over their span) and its
-   grad rows (one transfer of all their bytes), each with the latency of the DataCopyPads
-   it stands for; V does the Adds and the accumulator resets; MTE3 writes the batch's
-   flushes (one transfer, with the latency of each atomic DataCopyPad) while MTE2 already
-   loads the next batch — the overlap the per-row kernel gets from the flush of one index
-   running while the next row loads. The grad rows and the flushes go past the L2 model
-   (each grad row is read once, so it would miss; the flushed rows are written back to
-   HBM rather than kept dirty in L2) [R]. The bytes equal the row-by-row kernel's; its
-   MTE2/MTE3 busy times and its kernel time agree within a few percent (the tests bound
-   them at 10% and 12%).
+   grad rows (one transfer of all their bytes); V does the Adds and the accumulator
+   resets; MTE3 writes the batch's flushes (one transfer) while MTE2 already loads the
+   next batch — the overlap the per-row kernel gets from the flush of one index running
+   while the next row loads. Each batch transfer carries the copies it stands for
+   (:func:`npusim.timing.batch_key`): one MTE issue per copy, each copy's bursts on the
+   512 B grid, and the latencies the row kernel waits for between its copies (MTE issue
+   model, docs/calibration.md), so its MTE2/MTE3 time is the row kernel's. The grad rows
+   go past the L2 model (each is read once, so it would miss: their bursts are charged as
+   misses through L2) [R]; the flushes go through it, their rows left dirty in L2 as the
+   atomic DataCopyPads leave them. The bytes equal the row-by-row kernel's; its MTE2/MTE3
+   busy times and its kernel time agree within a few percent (measured within 6%; the
+   tests bound them at 10% and 12%, 5% for the small-dim walk's kernel time).
 
 Every index the walk uses is checked first (:func:`~npusim.kernels.common.sorted_index.check_index`).
 """
@@ -40,6 +43,7 @@ from npusim.ascendc import nans as _nans
 from npusim.ascendc.types import PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V, CacheMode
 from npusim.ascendc.vector import RATE_SIMPLE, cost_key, level2_cycles
 from npusim.kernels.common.sorted_index import check_index
+from npusim.timing import batch_key, row_bursts, rows_bursts
 
 LIMIT_COUNT_NUM = 10
 INDICE_INIT_PARAM = -1
@@ -218,7 +222,7 @@ def _add_cycles(ctx, p) -> float:
 
 def record_walk(ctx, tag, name: str, streams: list, grad_addr: np.ndarray, row_bytes: int,
                 flush_step: np.ndarray, flush_addr: np.ndarray, count_addr, bypass: dict,
-                add_cycles: float, reset_cycles: float) -> None:
+                add_cycles: float, reset_cycles: float, together: bool = True) -> None:
     """Record a walk in batches of :data:`BATCH_ROWS` steps (module docstring, step 3).
 
     Args:
@@ -233,8 +237,11 @@ def record_walk(ctx, tag, name: str, streams: list, grad_addr: np.ndarray, row_b
         bypass: {"idx": bool}: the index tensors' SetL2CacheHint(CACHE_MODE_DISABLE) state
             (the grad and flush transfers always go past the L2 model, see above).
         add_cycles / reset_cycles: V cycles of one row's Adds / one accumulator reset.
+        together: the kernel issues a step's index reads back to back, then waits for
+            them (one latency a step); False: it waits for each (one latency a read).
     """
     lat_in = float(ctx.soc.dma_latency_cycles)
+    burst = int(getattr(ctx.soc, "mte_burst_bytes", 0))
     lat_out = float(ctx.soc.dma_write_latency_cycles)
     sc = ctx.soc.scalar_cycles
     rec = ctx.record
@@ -248,27 +255,43 @@ def record_walk(ctx, tag, name: str, streams: list, grad_addr: np.ndarray, row_b
         k = (("rowwalk", tag), bi)
         if prev is not None:
             rec(_core.WAIT, PIPE_MTE2, 0.0, 0, prev, name)
+        # Each batch record stands for the copies the row-by-row kernel issues
+        # (timing.batch_key): one MTE issue per copy and each copy's bursts. Latencies: the
+        # row kernel's index copies of a step are in flight together (one latency), and it
+        # waits for them and for each grad row; the batch's transfers are in flight together
+        # (one latency): the others are the waits of its last transfer.
+        g = grad_addr[b0:b1]
+        g = g[g >= 0]
+        idx_steps = int(np.count_nonzero(np.any([a[b0:b1] >= 0 for a in streams], axis=0))
+                        ) if streams else 0
+        if not together:
+            idx_steps = sum(int((a[b0:b1] >= 0).sum()) for a in streams)
+        waits = max(idx_steps + int(g.size) - 1, 0)
+        last = -1 if g.size else max((i for i, a in enumerate(streams)
+                                      if (a[b0:b1] >= 0).any()), default=-1)
         reads = 0
-        for addrs in streams:
+        for si, addrs in enumerate(streams):
             a = addrs[b0:b1]
             a = a[a >= 0]
             if a.size:
                 lo, hi = int(a.min()), int(a.max()) + 4
-                rec(_core.DMA_IN, PIPE_MTE2, 0.0, 4 * a.size, (lo, hi - lo, bypass["idx"]),
-                    "DataCopyPad")
+                # through L2, the copies' misses are the range's bursts (the 4-byte reads
+                # after the first of a sector hit); past it, every copy is a burst
+                nb, ex = (rows_bursts(a, 4, burst) if bypass["idx"]
+                          else row_bursts(lo, hi - lo, None, burst) if burst else (1, 0))
+                rec(_core.DMA_IN, PIPE_MTE2, 0.0, 4 * a.size,
+                    batch_key(lo, hi - lo, bypass["idx"], a.size, nb, ex,
+                              waits=waits if si == last else 0), "DataCopyPad")
                 ctx.bytes_read += 4 * int(a.size)
-                if a.size > 1:
-                    rec(_core.OP, PIPE_MTE2, (a.size - 1) * lat_in, 0, None, "DataCopyPad")
                 reads += int(a.size)
-        g = grad_addr[b0:b1]
-        g = g[g >= 0]
         if g.size:
             # the batch's rows as one transfer past the L2 model (each grad row is read
-            # once, so it would miss), plus the latency of the other row transfers
+            # once: its copy misses L2)
+            nb, ex = rows_bursts(g, row_bytes, burst)
             rec(_core.DMA_IN, PIPE_MTE2, 0.0, row_bytes * int(g.size),
-                (int(g.min()), row_bytes, True), "DataCopyPad")
-            if g.size > 1:
-                rec(_core.OP, PIPE_MTE2, (g.size - 1) * lat_in, 0, None, "DataCopyPad")
+                batch_key(int(g.min()), row_bytes, True, g.size, nb, ex, misses=True,
+                          waits=waits),
+                "DataCopyPad")
         ctx.bytes_read += row_bytes * int(g.size)
         rec(_core.SET, PIPE_MTE2, 0.0, 0, (k, "in"), name)
         f0, f1 = int(fl_order[bi]), int(fl_order[bi + 1])
@@ -283,17 +306,35 @@ def record_walk(ctx, tag, name: str, streams: list, grad_addr: np.ndarray, row_b
         rec(_core.SET, PIPE_V, 0.0, 0, (k, "v.mte2"), name)
         rec(_core.WAIT, PIPE_MTE3, 0.0, 0, (k, "v.mte3"), name)
         if nf:
-            # the batch's flushes as one transfer past the L2 model, plus the latency of
-            # the other atomic DataCopyPads (and of the 4-byte count adds with scale)
-            n_out = nf * (2 if scale else 1)
-            rec(_core.DMA_OUT, PIPE_MTE3, 0.0, nf * (row_bytes + (4 if scale else 0)),
-                (int(flush_addr[f0:f1].min()), row_bytes, True), "DataCopyPad")
-            if n_out > 1:
-                rec(_core.OP, PIPE_MTE3, (n_out - 1) * lat_out, 0, None, "DataCopyPad")
+            _record_flushes(rec, flush_addr[f0:f1], scale, row_bytes, lat_out, burst)
         ctx.bytes_written += nf * (row_bytes + (4 if scale else 0))
         prev = (k, "v.mte2")
     if prev is not None:
         rec(_core.WAIT, PIPE_MTE2, 0.0, 0, prev, name)
+
+
+def _record_flushes(rec, flush_addr: np.ndarray, scale: bool, row_bytes: int, lat_out: float,
+                    burst: int, count_waits: bool = False) -> None:
+    """Record a batch's flushes as one MTE3 transfer through the L2 model standing for the
+    row kernel's copies (:func:`npusim.timing.batch_key`): per flush its atomic
+    DataCopyPad of ``row_bytes`` and, with ``scale``, the 4-byte count add issued right
+    after it (one burst). The row kernel waits for each flush's copies (PipeBarrier), whose
+    latencies overlap: one latency per flush; the batch's transfer completes with one, the
+    others are its waits. ``count_waits``: the kernel waits for the flush before it
+    writes the count (MTE3_S), two latencies per flush with ``scale``."""
+    nf = int(flush_addr.size)
+    nb, ex = rows_bursts(flush_addr, row_bytes, burst)
+    if scale:
+        nb += nf
+    # through the L2 model as the atomic DataCopyPads go, the lines of the rows they write
+    # left dirty in L2 (a later pass, the scale kernel's, hits them)
+    lo = int(flush_addr.min())
+    rows = np.unique(flush_addr) - lo
+    runs = tuple((int(r), int(row_bytes), int(row_bytes), 1) for r in rows.tolist())
+    rec(_core.DMA_OUT, PIPE_MTE3, 0.0, nf * (row_bytes + (4 if scale else 0)),
+        batch_key(lo, int(rows[-1]) + row_bytes, False, nf * (2 if scale else 1), nb, ex,
+                  waits=nf * (2 if scale and count_waits else 1) - 1, rows=runs),
+        "DataCopyPad")
 
 
 # -- the two walks -------------------------------------------------------------------------------
@@ -416,7 +457,8 @@ def walk_determinist_rows(k, dimJ: int) -> None:
                 [base + 4 * steps, pos_addr], grad_addr, 4 * k.curEmbeddingDim, flush_step,
                 k.outputGm.address + 4 * (out_rows * t.embeddingDim + col0),
                 (k.idxNumGm.address + 4 * out_rows) if (t.scaleGradByFreq and dimJ == 0) else None,
-                _bypass_of(k), _add_cycles(ctx, k.addParam), _vec_cycles(ctx, t.formerEmbeddingDim))
+                _bypass_of(k), _add_cycles(ctx, k.addParam), _vec_cycles(ctx, t.formerEmbeddingDim),
+                together=False)     # CopyIn waits for its index, then for its posIdx
 
 
 def _bypass_of(k) -> dict:
@@ -544,11 +586,8 @@ def _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, flush_addr, n, st
         rec(_core.OP, PIPE_V, v_cycles, 0, None, "Add")
         rec(_core.SET, PIPE_V, 0.0, 0, (k_, "v"), name)
         rec(_core.WAIT, PIPE_MTE3, 0.0, 0, (k_, "v"), name)
-        n_out = nf * (2 if scale else 1)
-        rec(_core.DMA_OUT, PIPE_MTE3, 0.0, nf * (row_bytes + (4 if scale else 0)),
-            (int(flush_addr[f0:f1].min()), row_bytes, True), "DataCopyPad")
-        if n_out > 1:
-            rec(_core.OP, PIPE_MTE3, (n_out - 1) * lat_out, 0, None, "DataCopyPad")
+        _record_flushes(rec, flush_addr[f0:f1], scale, row_bytes, lat_out,
+                        int(getattr(soc, "mte_burst_bytes", 0)), count_waits=True)
         rec(_core.SET, PIPE_MTE3, 0.0, 0, (k_, "m"), name)
         ctx.bytes_written += nf * (row_bytes + (4 if scale else 0))
         prev = (k_, "m")
