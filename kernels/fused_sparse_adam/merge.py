@@ -18,8 +18,9 @@ same walk for a whole tile at once:
   (1-beta1)*g``. A tile's runs have distinct indices, so their rows are distinct: the
   results are bit-identical to the entry-by-entry loop (tests compare the two).
 * **Timing** — per batch of :data:`BATCH_ENTRIES` entries of one window: one scalar op (the
-  entries' reads), the V->MTE2 flag, one MTE2 transfer of the batch's grad rows with the
-  latency of each row's DataCopyPad, the MTE2->V flag, and one V op costing the batch's
+  entries' reads), the V->MTE2 flag, one MTE2 transfer of the batch's grad rows standing
+  for each row's DataCopyPad (its issue, bursts and latency: :func:`npusim.timing.batch_key`),
+  the MTE2->V flag, and one V op costing the batch's
   Adds and the ApplyRuns of the runs it closes, each instruction costed at its own UB
   offsets as the kernel's would be. The entry-by-entry loop alternates MTE2 and V per
   row, the batches per batch: the busy times add up alike. The batch's transfer meets the
@@ -36,6 +37,7 @@ from npusim.ascendc import nans as _nans
 from npusim.ascendc.types import PIPE_MTE2, PIPE_S, PIPE_V, CacheMode
 from npusim.ascendc.vector import RATE_SIMPLE, cost_key, level2_cycles
 from npusim.kernels.common.row_walk import run_starts, sum_runs
+from npusim.timing import batch_key, rows_bursts
 
 #: Sorted entries per recorded batch.
 BATCH_ENTRIES = 16
@@ -82,7 +84,7 @@ def merge_runs_batched(k, t0: int, rows: int, col: int, w: int, e: int, s1: int)
     t = k.tiling
     end = t0 + rows
     sc = float(ctx.soc.scalar_cycles)
-    lat_in = float(ctx.soc.dma_latency_cycles)
+    burst = int(getattr(ctx.soc, "mte_burst_bytes", 0))
     row_bytes = 4 * w
     keys_all, pos_all = [], []
     cur = None                               # index of the run in progress (timing)
@@ -113,13 +115,18 @@ def merge_runs_batched(k, t0: int, rows: int, col: int, w: int, e: int, s1: int)
                 v_cycles += _cycles(ctx, k, w, int(key) - t0)
             cur = int(kb[-1])
             _sync(HardEvent.V_MTE2)
-            addr = k.gradGm.address + 4 * (int(pb[0]) * t.rowSize + col)
+            addrs = k.gradGm.address + 4 * (pb * t.rowSize + col)
+            addr = int(addrs[0])
+            # one transfer standing for the rows' DataCopyPads (timing.batch_key): an MTE
+            # issue and the bursts of each, and the latency the loop waits for after each
+            # (MTE2_V), all but the transfer's own as its waits
+            bursts, extra = rows_bursts(addrs, row_bytes, burst)
             ctx.record(_core.DMA_IN, PIPE_MTE2, 0.0, row_bytes * len(kb),
-                       (addr, row_bytes, k.gradGm.cache_mode is CacheMode.CACHE_MODE_DISABLE),
+                       batch_key(addr, row_bytes,
+                                 k.gradGm.cache_mode is CacheMode.CACHE_MODE_DISABLE,
+                                 len(kb), bursts, extra, waits=len(kb) - 1),
                        "DataCopyPad")
             ctx.bytes_read += row_bytes * len(kb)
-            if len(kb) > 1:
-                ctx.record(_core.OP, PIPE_MTE2, (len(kb) - 1) * lat_in, 0, None, "DataCopyPad")
             _sync(HardEvent.MTE2_V)
             ctx.record(_core.OP, PIPE_V, v_cycles, 0, None, "Add")
             keys_all.append(kb)
