@@ -91,3 +91,30 @@ def test_cores_reading_the_same_bytes_at_once_share_the_same_address_bandwidth()
     off = replace(soc, same_address_bandwidth=0.0)
     assert simulate([[read(0, nbytes, True)] for _ in range(8)], off).cycles == \
         pytest.approx(apart.cycles)
+
+
+def test_a_batch_record_costs_what_the_copies_it_stands_for_cost():
+    # 16 copies of one 384 B row each, L2 bypassed, the core waiting for each (a flag set
+    # on MTE2 after each), at addresses 384 B apart: rows 1 and 2 of every 4 cross a 512 B
+    # block (2 bursts and a whole block more: (384 + 512) / 32 = 28 cycles > 2 x 11.5),
+    # rows 0 and 3 do not (384 / 32 = 12 > 11.5). Each copy: 12.5 + 12 or 28 + 164;
+    # 8 x 188.5 + 8 x 204.5 = 3144.
+    from npusim.timing import batch_key, rows_bursts
+    addrs = [384 * i for i in range(16)]
+    copies = []
+    for i, a in enumerate(addrs):
+        copies += [read(a, 384, True), (SET, MTE2, 0.0, 0, (("t", i), "m"), "SetFlag"),
+                   (WAIT, V, 0.0, 0, (("t", i), "m"), "WaitFlag")]
+    one = simulate([copies], SOC)
+    assert one.pipe_busy[MTE2][0] == pytest.approx(8 * 188.5 + 8 * 204.5)
+    # the batch record (timing.batch_key) stands for them: 16 issues (200), its 24 bursts
+    # (8 extra) bound by their bytes, (6144 + 8 x 512) / 32 = 320 > 24 x 11.5 = 276, and
+    # 15 of the latencies as its waits: 200 + 320 + 16 x 164 = 3144, the copies' figure.
+    assert rows_bursts(addrs, 384, 512) == (24, 8)
+    rec = (DMA_IN, MTE2, 0.0, 16 * 384, batch_key(0, 384, True, 16, 24, 8, waits=15),
+           "DataCopy")
+    batch = simulate([[rec]], SOC)
+    assert batch.pipe_busy[MTE2][0] == pytest.approx(3144)
+    # the same bytes as one plain transfer: one issue and one latency, 12.5 + 192 + 164
+    plain = simulate([[(DMA_IN, MTE2, 0.0, 16 * 384, (0, 384, True), "DataCopy")]], SOC)
+    assert plain.pipe_busy[MTE2][0] == pytest.approx(12.5 + 192 + 164)
