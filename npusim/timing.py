@@ -61,9 +61,12 @@ its options alone.
 from __future__ import annotations
 
 import gc
+import hashlib
 import heapq
+import io
 import itertools
 import math
+import pickle
 from bisect import bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
@@ -136,11 +139,12 @@ _FILL_KEEP = 1 << 16
 #: without a second replay. A replay from a cold L2 is a function of the records, the SoC
 #: and the replay's options alone, so the kept timing is the same to the bit (tests
 #: compare the two). Kept (:class:`_KeptReplays`): the most recently used replays, at most
-#: ``REPLAY_KEEP_ENTRIES`` of them holding at most ``REPLAY_KEEP_RECORDS`` records in all
-#: (the records their keys hold, a lockstep group's shared ones once: :func:`_key_size`;
-#: some 150 B each), the least recently used forgotten first. A launch whose records
-#: change with its data (indices) leaves a replay per call that is seldom asked for
-#: again: the bounds cap what such a loop keeps (tens of MiB at most).
+#: ``REPLAY_KEEP_ENTRIES`` of them of at most ``REPLAY_KEEP_RECORDS`` records in all
+#: (a lockstep group's shared ones once: :func:`_key_size`), the least recently used
+#: forgotten first. Each is kept as its timing under a 16-byte digest of its records
+#: (:func:`_digest`), not the records themselves: a few KiB each without spans, so that a
+#: launch whose records change with its data (indices), which leaves a replay per call
+#: that is seldom asked for again, keeps about a MiB at most.
 REPLAY_MEMO = True
 REPLAY_KEEP_RECORDS = 1 << 17
 REPLAY_KEEP_ENTRIES = 256
@@ -1467,9 +1471,9 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
             records = _relocated_key(blocks, soc.l2_line_bytes)
             if records is None:
                 records = _records_key(blocks)
-            key = (soc, keep_spans, cores, profile_pipes, records)
+            key = _digest((soc, keep_spans, cores, profile_pipes), records)
             kept = _REPLAY_KEPT.get(key)
-        except TypeError:                        # a record that cannot be a key
+        except (TypeError, pickle.PicklingError, AttributeError):   # a record with no value form
             key = kept = None
         if kept is not None:
             return _copy(kept)
@@ -1552,14 +1556,16 @@ _REPLAY_KEPT = _KeptReplays()
 class _Shared:
     """The records a lockstep group's members share, as part of a replay's key: hashed once,
     and compared in full once per lookup, however many members the group has (it remembers
-    the last part found equal)."""
+    the last part found equal); digested once (:func:`_digest`) however many members refer
+    to it."""
 
-    __slots__ = ("items", "hash", "same")
+    __slots__ = ("items", "hash", "same", "digest")
 
     def __init__(self, items: tuple):
         self.items = items
         self.hash = hash(items)
         self.same = None
+        self.digest = None
 
     def __hash__(self):
         return self.hash
@@ -1571,6 +1577,46 @@ class _Shared:
             return False
         self.same = other
         return True
+
+
+def _value_bytes(obj) -> bytes:
+    """``obj`` (tuples of ints, floats, strings, enums, a SocSpec) written by value: pickle
+    without its memo (``Pickler.fast``), so that objects shared or not, interned or not, give
+    the same bytes, and equal bytes mean equal values of the same types."""
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, protocol=5)
+    pickler.fast = True
+    pickler.dump(obj)
+    return buf.getvalue()
+
+
+def _digest(options: tuple, records) -> bytes:
+    """A kept replay's key: the 128-bit BLAKE2b digest of what the replay reads, the
+    options (SoC, spans, cores, pipes) and the records (:func:`_records_key` or
+    :func:`_relocated_key`), each lockstep group's shared part digested once.
+
+    The store keeps this digest, not the records (some 140 B of Python objects per record:
+    a kept replay of a few hundred records held ~60 KiB, and a loop whose records change
+    with its data filled tens of MiB): a kept replay now costs its timing and 16 bytes.
+    Two different record lists meet in one digest with a probability of about 2^-128 per
+    pair, as in any content-addressed store; equal records always meet (their bytes are
+    equal: :func:`_value_bytes`).
+
+    Raises TypeError or pickle.PicklingError for a record that has no value form (the
+    caller then replays without keeping)."""
+    tag = None
+    if len(records) == 2 and records[0] == "relocated":
+        tag, records = records
+    parts = []
+    for block in records:
+        if len(block) == 2 and type(block[0]) is _Shared:
+            part, member = block
+            if part.digest is None:
+                part.digest = hashlib.blake2b(_value_bytes(part.items), digest_size=16).digest()
+            parts.append((part.digest, member))
+        else:
+            parts.append(block)
+    return hashlib.blake2b(_value_bytes((options, tag, tuple(parts))), digest_size=16).digest()
 
 
 def _records_key(blocks) -> tuple:
