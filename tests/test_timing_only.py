@@ -10,7 +10,7 @@ import npusim
 from npusim import GlobalMemory, get_soc, run_kernel
 from npusim.ascendc import (GlobalTensor, LocalTensor, TPipe, TQue, TPosition, DataCopy, Adds,
                             Exp, GetBlockIdx, KernelMetaType, Mul, Cast, RoundMode, half, float32,
-                            HardEvent, SetFlag, WaitFlag)
+                            HardEvent, SetFlag, WaitFlag, UnaryRepeatParams, WholeReduceSum)
 from npusim.ascendc import timing_only
 from npusim.ascendc.checker import CheckerConfig
 from npusim_tools import registry
@@ -138,6 +138,8 @@ def _ew_kernel(x, y, branch_on_data):
         Adds(b, b, 1.5, TILE)
         Exp(b, b, TILE)
         Mul(b, b, b, TILE)
+        Adds(b, b, 0.5, 64, TILE // 64, UnaryRepeatParams())        # level 0
+        WholeReduceSum(b, b, 64, TILE // 64, 1, 1, 8)                # in place: by repeat
         if branch_on_data:
             SetFlag(HardEvent.V_S, 0)
             WaitFlag(HardEvent.V_S, 0)
@@ -169,7 +171,9 @@ def test_own_elementwise_kernel_identical_and_skips_the_arithmetic(lockstep):
     pf, yf, xh = _run_ew(True, "input", lockstep)
     pt, yt, _ = _run_ew(False, "input", lockstep)
     _same_launches([pf], [pt])
-    ref = np.exp(xh.astype(np.float32) + np.float32(1.5)) ** 2
+    ref = np.exp(xh.astype(np.float32) + np.float32(1.5)) ** 2 + np.float32(0.5)
+    sums = ref.reshape(-1, TILE // 64, 64).sum(axis=2, dtype=np.float64)
+    ref.reshape(-1, TILE)[:, :TILE // 64] = sums.reshape(-1, TILE // 64)
     np.testing.assert_allclose(yf, ref, rtol=1e-5)
     assert not np.allclose(yt, ref, rtol=1e-5, equal_nan=True)   # nothing was computed
 
@@ -192,11 +196,12 @@ def test_branch_on_uncomputed_value_stops_at_the_kernel_line():
 def test_environment_switch_and_device_flag(monkeypatch):
     monkeypatch.setenv(timing_only.ENV, "1")
     p, y, xh = _run_ew(None)
-    ref = np.exp(xh.astype(np.float32) + np.float32(1.5)) ** 2
-    assert not np.allclose(y, ref, rtol=1e-5, equal_nan=True)
+    ref = np.exp(xh.astype(np.float32) + np.float32(1.5)) ** 2 + np.float32(0.5)
+    tail = ref.reshape(-1, TILE)[:, TILE // 64:]
+    assert not np.allclose(y.reshape(-1, TILE)[:, TILE // 64:], tail, rtol=1e-5, equal_nan=True)
     monkeypatch.setenv(timing_only.ENV, "0")
     _, y, _ = _run_ew(None)
-    np.testing.assert_allclose(y, ref, rtol=1e-5)
+    np.testing.assert_allclose(y.reshape(-1, TILE)[:, TILE // 64:], tail, rtol=1e-5)
     dev = npusim.Device("Ascend910B1", timing_only=True)
     assert dev.timing_only is True
 

@@ -460,7 +460,7 @@ def _level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask, lanes, pass_rows,
                              (name not in _ACCUMULATE or len(srcs) < 2)):
         _repeat.report_overlap(ctx, name, kind)
     if _timing_only.ACTIVE:           # bounds and overlap checked above: no arithmetic
-        _level0_timing_only(name, dst, d_idx, srcs, s_idx, call, lanes,
+        _level0_timing_only(name, dst, d_idx, srcs, s_idx, call, lanes, kind,
                             kind == "sequential" and not pass_rows
                             and _accumulates(dst, d_idx, srcs, s_idx, call))
         issue_vector(ctx, name, call.count, rate, dst, srcs, repeats=call.repeat, lanes=lanes,
@@ -491,7 +491,8 @@ def _level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask, lanes, pass_rows,
     return call
 
 
-def _level0_timing_only(name, dst, d_idx, srcs, s_idx, call, lanes, accumulates) -> None:
+def _level0_timing_only(name, dst, d_idx, srcs, s_idx, call, lanes, kind,
+                        accumulates) -> None:
     """What a level-0 call does in a timing-only launch: the checker sees the lanes read
     and written in the order the functional run reads and writes them (repeat by repeat
     when a later repeat reads an earlier one's result); dst's lanes are flagged not
@@ -503,8 +504,7 @@ def _level0_timing_only(name, dst, d_idx, srcs, s_idx, call, lanes, accumulates)
         track(srcs[0].ctx, srcs[0], s_idx[0], call, name, write=False)
         track(dst.ctx, dst, d_idx[:1], first, name, write=True)
     elif dst.ctx.tracker is not None:
-        sequential = _repeat.overlap(dst, d_idx, srcs, s_idx, call) if call.repeat else None
-        steps = [(call, slice(None))] if sequential is None else \
+        steps = [(call, slice(None))] if kind is None else \
             [(_repeat.Level0(1, lanes, call.active[r:r + 1]), slice(r, r + 1))
              for r in range(call.repeat)]
         for sub, rows in steps:
