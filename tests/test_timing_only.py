@@ -10,7 +10,8 @@ import npusim
 from npusim import GlobalMemory, get_soc, run_kernel
 from npusim.ascendc import (GlobalTensor, LocalTensor, TPipe, TQue, TPosition, DataCopy, Adds,
                             Exp, GetBlockIdx, KernelMetaType, Mul, Cast, RoundMode, half, float32,
-                            HardEvent, SetFlag, WaitFlag, UnaryRepeatParams, WholeReduceSum)
+                            HardEvent, SetFlag, WaitFlag, UnaryRepeatParams, WholeReduceSum,
+                            TBuf)
 from npusim.ascendc import timing_only
 from npusim.ascendc.checker import CheckerConfig
 from npusim_tools import registry
@@ -254,3 +255,30 @@ def test_runtime_switch_reaches_live_and_new_devices():
         assert dev.timing_only is None
         with pytest.raises(ValueError, match="timing_only"):
             rt.set_timing_only("yes")
+
+
+def _race_kernel(y):
+    pipe = TPipe()
+    buf = TBuf(TPosition.VECCALC)
+    pipe.InitBuffer(buf, TILE * 4)
+    yg = GlobalTensor(float32)
+    yg.SetGlobalBuffer(y + GetBlockIdx() * TILE * 4, TILE)
+    a = buf.Get(float32)
+    Adds(a, a, 0.5, 64, TILE // 64, UnaryRepeatParams())   # level 0: reads bytes never written
+    WholeReduceSum(a, a, 64, TILE // 64, 1, 1, 8)           # in place, repeat by repeat
+    DataCopy(yg, a, TILE)                                   # MTE3 reads what V wrote
+
+
+def test_checker_findings_are_the_functional_ones():
+    """A race the checker keeps as a warning is found, with the same words, either way."""
+    found = []
+    for functional in (True, False):
+        gm = GlobalMemory(SOC.memory_size)
+        y = gm.malloc(4 * TILE * 4)
+        p = run_kernel(_race_kernel, 4, (y,), soc=SOC, gm=gm, functional=functional,
+                       checks=CheckerConfig(warn=frozenset({"Sync", "Uninitialised"}),
+                                            all_blocks=True))
+        found.append(p.warnings)
+    assert found[0] == found[1]
+    text = "\n".join(found[0])
+    assert "PIPE_MTE3" in text and "Uninitialised" in text
