@@ -282,3 +282,13 @@ def test_checker_findings_are_the_functional_ones():
     assert found[0] == found[1]
     text = "\n".join(found[0])
     assert "PIPE_MTE3" in text and "Uninitialised" in text
+
+
+def test_scalar_scan_of_uncomputed_indices_is_refused():
+    """EmbeddingDenseBackward walks sorted indices (computed on the device) through the
+    scalar unit: timing-only cannot know its timing, and says so instead of guessing."""
+    entry = registry.get("EmbeddingDenseBackward")
+    case = registry.make_case(entry, (256, 16), "float32")
+    registry.run_aclnn(entry, case, timing_only=False)
+    with pytest.raises(registry.RunError, match="timing-only mode cannot run this kernel"):
+        registry.run_aclnn(entry, case, timing_only=True)

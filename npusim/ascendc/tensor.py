@@ -25,6 +25,10 @@ GM_SCALAR_ACCESS_CYCLES = 100
 
 _UB_POSITIONS = _core._UB_POSITIONS
 
+#: The pipe GetValue passes to :meth:`LocalTensor.elements` for its one value: "PIPE_S",
+#: as a distinct string object, so that elements tells it from a fast path's scan.
+_ONE_VALUE = "".join(["PIPE_", "S"])
+
 #: Sub-tensors a LocalTensor keeps for reuse: a kernel indexes the same few offsets every
 #: tile, and a kept sub-tensor keeps its numpy view too.
 _SUB_CACHE = 64
@@ -294,7 +298,7 @@ class LocalTensor:
         index = _index(index, "GetValue")
         if self.ctx.is_group:
             return self._group_get(int(index))
-        value = self.elements(int(index) + 1, "GetValue", "PIPE_S")[int(index)]
+        value = self.elements(int(index) + 1, "GetValue", _ONE_VALUE)[int(index)]
         if self.ctx.tracker is not None:
             isz = self.dtype.itemsize
             self.ctx.tracker.read(self.ctx, PIPE_S, self.offset + int(index) * isz, isz, "GetValue")
@@ -342,7 +346,7 @@ class LocalTensor:
         ctx = self.ctx
         ctx.batch_ok = True
         try:
-            col = self.elements(index + 1, "GetValue", "PIPE_S")[:, index]
+            col = self.elements(index + 1, "GetValue", _ONE_VALUE)[:, index]
         finally:
             ctx.batch_ok = False
         if ctx.tracker is not None:        # the group's tracker: the members' offsets agree
@@ -378,7 +382,18 @@ class LocalTensor:
         return self.ctx.ub if mem == _core.UB else self.ctx.memory(mem, instruction)
 
     def elements(self, count: int, instruction: str, pipe: str = "PIPE_V") -> np.ndarray:
-        """Numpy view of the first ``count`` elements, bounds-checked against the buffer."""
+        """Numpy view of the first ``count`` elements, bounds-checked against the buffer.
+
+        ``instruction`` "GetValue" on "PIPE_S": a simulator fast path reading the values
+        through the scalar unit (a kernel's scalar loop over a tile, modelled at once); in a
+        timing-only launch such a read of bytes the launch did not compute raises
+        TimingOnlyError (npusim.ascendc.timing_only). GetValue itself reads one value and
+        returns UNCOMPUTED instead."""
+        if pipe == "PIPE_S" and _timing_only.ACTIVE and instruction == "GetValue" \
+                and pipe is not _ONE_VALUE:
+            lo = self.offset
+            _timing_only.check_ub_read(self.ctx, lo, lo + count * self.dtype.itemsize,
+                                       instruction)
         cached = self._view
         if cached is not None and cached[0] == count:
             return cached[1]
