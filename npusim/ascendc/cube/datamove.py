@@ -29,6 +29,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import checker
+from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc import core as _core
 from npusim.ascendc import datacopy as _dc
 from npusim.ascendc.cube.common import (FRACTAL_BYTES, byte_addr, ceil_div, check_range,
@@ -137,6 +138,8 @@ def _gm_l1(ctx, l1: LocalTensor, gm: GlobalTensor, params, to_l1: bool) -> None:
         l1_view[...] = gm_view
     else:
         _dc._write_gm(ctx, gm_view, l1_view)
+    if _timing_only.ACTIVE:
+        (_timing_only.gm_to_cube if to_l1 else _timing_only.cube_to_gm)(ctx, gm, gm_span)
     _dc._dma(ctx, to_l1, rows * row, "DataCopy", gm, gm_span,
              _dc.strided_runs(rows, row, gm_pitch))
 
@@ -224,6 +227,8 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
         runs = ((0, d * isz, s_d * isz, nd * n),)
     else:
         runs = tuple((i * s_nd * isz, d * isz, s_d * isz, n) for i in range(nd))
+    if _timing_only.ACTIVE:
+        _timing_only.gm_to_cube(ctx, src, span * isz)
     _dc._dma(ctx, True, nd * n * d * isz, name, src, span * isz, runs)
 
 
@@ -553,6 +558,8 @@ def _cost(ctx, dst: LocalTensor, src, nbytes: int, last_unit: int, pipe, name: s
     """Record the move; ``last_unit``: the furthest source unit read (GM span)."""
     if isinstance(src, GlobalTensor):           # GM -> L1/L0: a DMA read on MTE2
         span = (last_unit + 1) * FRACTAL_BYTES
+        if _timing_only.ACTIVE:
+            _timing_only.gm_to_cube(ctx, src, span)
         _dc._dma(ctx, True, nbytes, name, src, span)
     else:
         ctx.record(_core.OP, pipe, float(mte1_cycles(ctx.soc, nbytes, dst.mem)), 0, None, name)

@@ -19,6 +19,7 @@ import numpy as np
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import checker
+from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc import datacopy as _dc
 from npusim.ascendc import core as _core
 from npusim.ascendc import nans as _nans
@@ -239,6 +240,8 @@ def _to_gm(ctx, dst: GlobalTensor, d_idx, out, m, n, count, dst_nd, p, nd_out) -
     checker.note_gm(ctx, True, dst.address, rows, name, PIPE_FIX)     # the rows, exactly
     nbytes = out[0].size * isz
     ctx.bytes_written += nbytes
+    if _timing_only.ACTIVE:
+        _timing_only.cube_to_gm(ctx, dst, span)
     ctx.record(_core.DMA_OUT, PIPE_FIX, 0.0, nbytes, _dc.gm_key(ctx, dst, span, rows), name)
 
 

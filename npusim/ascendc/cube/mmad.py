@@ -23,9 +23,11 @@ import numpy as np
 
 from npusim.ascendc import core as _core
 from npusim.ascendc import nans as _nans
+from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc.cube.common import (BLOCK_CUBE, ceil_div, check_range, k0_of,
                                         mmad_cycles, not_modelled, record_op, require_aligned,
                                         require_local, shadow, stacked)
+from npusim.ascendc.cube.mmad_timing_only import mmad_timing_only
 from npusim.ascendc.cube.step_products import step_products
 from npusim.ascendc.types import PIPE_M, MmadParams, bfloat16_t, float32, half, int8_t, int32_t
 from npusim.errors import DtypeError, KernelError
@@ -87,6 +89,9 @@ def Mmad(dst, fm, filter, *args) -> None:
     k0 = k0_of(fm.dtype)
     M1, N1, K1 = ceil_div(m, BLOCK_CUBE), ceil_div(n, BLOCK_CUBE), ceil_div(k, k0)
     k1a = 2 * ceil_div(k, 16) if (p.kDirectionAlign and fm.dtype == float32) else K1
+    if _timing_only.ACTIVE:     # no product: npusim.ascendc.cube.mmad_timing_only
+        mmad_timing_only(ctx, dst, fm, filter, bias, p, m, n, k, M1, N1, K1, k1a, k0)
+        return
     # every operand with a leading axis of one entry per member block (a lockstep group's,
     # or a plain block's one): each member's product computed as a block's own would be
     if m > 1 and k1a * k0 == k and dst.dtype == float32:
