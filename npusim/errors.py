@@ -18,6 +18,11 @@ import sys
 import types
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+#: the operators' kernels (npusim.kernels: tiling, kernel, golden per operator) are kernel
+#: code, not the simulator's: their lines are the ones an error or a span names; their
+#: shared helpers (npusim.kernels.common) are library code, like Ascend C's own
+_KERNELS_DIR = os.path.join(_PKG_DIR, "kernels")
+_KERNELS_COMMON = os.path.join(_KERNELS_DIR, "common")
 
 
 class NpuSimError(Exception):
@@ -45,13 +50,17 @@ def _outside_name(code) -> str | None:
     name = _OUTSIDE.get(code, False)
     if name is False:
         path = os.path.abspath(code.co_filename)
-        name = None if path.startswith(_PKG_DIR + os.sep) else os.path.basename(path)
+        inside = (path.startswith(_PKG_DIR + os.sep)
+                  and not (path.startswith(_KERNELS_DIR + os.sep)
+                           and not path.startswith(_KERNELS_COMMON + os.sep)))
+        name = None if inside else os.path.basename(path)
         _OUTSIDE[code] = name
     return name
 
 
 def kernel_source_line() -> str:
-    """Return ``file:line`` of the innermost frame outside the ``npusim`` package.
+    """Return ``file:line`` of the innermost frame outside the ``npusim`` package (an
+    operator's own files under ``npusim.kernels`` count as outside: they are kernel code).
 
     That frame is the kernel statement that issued the current instruction.
     """
