@@ -31,6 +31,7 @@ from npusim import lockstep as _lockstep
 from npusim.ascendc import checker
 from npusim.ascendc import core as _core
 from npusim.ascendc import datacopy as _dc
+from npusim.ascendc.cube import load3d as _load3d
 from npusim.ascendc.cube.common import (FRACTAL_BYTES, byte_addr, ceil_div, check_range,
                                         mte1_cycles, not_modelled, record_op, require_aligned,
                                         require_local, shadow, stacked)
@@ -281,8 +282,13 @@ def _l1_to_bt(ctx, dst: LocalTensor, src: LocalTensor, params) -> None:
 
 # -- LoadData (Load2D) --------------------------------------------------------------------------
 
-def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams) -> None:
+def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams,
+             config=_load3d.IS_RESER_LOAD3D_DEFAULT_CONFIG) -> None:
     """``LoadData(dst, src, LoadData2DParams)``: move 512 B fractals into L0A/L0B (or L1).
+
+    With ``LoadData3DParamsV2`` (and ``config``, the ``IsResetLoad3dConfig`` template
+    argument): img2col v2 L1 -> L0A/L0B, :mod:`npusim.ascendc.cube.load3d`.
+    ``LoadData2DParamsV2`` is refused on A2/A3, as their library does.
 
     Repeat ``r`` copies the source fractal ``startIndex + r*srcStride`` (512 B units from
     ``src``; srcStride 0 re-reads one fractal) to ``r*(1 + dstGap)`` fractals from ``dst``;
@@ -305,6 +311,10 @@ def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams) -> None:
         an L1 operand not 32 B aligned. UbError /
         GmAccessError: a fractal outside its buffer or allocation.
     """
+    if isinstance(loadDataParams, _load3d.LoadData3DParamsV2):
+        return _load3d.load3dv2(dst, src, loadDataParams, config)
+    if isinstance(loadDataParams, _load3d.LoadData2DParamsV2):
+        raise _load3d.not_on_a2_2dv2()
     ctx = _core.current_core()
     name = "LoadData"
     p = loadDataParams
