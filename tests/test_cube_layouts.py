@@ -533,8 +533,8 @@ def test_fixpipe_errors():
         run(fix("l1", (half, FixpipeParamsV220(n, m, 16, n, QuantMode_t.F322F16))))
     with pytest.raises(KernelError, match="needs cbufWorkspace"):
         run(fix("gm", (half, FixpipeParamsV220(n, m, 16, n, QuantMode_t.VDEQF16))), int8_t)
-    with pytest.raises(KernelError, match="unitFlag is not modelled"):
-        run(fix("gm", (float32, FixpipeParamsV220(n, m, 16, n, unitFlag=2))))
+    with pytest.raises(KernelError, match="no Mmad with unitFlag 3 released it"):
+        run(fix("gm", (float32, FixpipeParamsV220(n, m, 16, n, unitFlag=2))))   # test_cube_unitflag
     with pytest.raises(LimitError, match=r"nSize = 4096 is outside \[1, 4095\] \(Fixpipe\.md"):
         run(fix("gm", (float32, FixpipeParamsV220(4096, m, 16, n))))
     with pytest.raises(LimitError, match="dstStride = 0 must be >= 1"):
