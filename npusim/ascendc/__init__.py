@@ -29,6 +29,7 @@ from npusim.ascendc.tensor import GlobalTensor, LocalTensor
 from npusim.ascendc.types import (MAX_REPEAT_TIMES, ONE_BLK_SIZE, ONE_REPEAT_BYTE_SIZE, PIPE_ALL,
                                   PIPE_FIX, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_S,
                                   PIPE_V, CacheMode, DataCopyExtParams, DataCopyPadExtParams,
+                                  DataCopyPadParams,
                                   DataCopyParams, HardEvent, Pipe, QuePosition, RoundMode,
                                   TPosition, bfloat16_t, float32, half, int8_t, int16_t,
                                   int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
@@ -55,7 +56,8 @@ __all__ = [
     "TQue", "PipeBarrier", "SetFlag", "WaitFlag", "GlobalTensor", "LocalTensor",
     "MAX_REPEAT_TIMES", "ONE_BLK_SIZE", "ONE_REPEAT_BYTE_SIZE", "PIPE_ALL", "PIPE_FIX",
     "PIPE_M", "PIPE_MTE1", "PIPE_MTE2", "PIPE_MTE3", "PIPE_S", "PIPE_V", "DataCopyExtParams",
-    "DataCopyPadExtParams", "DataCopyParams", "HardEvent", "Pipe", "QuePosition", "RoundMode",
+    "DataCopyPadExtParams", "DataCopyPadParams", "DataCopyParams", "HardEvent", "Pipe",
+    "QuePosition", "RoundMode",
     "TPosition", "bfloat16_t", "float32", "half", "int8_t", "int16_t", "int32_t", "int64_t",
     "uint8_t", "uint16_t", "uint32_t", "uint64_t",
     # numpy's spellings of the same types (docs/kernels.md "Data types")

@@ -212,6 +212,18 @@ class DataCopyExtParams:
 
 
 @dataclass
+class DataCopyPadParams:
+    """DataCopyPad's padding in the form that goes with DataCopyParams (blockLen in bytes
+    for DataCopyPad): isPad, leftPadding / rightPadding elements (each at most 32 B),
+    paddingValue (kernel_struct_data_copy.h). The same rules as DataCopyPadExtParams."""
+
+    isPad: bool = False
+    leftPadding: int = 0
+    rightPadding: int = 0
+    paddingValue: int = 0
+
+
+@dataclass
 class DataCopyPadExtParams:
     """Padding of DataCopyPad GM->UB: counts in elements, each at most 32 B."""
 
