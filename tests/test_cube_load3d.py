@@ -88,12 +88,14 @@ def test_a_slice_into_l0a_is_zz_in_one_instruction(dtype):
     assert loads[0][2] == SOC.mte1_head_cycles + -(-a.nbytes // 256)
 
 
-def test_a_kept_transposed_in_l1_loads_as_zz_with_entranspose():
-    """A^T (k x m) in L1 as Nd2Nz leaves it; enTranspose puts A (m x k) in ZZ."""
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_a_kept_transposed_in_l1_loads_as_zz_with_entranspose(dtype):
+    """A^T (k x m) in L1 as Nd2Nz leaves it; enTranspose puts A (m x k) in ZZ (float: the
+    16 x 8 fractals of 16 x 16 squares, k a multiple of 16)."""
     rng = np.random.default_rng(2)
-    a = rng.standard_normal((32, 48)).astype(np.float16)          # m = 32, k = 48
-    got, _ = load(nz_of(np.ascontiguousarray(a.T)), TPosition.A2, np.float16,
-                  matmul_params(48, 32, True))
+    a = rng.standard_normal((32, 48)).astype(dtype)               # m = 32, k = 48
+    got, _ = load(nz_of(np.ascontiguousarray(a.T)), TPosition.A2, dtype,
+                  matmul_params(48, 32, True, dtype))
     np.testing.assert_array_equal(got[:a.nbytes], zz_of(a).view(np.uint8))
 
 

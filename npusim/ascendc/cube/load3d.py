@@ -29,9 +29,9 @@ matrix the feature map, so one instruction loads a whole base slice of A or B: t
 reason tuned kernels use it (one MTE1 head instead of one per 16 rows).
 
 Modelled: channelSize, kStartPt and kExtension whole C0 blocks, mStartPt and mExtension
-multiples of 16 (the fractal grid), repeatTime 1 (SetLoadDataRepeat), boundary 0
-(SetLoadDataBoundary: no wrap); int8 into L0A without transpose; float into L0A without
-transpose and into L0B. Anything else is a KernelError naming the field.
+multiples of 16 (the fractal grid; a transposed float kExtension too), repeatTime 1
+(SetLoadDataRepeat), boundary 0 (SetLoadDataBoundary: no wrap); int8 into L0A without
+transpose. Anything else is a KernelError naming the field.
 
 Cost: one instruction on PIPE_MTE1, ``mte1_head_cycles + ceil(bytes / rate)`` with the
 LoadData2D rates (256 B/cycle into L0A, 128 into L0B; docs/reference/hardware.md §2.1).
@@ -277,9 +277,9 @@ def load3dv2(dst, src, p: LoadData3DParamsV2, config: IsResetLoad3dConfig) -> No
     isz = dst.dtype.itemsize
     c0 = 32 // isz
     transpose = bool(p.enTranspose) and to_a
-    if transpose and isz != 2:
-        raise KernelError(_NAME, f"enTranspose into L0A is modelled for 16-bit types only (here "
-                          f"{dst.dtype.name})", pipe=pipe)
+    if transpose and isz == 1:
+        raise KernelError(_NAME, "enTranspose into L0A takes 16- and 32-bit types on A2/A3 "
+                          "(mmad_load3dv2 README), not int8", pipe=pipe)
     rng = functools.partial(check_range, _NAME, pipe=pipe, source=_SRC)
     geo = dict(
         H=fm[0], W=fm[1], pads=fm[2], C=rng("channelSize", p.channelSize, 0, 65535),
@@ -290,8 +290,9 @@ def load3dv2(dst, src, p: LoadData3DParamsV2, config: IsResetLoad3dConfig) -> No
         dh=rng("dilationFilterH", p.dilationFilterH, 1, 255), c0=c0)
     m0, mext = rng("mStartPt", p.mStartPt, 0, 65535), rng("mExtension", p.mExtension, 0, 65535)
     k0, kext = rng("kStartPt", p.kStartPt, 0, 65535), rng("kExtension", p.kExtension, 0, 65535)
+    k_unit = BLOCK_CUBE if transpose else c0      # float transposed: squares of 16 x 16
     for fname, v, unit in (("mStartPt", m0, BLOCK_CUBE), ("mExtension", mext, BLOCK_CUBE),
-                           ("kStartPt", k0, c0), ("kExtension", kext, c0),
+                           ("kStartPt", k0, c0), ("kExtension", kext, k_unit),
                            ("channelSize", geo["C"], c0)):
         if v % unit:
             raise KernelError(_NAME, f"{fname} = {v} is not a multiple of {unit} (whole "
@@ -348,8 +349,11 @@ def _dst_index(mext: int, kext: int, c0: int, to_a: bool, transpose: bool):
     frac = BLOCK_CUBE * c0
     if to_a and not transpose:         # ZZ: fractal (m/16, k/C0), row-major inside
         idx = ((m // 16) * k1 + k // c0) * frac + (m % 16) * c0 + k % c0
-    elif to_a:                         # 16-bit, transposed: fractal (k/16, m/16), k rows
+    elif to_a and c0 == BLOCK_CUBE:    # 16-bit, transposed: fractal (k/16, m/16), k rows
         idx = ((k // 16) * m1 + m // 16) * 256 + (k % 16) * 16 + m % 16
+    elif to_a:                         # 32-bit, transposed: per 16 x 16 square (k/16, m/16)
+        # two 16 x 8 fractals (m % 16 < 8, then the rest), k rows, 8 m columns each
+        idx = (((k // 16) * m1 + m // 16) * 2 + (m % 16) // 8) * 128 + (k % 16) * 8 + m % 8
     elif c0 == BLOCK_CUBE:             # L0B, 16-bit: fractal (m/16, k/16), columns of m
         idx = ((m // 16) * k1 + k // 16) * 256 + (k % 16) * 16 + m % 16
     else:                              # L0B, 32-bit: halves of 8 rows, columns of 8 of m
