@@ -79,6 +79,9 @@ FAMILIES = {
                                     "starts on the Mmad's first fractal, ends no earlier than "
                                     "the Mmad's end + ceil(256 / 64); its waits count as FIX "
                                     "time (msprof)"),
+    "npusim.ascendc.cube.l0c_copy": ("Cube: Fixpipe registers", "PIPE_S", "-",
+                                     "1 cycle (a register write); DataCopy out of L0C with "
+                                     "DataCopyCO12DstParams costs what Fixpipe does"),
     "npusim.ascendc.socstate": ("Control registers", "PIPE_S", "-",
                                 "1 cycle per register written (4 on an AIC, 3 on an AIV)"),
     "npusim.ascendc.lib.math": ("High-level math (library)", "PIPE_V", F16_F32, _LIB),

@@ -123,3 +123,16 @@ def test_unreleased_mmad_is_reported_at_its_line_at_the_kernel_end():
     with pytest.raises(SyncError, match="no Fixpipe with unitFlag read it") as e:
         aic_run(kernel, {}, {}, checks=CheckerConfig(warn=frozenset({"Uninitialised"})))
     assert "test_cube_unitflag.py" in e.value.line
+
+
+def test_set_fix_pipe_config_clears_the_unit_flags():
+    """SetFixPipeConfig(co1, isUnitFlag=true) resets every L0C unit flag (the
+    mmad_unitflag sample's last call): a released hand-off no Fixpipe took is gone."""
+    def kernel(addr):
+        a2 = LocalTensor.at(half, TPosition.A2, 0, 256)
+        b2 = LocalTensor.at(half, TPosition.B2, 0, 256)
+        c1 = LocalTensor.at(float32, TPosition.CO1, 0, 256)
+        Mmad(c1, a2, b2, MmadParams(16, 16, 16, 3, False, True))
+        SetFixPipeConfig(c1, True)
+
+    aic_run(kernel, {}, {}, checks=CheckerConfig(warn=frozenset({"Uninitialised"})))

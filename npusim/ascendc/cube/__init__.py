@@ -22,6 +22,8 @@ from npusim.ascendc.cube.datamove import LoadData, LoadDataWithTranspose
 from npusim.ascendc.cube.fixpipe import Fixpipe
 from npusim.ascendc.cube.load3d import *  # noqa: F401,F403  (Load3Dv2 and its registers)
 from npusim.ascendc.cube import load3d as _load3d
+from npusim.ascendc.cube.l0c_copy import *  # noqa: F401,F403  (DataCopy out of L0C, FB)
+from npusim.ascendc.cube import l0c_copy as _l0c_copy
 from npusim.ascendc.cube.mmad import Mmad
 from npusim.ascendc.types import (CFG_NZ, CFG_ROW_MAJOR, CO2Layout, FixpipeConfig,
                                   FixpipeParamsV220, KernelMetaType, LoadData2DParams,
@@ -31,4 +33,4 @@ from npusim.ascendc.types import (CFG_NZ, CFG_ROW_MAJOR, CO2Layout, FixpipeConfi
 __all__ = ["LoadData", "LoadDataWithTranspose", "Mmad", "Fixpipe", "Nd2NzParams",
            "LoadData2DParams", "LoadData2dTransposeParams", "MmadParams", "FixpipeParamsV220",
            "QuantMode_t", "CO2Layout", "FixpipeConfig", "CFG_NZ", "CFG_ROW_MAJOR",
-           "KernelMetaType", *_load3d.__all__]
+           "KernelMetaType", *_load3d.__all__, *_l0c_copy.__all__]

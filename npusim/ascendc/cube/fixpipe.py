@@ -47,7 +47,8 @@ _VECTOR_MODES = frozenset({Q.VDEQF16, Q.VQF322B8_PRE, Q.VREQ8})
 _SCALAR_MODES = frozenset({Q.DEQF16, Q.QF322B8_PRE, Q.REQ8})
 
 
-def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR) -> None:
+def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR,
+            _table_in_fb: bool = False) -> None:
     """``Fixpipe<T, U, config>(dst, src, [cbufWorkspace,] FixpipeParamsV220)``: move the
     ``mSize x nSize`` top-left part of an NZ matrix out of L0C, converting it.
 
@@ -99,7 +100,7 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR)
         raise KernelError(name, f"{ctx.soc.soc_version} has no Fixpipe (support_fixpipe is an "
                           "A2/A3 ini key; FixpipeParamsV220 is A2/A3 only)", pipe=pipe)
     nd_out = FixpipeConfig(config.format).format == CO2Layout.ROW_MAJOR
-    _check(ctx, dst, src, table, p, nd_out)
+    _check(ctx, dst, src, table, p, nd_out, _table_in_fb)
     m = check_range(name, "mSize", p.mSize, 1, 8192 if nd_out else 65535, pipe)
     n = check_range(name, "nSize", p.nSize, 1, 4095, pipe)
     src_stride = check_range(name, "srcStride", p.srcStride, 0, 65535, pipe)
@@ -143,12 +144,13 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR)
         _to_gm(ctx, dst, d_idx, out, m, n, count, dst_nd, p, nd_out)
     else:
         _to_l1(ctx, dst, d_idx, out)
-    if table is not None:        # the V* table goes L1 -> Fixpipe buffer first (FIX, 32 B/cycle)
+    if table is not None and not _table_in_fb:   # the V* table goes L1 -> FB first (32 B/cycle)
         record_op(ctx, PIPE_FIX, ctx.soc.fixpipe_head_cycles + ceil_div(n * 8, 32), name)
     _unitflag.after_fixpipe(ctx, flag, handoff)
 
 
-def _check(ctx, dst, src, table, p: FixpipeParamsV220, nd_out: bool) -> None:
+def _check(ctx, dst, src, table, p: FixpipeParamsV220, nd_out: bool,
+           table_in_fb: bool = False) -> None:
     name, pipe = "Fixpipe", "PIPE_FIX"
     require_local(src, {_core.L0C}, name, "src", "CO1")
     require_aligned(src, 64, name, "src", pipe, "Fixpipe.md: src 64 B aligned")
@@ -181,7 +183,10 @@ def _check(ctx, dst, src, table, p: FixpipeParamsV220, nd_out: bool) -> None:
         raise KernelError(name, f"quantPre {mode.name} {'needs' if table is None else 'takes no'}"
                           " cbufWorkspace (the per-column uint64 table in A1)", pipe=pipe)
     if table is not None:
-        require_local(table, {_core.L1}, name, "cbufWorkspace", "A1")
+        if table_in_fb:     # DataCopy out of L0C: the table SetFixPipeConfig named
+            require_local(table, {_core.FB}, name, "the quant table", "C2PIPE2GM")
+        else:
+            require_local(table, {_core.L1}, name, "cbufWorkspace", "A1")
         if table.dtype != uint64_t:
             raise DtypeError(name, "cbufWorkspace is LocalTensor<uint64_t>", pipe=pipe)
 
