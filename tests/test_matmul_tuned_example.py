@@ -20,6 +20,8 @@ def test_tuned_matmul_against_numpy_and_its_instruction_stream(capsys):
     for pipe in ("aic_mte2_time", "aic_mte1_time", "aic_mac_time", "aic_fixpipe_time"):
         assert pipe in out
     assert "largest error" in out
+    c_flags, _, _, prof_flags = TUNED.main(M=256, N=256, K=512, blockDim=1, unitFlag=False)
+    np.testing.assert_array_equal(c_flags, c)           # the flag-synchronised form
 
 
 def test_tuned_matmul_issues_one_load_per_slice_and_one_copy_per_chunk():
