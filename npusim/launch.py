@@ -33,6 +33,7 @@ import numpy as np
 from npusim import lockstep as _lockstep
 from npusim.blas_threads import launch_blas_threads
 from npusim.ascendc import core as _core
+from npusim.ascendc.cube import unitflag as _unitflag
 from npusim.ascendc import checker
 from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc.checker import CheckerConfig
@@ -299,7 +300,9 @@ def _resolve(soc, kernel_type):
 
 
 def _end_of_block_checks(ctx) -> None:
-    """Flags left unpaired and queue tensors never freed (checker categories Sync, Leak)."""
+    """Flags left unpaired, unitFlag hand-offs no Fixpipe took, and queue tensors never
+    freed (checker categories Sync, Leak)."""
+    _unitflag.end_of_block(ctx)
     for key, balance in ctx.flag_balance.items():
         if balance:
             _, event, event_id = key

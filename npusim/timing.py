@@ -95,7 +95,8 @@ class KernelTiming:
     Attributes:
         cycles: from the first instruction to the last, over all cores.
         block_start, block_end: per block (array of len blockDim).
-        pipe_busy: pipe -> array of busy cycles per block (waits excluded).
+        pipe_busy: pipe -> array of busy cycles per block (waits excluded, but for a
+            unitFlag Fixpipe's waits for units, which msprof counts as FIX time).
         spans: per block, a list of ``(pipe, start, end, label, record_index)`` when spans
             were kept (one per instruction; ``record_index`` indexes the block's records).
         hbm_bytes: bytes the launch moved to or from HBM (L2 misses, write-backs, bypasses).
@@ -1842,7 +1843,14 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
                         blocked = True
                 if blocked:
                     waiting[b] = (pipe, label, key)     # described only if it never ends
+                    t0 = loop.now
                     yield
+                    if key[0] == "unit":
+                        # a Fixpipe waiting for the units a unitFlag Mmad releases: msprof
+                        # counts it busy from issue to end (npusim.ascendc.cube.unitflag)
+                        total += loop.now - t0
+                        if out is not None:
+                            out.append((pipe, t0, loop.now, "Fixpipe (unitFlag wait)", idx))
             else:  # BARRIER: PipeBarrier(PIPE_ALL) within the block, or SyncAll across blocks
                 if isinstance(key, tuple):
                     # a mixed launch's SyncAll lists its cores; a vector one joins them all

@@ -112,6 +112,24 @@ def test_mixed_matmul_api_launch_timeline_and_output_flags():
     assert not gm_t.uncomputed.any(c_t, c_t + M * N * 4)
 
 
+def test_tuned_basic_api_matmul_with_unit_flag_has_the_functional_timeline():
+    """examples/matmul_tuned.py: static L1/L0 buffers, LoadData3DParamsV2 and the unitFlag
+    hand-off between Mmad and Fixpipe record the same in both modes."""
+    from npusim.ascendc import KernelMetaType
+    ex = load_example("matmul_tuned")
+    t = ex.TunedTiling(256, 256, 512)
+    profiles = []
+    for functional in (True, False):
+        gm = GlobalMemory(1 << 24)
+        a, b, c = gm.malloc(256 * 512 * 2), gm.malloc(512 * 256 * 2), gm.malloc(256 * 256 * 2)
+        gm.write(a, np.ones(256 * 512, np.float16))
+        gm.write(b, np.ones(512 * 256, np.float16))
+        profiles.append(run_kernel(ex.matmul_tuned, 2, (a, b, c, t), soc=SOC, gm=gm,
+                                   kernel_type=KernelMetaType.KERNEL_TYPE_AIC_ONLY,
+                                   keep_spans=True, functional=functional))
+    _same_launches([profiles[0]], [profiles[1]])
+
+
 # -- a kernel of our own: element-wise, the checker tracking every block ---------------------
 N_ELEMS, TILE = 8 * 2048, 512
 

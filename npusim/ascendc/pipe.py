@@ -18,8 +18,10 @@ V->MTE3 and MTE3->V. The cube positions hand over the same way along the cube's 
 LoadData), A2/B2/C2 MTE1->M (LoadData, then Mmad), CO1 M->FIX (Mmad, then Fixpipe).
 
 Each position's buffers live in its physical memory (:func:`npusim.ascendc.core.position_memory`):
-UB buffers fit in the usable UB, L1 buffers in GetCoreMemSize(L1) (``l1_size - 256`` on
-910B/A3, §1.7), L0A/L0B/L0C/BT/FB buffers in the whole memory (§1.6). A buffer starts at
+UB buffers fit in the usable UB, L1 buffers in the whole L1 in a cube-only launch
+(AIC_ONLY) and in GetCoreMemSize(L1) (``l1_size - 256`` on 910B/A3, §1.7: the reserve
+carries a MIX launch's AIC-AIV messages) in a mixed one, L0A/L0B/L0C/BT/FB buffers in the
+whole memory (§1.6). A buffer starts at
 its memory's alignment (UB/L1 32 B, L0A/L0B 512 B, L0C/BT/FB 64 B; 通用说明和约束.md): its
 length is rounded up to it. A position whose memory the core lacks (a VECIN queue on an
 AIC, an A1 queue on an AIV) is an error, and so is CO2 on A2/A3, which is GM there.
@@ -121,7 +123,10 @@ class TPipe:
         if num <= 0 or length <= 0:
             raise KernelError("InitBuffer", f"num ({num}) and len ({length}) must be positive")
         self._check_counts(que, num)
-        cap = ctx.soc.l1_usable if mem == _core.L1 else _core.memory_size(ctx.soc, mem)
+        # L1: the 256 B the 910B/A3 reserve (GetCoreMemSize) carry the MIX launches' AIC-AIV
+        # messages; a cube-only kernel (AIC_ONLY) has the whole L1 (docs/reference/hardware.md §1.7)
+        cap = (ctx.soc.l1_usable if ctx.mix is not None else ctx.soc.l1_size) \
+            if mem == _core.L1 else _core.memory_size(ctx.soc, mem)
         used = self.used_mem.get(mem, 0)
         need = num * length
         if used + need > cap:

@@ -9,6 +9,7 @@ PIPE_S and reach the UB only.
 """
 from __future__ import annotations
 
+import functools
 import operator
 
 import numpy as np
@@ -198,8 +199,15 @@ class LocalTensor:
     __slots__ = ("ctx", "dtype", "offset", "length", "limit", "position", "owner", "_view",
                  "_subs", "mem")
 
-    def __init__(self, ctx, dtype, offset: int, length: int, limit: int,
+    def __init__(self, ctx, dtype=None, offset: int = 0, length: int = 0, limit: int = 0,
                  position: TPosition = TPosition.VECCALC, owner=None, mem: str | None = None):
+        if isinstance(ctx, TPosition):
+            # C++'s static-tensor constructor LocalTensor<T>(pos, addr, tileSize): the element
+            # type is a template argument, which Python spells LocalTensor[T]
+            raise TypeError(f"LocalTensor({ctx!r}, addr, tileSize) needs the element type "
+                            "that C++ gives as LocalTensor<T>: write LocalTensor[half]"
+                            f"(TPosition.{ctx.name}, addr, tileSize) or LocalTensor.at(half, "
+                            f"TPosition.{ctx.name}, addr, tileSize)")
         self.ctx = ctx
         self.dtype = np.dtype(dtype)
         self.offset = int(offset)
@@ -213,6 +221,12 @@ class LocalTensor:
         self.mem = mem
         self._view = None          # (count, numpy view) of the last elements() call
         self._subs = None          # index -> sub-tensor, for operator[] (tensors never change)
+
+    def __class_getitem__(cls, dtype):
+        """``LocalTensor[T]``: C++'s ``LocalTensor<T>``, called as the static-tensor
+        constructor: ``LocalTensor[half](TPosition.A1, addr, tileSize)`` is
+        :meth:`at` ``(half, TPosition.A1, addr, tileSize)``."""
+        return functools.partial(cls.at, dtype)
 
     @classmethod
     def at(cls, dtype, position: TPosition, addr: int, tile_size: int) -> "LocalTensor":

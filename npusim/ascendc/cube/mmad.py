@@ -25,9 +25,10 @@ from npusim.ascendc import core as _core
 from npusim.ascendc import nans as _nans
 from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc.cube.common import (BLOCK_CUBE, ceil_div, check_range, k0_of,
-                                        mmad_cycles, not_modelled, record_op, require_aligned,
+                                        mmad_cycles, not_modelled, require_aligned,
                                         require_local, shadow, stacked)
 from npusim.ascendc.cube.mmad_timing_only import mmad_timing_only
+from npusim.ascendc.cube import unitflag as _unitflag
 from npusim.ascendc.cube.step_products import step_products
 from npusim.ascendc.types import PIPE_M, MmadParams, bfloat16_t, float32, half, int8_t, int32_t
 from npusim.errors import DtypeError, KernelError
@@ -59,6 +60,10 @@ def Mmad(dst, fm, filter, *args) -> None:
     does the deprecated ``isBias``). ``kDirectionAlign`` (float): A's k fractals are
     counted in pairs (k aligned to 16), as LoadDataWithTranspose leaves them.
 
+    unitFlag (0, 2, 3): the fine-grained hand-off of L0C to Fixpipe (:mod:`.unitflag`):
+    the k-loop's Mmads take 2, the last 3, which releases C fractal by fractal to a
+    Fixpipe with unitFlag 3; the bytes are those of the flag-synchronised form.
+
     Cost: PIPE_M, ``mmad_head_cycles + ceil(m/16)*ceil(n/16)*ceil(k/k0)*(k0/k_per_cycle)``
     (docs/reference/hardware.md §2.1: half/bf16 16x16x16, int8 16x16x32, float 16x16x4 per
     cycle). m, n or k = 0: not executed, no cost.
@@ -67,8 +72,9 @@ def Mmad(dst, fm, filter, *args) -> None:
     docs/python-api asc.language.basic.mmad; mmad sample (kDirectionAlign, bias forms).
 
     Raises:
-        KernelError: an operand outside its position, or a reserved field (unitFlag,
-        fmOffset, enSsparse, enWinograd) set. DtypeError: a type combination the SoC's cube
+        KernelError: an operand outside its position, or a reserved field (fmOffset,
+        enSsparse, enWinograd) set. LimitError: unitFlag 1 (reserved). SyncError (checker):
+        a unitFlag hand-off that does not pair (:mod:`.unitflag`). DtypeError: a type combination the SoC's cube
         lacks. LimitError: m/n/k outside [0, 4095]. AlignmentError: a misaligned operand.
         UbError: a fractal beyond its buffer.
     """
@@ -109,12 +115,16 @@ def Mmad(dst, fm, filter, *args) -> None:
         init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1)
         result = [_multiply(a[j], b[j], init[j], k0) for j in range(len(a))]
     out = _to_nz(stacked(ctx, dst.elements, M1 * N1 * 256, name, pipe_name), M1, N1)
+    flag = int(p.unitFlag)
+    c_lo, c_hi = dst.offset, dst.offset + M1 * N1 * 256 * dst.dtype.itemsize
+    _unitflag.before_mmad(ctx, flag, c_lo, c_hi)        # the hand-back from a unitFlag Fixpipe
     if ctx.tracker is not None:
         _track(ctx, dst, fm, filter, _a_index(m, k, M1, k1a, k0)[:m],
                _zn_index(K1, N1, k0)[:k, :n], init_reads, out[0].nbytes)
     for j, c in enumerate(result):   # member by member: each product's operands stay in cache
         out[j] = _as_nz(_nans.canonical(c), M1, N1)     # one NaN, whatever the host made
-    record_op(ctx, PIPE_M, mmad_cycles(ctx.soc, m, n, k, fm.dtype), name)
+    _unitflag.record_mmad(ctx, flag, c_lo, c_hi, mmad_cycles(ctx.soc, m, n, k, fm.dtype), m, n,
+                          k, fm.dtype)
 
 
 def _check_operands(ctx, dst, fm, filter, bias, p: MmadParams) -> None:
@@ -129,7 +139,8 @@ def _check_operands(ctx, dst, fm, filter, bias, p: MmadParams) -> None:
     require_aligned(filter, 512, name, "filter", pipe, "Mmad.md: filter 512 B aligned")
     require_aligned(dst, 256 * dst.dtype.itemsize, name, "dst", pipe,
                     "Mmad.md: dst 256 elements aligned")
-    for field, default in (("unitFlag", 0), ("fmOffset", 0), ("enSsparse", False),
+    _unitflag.check_value(name, "MmadParams.unitFlag", p.unitFlag, pipe)
+    for field, default in (("fmOffset", 0), ("enSsparse", False),
                            ("enWinogradA", False), ("enWinogradB", False)):
         if getattr(p, field) != default:
             raise not_modelled(name, f"MmadParams.{field}", pipe)

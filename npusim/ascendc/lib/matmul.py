@@ -132,8 +132,9 @@ KFC_QUEUE_BYTES = 64 * 1024
 @dataclass(frozen=True)
 class MatmulType:
     """``MatmulType<POSITION, CubeFormat, TYPE, ISTRANS>``: where an operand lives, its
-    layout, its element type, and whether it may be transposed (ISTRANS: SetTensorA/B's
-    isTranspose is allowed only then). Source: hiascend "MatmulType"."""
+    layout, its element type, and whether it may be transposed (ISTRANS). SetTensorA/B's
+    isTranspose is taken whatever ISTRANS says, as the library's cube side does.
+    Source: hiascend "MatmulType"."""
 
     position: TPosition = TPosition.GM
     format: CubeFormat = CubeFormat.ND
@@ -442,13 +443,15 @@ class Matmul:
         self._b.release()
 
     def SetTensorA(self, gm: GlobalTensor, isTransposeA: bool = False) -> None:
-        """A's start in GM; isTransposeA: GM holds A as K x M (needs MatmulType isTrans)."""
+        """A's start in GM; isTransposeA: GM holds A as K x M (whatever MatmulType isTrans
+        says, as the library accepts it)."""
         if self._kfc is not None:
             return self._client_operand("SetTensorA", True, gm, isTransposeA)
         self._set_operand("SetTensorA", self._a, self.aType, gm, isTransposeA)
 
     def SetTensorB(self, gm: GlobalTensor, isTransposeB: bool = False) -> None:
-        """B's start in GM; isTransposeB: GM holds B as N x K (needs MatmulType isTrans)."""
+        """B's start in GM; isTransposeB: GM holds B as N x K (whatever MatmulType isTrans
+        says, as the library accepts it)."""
         if self._kfc is not None:
             return self._client_operand("SetTensorB", False, gm, isTransposeB)
         self._set_operand("SetTensorB", self._b, self.bType, gm, isTransposeB)
@@ -468,8 +471,8 @@ class Matmul:
         if gm.dtype != mtype.dtype:
             raise DtypeError(name, f"the GlobalTensor holds {gm.dtype.name}, the MatmulType says "
                              f"{mtype.dtype.name}")
-        if trans and not mtype.isTrans:
-            raise KernelError(name, f"transposing {role} needs MatmulType isTrans = true")
+        # a transpose is taken whatever the MatmulType's isTrans says: the library's cube
+        # side accepts SetTensorB(b, true) on a B declared plainly (code in the wild does)
         t = self._tiling
         direct = bool(trans) != is_a
         base_x = t.baseM if is_a else t.baseN
