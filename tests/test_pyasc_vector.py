@@ -546,3 +546,29 @@ def test_coverage_maps_the_vector_surface():
     for name in ("add", "data_copy", "set_flag", "whole_reduce_sum", "cast", "adv.softmax",
                  "BinaryRepeatParams", "mmad", "load_data", "fixpipe"):
         assert name in cov["mapped"], name
+
+
+def test_the_current_device_is_per_thread():
+    """asc.lib.runtime.set_device binds the device to the calling thread, as pyACL's
+    aclrtSetDevice does: another thread's choice does not move this one's."""
+    import threading
+    s = npusim_pyasc.session()
+    old = s.device_count
+    s.device_count = 2
+    try:
+        s.set_device(0)
+        seen = {}
+
+        def other():
+            seen["before"] = s.current_id
+            s.set_device(1)
+            seen["after"] = s.current_id
+
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert seen == {"before": 0, "after": 1}
+        assert s.current_id == 0 and s.device().device_id == 0
+    finally:
+        s.device_count = old
+        s.reset_device(1)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import inspect
 import os
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -120,8 +121,18 @@ class Session:
         self.device_count = device_count
         self.devices: dict[int, Device] = {}
         self.streams: dict[int, tuple] = {}     # handle -> (device id, npusim Stream)
-        self.current_id = 0
+        self._current = threading.local()       # per thread, as aclrtSetDevice binds it
         self.launches: list[Launch] = []
+
+    @property
+    def current_id(self) -> int:
+        """This thread's current device (``asc.lib.runtime.set_device`` sets it per thread,
+        as pyACL's ``aclrtSetDevice`` does; 0 in a thread that set none)."""
+        return getattr(self._current, "device_id", 0)
+
+    @current_id.setter
+    def current_id(self, device_id: int) -> None:
+        self._current.device_id = device_id
 
     # -- devices and streams (used by the runtime library) ------------------------------------
     def soc_name(self) -> str:
