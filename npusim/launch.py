@@ -387,7 +387,8 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             (:mod:`npusim.lockstep`; results, records, profiles, warnings and errors are
             those of per-block execution). None (default): on unless the environment sets
             ``NPUSIM_LOCKSTEP=0``; False: block after block. SyncAll and mixed launches
-            always run per core.
+            always run per core, and so does a kernel whose ``npusim_lockstep`` attribute is
+            False (a compiled C++ kernel, :mod:`npusim.cpp`).
 
     BLAS (the cube's float64 block products) runs on one thread during the launch, and
     gets its previous thread count back after it; ``NPUSIM_BLAS_THREADS`` changes that
@@ -412,7 +413,8 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
                                    keep_spans, checks, kt, mix)
             return _launch(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
                            keep_spans, sync_all, checks, kt, kind,
-                           _lockstep.lockstep_enabled(lockstep))
+                           _lockstep.lockstep_enabled(lockstep)
+                           and getattr(kernel, "npusim_lockstep", True))
     except NpuSimError as exc:
         # the kernel's lines, not the simulator's (NPUSIM_FULL_TRACEBACK=1 keeps them all)
         trim_traceback(exc)

@@ -1,0 +1,416 @@
+"""The C++ front end's runtime: each CCE intrinsic a compiled Ascend C kernel calls arrives here
+(one ctypes callback, npusim_intrinsic in include/npusim_runtime.cpp) and runs as
+npusim.ascendc's level-0 instruction on the current core: the same records, pipes, checker
+and profile as a Python kernel's.
+
+Memory: the headers' own host buffers (``ConstDefiner``: UB, L1, L0A, L0B, L0C, BT, FB) *are*
+the core's memories during a block (the core context's UB is bound to the headers' UB), so
+the kernel's scalar reads and writes through host pointers and the engine's instructions see
+the same bytes. GM pointers are host addresses inside the numpy buffers of the device's
+allocations, mapped back to device addresses for the engine.
+
+Errors: a ctypes callback cannot unwind C++ frames, so the first error an intrinsic raises is
+kept, every later intrinsic of the block returns 0 at once, and the error is raised when the
+kernel function returns.
+"""
+from __future__ import annotations
+
+import bisect
+import ctypes
+import struct
+
+import numpy as np
+
+from npusim.ascendc import core as _core
+from npusim.ascendc import repeat as _repeat
+from npusim.ascendc import types as _types
+from npusim.ascendc.tensor import GlobalTensor, LocalTensor
+from npusim.errors import KernelError
+
+# Argument kinds and element codes (include/stub_fun.h).
+K_INT, K_UINT, K_FLOAT, K_DOUBLE, K_HALF, K_BF16, K_PTR, K_STRUCT = 1, 2, 3, 4, 5, 6, 7, 8
+ELEMENT = {0: np.uint8, 1: np.int8, 2: np.uint8, 3: np.int16, 4: np.uint16, 5: np.int32,
+           6: np.uint32, 7: np.int64, 8: np.uint64, 9: np.float16, 10: _types.bfloat16,
+           11: np.float32, 12: np.float64, 13: np.uint8}
+#: Order of the headers' host buffers (npusim_hw_buffers in build.GLUE) and npusim's names.
+HW_MEMORIES = (_core.UB, "L1", "L0A", "L0B", "L0C", "BT", "FB")
+
+DISPATCH_FN = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+_UNPACK = [struct.Struct("<" + "IIQ" * n) for n in range(33)]
+_MASK64 = (1 << 64) - 1
+_PIPE_SHORT = {int(p): p.name[5:] for p in _types.Pipe}
+
+
+class Ptr(int):
+    """A pointer argument: its address, with the element type it points to."""
+
+    __slots__ = ()
+    dtype = np.dtype(np.uint8)
+
+
+def _decode(kind: int, size: int, bits: int):
+    k = kind & 0xFF
+    if k == K_INT:
+        return bits - (1 << 64) if bits >> 63 else bits
+    if k == K_UINT:
+        return bits
+    if k == K_PTR:
+        p = Ptr(bits)
+        p.__class__ = _PTR_CLASSES[kind >> 8]
+        return p
+    if k == K_FLOAT:
+        return float(np.uint32(bits).view(np.float32))
+    if k == K_HALF:
+        return np.uint16(bits).view(np.float16)
+    if k == K_BF16:
+        return np.uint16(bits).view(_types.bfloat16)
+    if k == K_DOUBLE:
+        return float(np.uint64(bits).view(np.float64))
+    return (bits, size)              # a struct: its address and size
+
+
+def _ptr_class(code):
+    return type(f"Ptr{code}", (Ptr,), {"__slots__": (), "dtype": np.dtype(ELEMENT[code])})
+
+
+_PTR_CLASSES = {code: _ptr_class(code) for code in ELEMENT}
+
+
+class KernelRuntime:
+    """The intrinsic dispatcher of one loaded kernel library (see the module docstring)."""
+
+    def __init__(self, lib: ctypes.CDLL):
+        self.lib = lib
+        self.names: dict[int, str] = {}
+        self.callback = DISPATCH_FN(self._dispatch)
+        ctypes.c_void_p.in_dll(lib, "npusim_dispatch").value = \
+            ctypes.cast(self.callback, ctypes.c_void_p).value
+        bases, sizes = (ctypes.c_void_p * 7)(), (ctypes.c_uint64 * 7)()
+        lib.npusim_hw_buffers(bases, sizes)
+        self.hw = {m: (int(b or 0), int(s)) for m, b, s in zip(HW_MEMORIES, bases, sizes)}
+        self.ctx = None
+        self.error: BaseException | None = None
+        self.host_launch = None          # the sample's <<<>>> launches (npusim.cpp.kernel)
+        self._gm_index: list = []        # sorted host bases of GM allocations
+        self._gm_allocs: list = []
+        self._tensors: dict = {}
+        self.calls = 0
+
+    # -- per block ---------------------------------------------------------------------
+    def begin_block(self, ctx, block_idx: int, block_num: int, sub_block_idx: int = 0,
+                    task_ratio: int = 1, core_type: int = 2) -> None:
+        """Set the headers' per-core globals and bind the context's memories to the
+        headers' host buffers (their bytes start as the context's: poisoned)."""
+        lib = self.lib
+        ctypes.c_int64.in_dll(lib, "block_idx").value = block_idx
+        ctypes.c_int64.in_dll(lib, "block_num").value = block_num
+        ctypes.c_int64.in_dll(lib, "sub_block_idx").value = sub_block_idx
+        ctypes.c_int64.in_dll(lib, "g_taskRation").value = task_ratio
+        ctypes.c_int32.in_dll(lib, "g_coreType").value = core_type
+        self.ctx = ctx
+        self.error = None
+        self._tensors = {}
+        if ctx.core_kind != _core.AIC:
+            base, size = self.hw[_core.UB]
+            n = ctx.ub.size
+            if n > size:
+                raise KernelError("npusim.cpp", f"the headers' UB buffer ({size} B) is smaller "
+                                  f"than the {ctx.soc.soc_version} UB ({n} B)")
+            host = np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(base))
+            host[:] = ctx.ub
+            ctx.ub = host
+        else:
+            for mem in HW_MEMORIES[1:]:
+                base, size = self.hw[mem]
+                want = _core.memory_size(ctx.soc, mem)
+                if base and want <= size:
+                    host = np.ctypeslib.as_array((ctypes.c_uint8 * want).from_address(base))
+                    host.fill(_core.UB_POISON)
+                    ctx.mems[mem] = host
+
+    def end_block(self) -> None:
+        self.ctx = None
+        if self.error is not None:
+            err, self.error = self.error, None
+            raise err
+
+    def map_gm(self, gm) -> None:
+        """Index the device's allocations by the host address of their bytes."""
+        allocs = sorted(gm.allocations(), key=lambda a: a.buf.ctypes.data)
+        self._gm_allocs = allocs
+        self._gm_index = [a.buf.ctypes.data for a in allocs]
+
+    def host_pointer(self, gm, addr: int) -> int:
+        """The host address of device address ``addr`` (a kernel argument)."""
+        a = gm.find(addr)
+        if a is None:
+            raise KernelError("npusim.cpp", f"0x{addr:x} is not in a device allocation")
+        return a.buf.ctypes.data + (addr - a.base)
+
+    def device_address(self, ptr: int, instruction: str) -> int:
+        i = bisect.bisect_right(self._gm_index, ptr) - 1
+        if i >= 0:
+            a = self._gm_allocs[i]
+            off = ptr - self._gm_index[i]
+            if off <= a.alloc_size:
+                return a.base + off
+        raise KernelError(instruction, f"pointer 0x{ptr:x} is neither in a device allocation "
+                          "nor in a core memory")
+
+    # -- operands ------------------------------------------------------------------------
+    def local(self, ptr: Ptr, instruction: str, dtype=None) -> LocalTensor:
+        """The LocalTensor a core-memory pointer addresses (to the end of its memory)."""
+        dtype = ptr.dtype if dtype is None else np.dtype(dtype)
+        key = (int(ptr), dtype)
+        t = self._tensors.get(key)
+        if t is not None:
+            return t
+        for mem, (base, size) in self.hw.items():
+            if base <= ptr < base + size:
+                off = ptr - base
+                limit = _core.memory_size(self.ctx.soc, mem)
+                pos = _types.TPosition.VECCALC if mem == _core.UB else None
+                t = LocalTensor(self.ctx, dtype, off, (limit - off) // dtype.itemsize, limit,
+                                pos or _types.TPosition.A1, None, mem)
+                self._tensors[key] = t
+                return t
+        raise KernelError(instruction, f"pointer 0x{int(ptr):x} is not in a core memory")
+
+    def global_(self, ptr: Ptr, nbytes: int, instruction: str, dtype=np.uint8) -> GlobalTensor:
+        g = GlobalTensor(dtype)
+        g.SetGlobalBuffer(self.device_address(int(ptr), instruction),
+                          max(1, nbytes // np.dtype(dtype).itemsize))
+        return g
+
+    # -- the callback ----------------------------------------------------------------------
+    def _dispatch(self, name_p, nargs, args_p):
+        if self.error is not None:
+            return 0
+        name = self.names.get(name_p)
+        if name is None:
+            name = self.names[name_p] = ctypes.string_at(name_p).decode()
+        try:
+            if nargs:
+                raw = _UNPACK[nargs].unpack(ctypes.string_at(args_p, 16 * nargs))
+                args = [_decode(raw[i], raw[i + 1], raw[i + 2]) for i in range(0, 3 * nargs, 3)]
+            else:
+                args = []
+            handler = HANDLERS.get(name)
+            if handler is None:
+                if name in NOOPS:
+                    return 0
+                raise KernelError(name, f"the intrinsic {name} ({nargs} arguments) is not "
+                                  "modelled by npusim's C++ front end yet (docs/cpp.md)")
+            self.calls += 1
+            r = handler(self, *args)
+            return 0 if r is None else int(r) & _MASK64
+        except BaseException as exc:   # noqa: BLE001 - kept, raised when the kernel returns
+            self.error = exc
+            return 0
+
+
+# -- handlers: intrinsic name -> level-0 instruction ------------------------------------------
+HANDLERS: dict = {}
+#: Intrinsics with no effect on npusim's state (cache maintenance, hints).
+NOOPS = {"dcci", "dc_preload", "preload", "set_atomic_none_", "icache_preload", "dsb"}
+
+
+def handler(*names):
+    def deco(fn):
+        for n in names:
+            HANDLERS[n] = fn
+        return fn
+    return deco
+
+
+def _asc():
+    import npusim.ascendc as asc
+    return asc
+
+
+@handler("get_block_idx")
+def _get_block_idx(rt):
+    return rt.ctx.block_idx
+
+
+@handler("get_block_num")
+def _get_block_num(rt):
+    return rt.ctx.block_num
+
+
+@handler("get_subblockid")
+def _get_subblockid(rt):
+    return rt.ctx.sub_block_idx
+
+
+@handler("get_subblockdim")
+def _get_subblockdim(rt):
+    return rt.ctx.task_ratio
+
+
+# Scalar bit operations (the TPipe event-ID allocator runs on them): exact 64-bit results.
+@handler("sff0")
+def _sff0(rt, x):
+    """Index of the lowest 0 bit of ``x`` (64 when every bit is 1)."""
+    x &= _MASK64
+    inv = ~x & _MASK64
+    return 64 if inv == 0 else (inv & -inv).bit_length() - 1
+
+
+@handler("sff1")
+def _sff1(rt, x):
+    """Index of the lowest 1 bit of ``x`` (64 when ``x`` is 0)."""
+    x &= _MASK64
+    return 64 if x == 0 else (x & -x).bit_length() - 1
+
+
+@handler("sbitset0")
+def _sbitset0(rt, x, i):
+    return (x & _MASK64) & ~(1 << (i & 63))
+
+
+@handler("sbitset1")
+def _sbitset1(rt, x, i):
+    return (x & _MASK64) | (1 << (i & 63))
+
+
+@handler("bcnt1")
+def _bcnt1(rt, x):
+    return bin(x & _MASK64).count("1")
+
+
+@handler("bcnt0")
+def _bcnt0(rt, x):
+    return 64 - bin(x & _MASK64).count("1")
+
+
+@handler("clz")
+def _clz(rt, x):
+    return 64 - (x & _MASK64).bit_length()
+
+
+# Control registers.
+@handler("get_ctrl")
+def _get_ctrl(rt):
+    return getattr(rt.ctx, "cpp_ctrl", 0)
+
+
+@handler("set_ctrl")
+def _set_ctrl(rt, v):
+    rt.ctx.cpp_ctrl = v & _MASK64
+
+
+@handler("set_mask_norm")
+def _set_mask_norm(rt):
+    _repeat.SetMaskNorm()
+
+
+@handler("set_mask_count")
+def _set_mask_count(rt):
+    _repeat.SetMaskCount()
+
+
+@handler("set_vector_mask")
+def _set_vector_mask(rt, high, low):
+    mode = _repeat.MaskMode.COUNTER if rt.ctx.mask_counter else _repeat.MaskMode.NORMAL
+    _repeat.SetVectorMask(high, low, mode=mode)
+
+
+@handler("set_atomic_none")
+def _set_atomic_none(rt):
+    _asc().SetAtomicNone()
+
+
+# Synchronisation.
+def _event(src: int, dst: int, instruction: str):
+    try:
+        return _types.HardEvent(f"{_PIPE_SHORT[src]}_{_PIPE_SHORT[dst]}")
+    except (KeyError, ValueError):
+        raise KernelError(instruction, f"no HardEvent from pipe {src} to pipe {dst}") from None
+
+
+@handler("set_flag")
+def _set_flag(rt, src, dst, event_id):
+    _asc().SetFlag(_event(src, dst, "SetFlag"), event_id)
+
+
+@handler("wait_flag")
+def _wait_flag(rt, src, dst, event_id):
+    _asc().WaitFlag(_event(src, dst, "WaitFlag"), event_id)
+
+
+@handler("pipe_barrier")
+def _pipe_barrier(rt, pipe):
+    _asc().PipeBarrier(_types.Pipe(pipe))
+
+
+# Data movement GM <-> UB (lengths and gaps in 32 B blocks, DataCopyParams).
+@handler("copy_gm_to_ubuf")
+def _copy_gm_to_ubuf(rt, dst, src, sid, n_burst, len_burst, src_stride, dst_stride):
+    span = (n_burst * (len_burst + src_stride)) * 32
+    _asc().DataCopy(rt.local(dst, "DataCopy", np.uint8), rt.global_(src, span, "DataCopy"),
+                    _types.DataCopyParams(n_burst, len_burst, src_stride, dst_stride))
+
+
+@handler("copy_ubuf_to_gm")
+def _copy_ubuf_to_gm(rt, dst, src, sid, n_burst, len_burst, src_stride, dst_stride):
+    span = (n_burst * (len_burst + dst_stride)) * 32
+    _asc().DataCopy(rt.global_(dst, span, "DataCopy"), rt.local(src, "DataCopy", np.uint8),
+                    _types.DataCopyParams(n_burst, len_burst, src_stride, dst_stride))
+
+
+# Vector instructions: the level-0 form with the mask register (isSetMask=False).
+_BINARY = {"vadd": "Add", "vsub": "Sub", "vmul": "Mul", "vdiv": "Div", "vmax": "Max",
+           "vmin": "Min", "vand": "And", "vor": "Or", "vaddrelu": "AddRelu",
+           "vsubrelu": "SubRelu"}
+_UNARY = {"vexp": "Exp", "vln": "Ln", "vabs": "Abs", "vrec": "Reciprocal", "vsqrt": "Sqrt",
+          "vrsqrt": "Rsqrt", "vrelu": "Relu", "vnot": "Not"}
+_SCALAR = {"vadds": "Adds", "vmuls": "Muls", "vmaxs": "Maxs", "vmins": "Mins",
+           "vlrelu": "LeakyRelu"}
+
+
+def _binary(api):
+    def run(rt, dst, src0, src1, repeat, *strides):
+        if len(strides) != 6:
+            raise KernelError(api, f"the {len(strides) + 4}-argument form (a packed "
+                              "configuration word) is not modelled yet")
+        getattr(_asc(), api)(rt.local(dst, api), rt.local(src0, api), rt.local(src1, api),
+                             _repeat.MASK_PLACEHOLDER, repeat,
+                             _repeat.BinaryRepeatParams(*strides), isSetMask=False)
+    return run
+
+
+def _unary(api):
+    def run(rt, dst, src, repeat, *strides):
+        if len(strides) != 4:
+            raise KernelError(api, f"the {len(strides) + 3}-argument form is not modelled yet")
+        getattr(_asc(), api)(rt.local(dst, api), rt.local(src, api),
+                             _repeat.MASK_PLACEHOLDER, repeat,
+                             _repeat.UnaryRepeatParams(*strides), isSetMask=False)
+    return run
+
+
+def _scalar(api):
+    def run(rt, dst, src, scalar, repeat, *strides):
+        if len(strides) != 4:
+            raise KernelError(api, f"the {len(strides) + 4}-argument form is not modelled yet")
+        d = rt.local(dst, api)
+        getattr(_asc(), api)(d, rt.local(src, api), d.dtype.type(scalar),
+                             _repeat.MASK_PLACEHOLDER, repeat,
+                             _repeat.UnaryRepeatParams(*strides), isSetMask=False)
+    return run
+
+
+for _n, _api in _BINARY.items():
+    HANDLERS[_n] = _binary(_api)
+for _n, _api in _UNARY.items():
+    HANDLERS[_n] = _unary(_api)
+for _n, _api in _SCALAR.items():
+    HANDLERS[_n] = _scalar(_api)
+
+
+@handler("vector_dup")
+def _vector_dup(rt, dst, scalar, repeat, dst_blk, src_blk, dst_rep, src_rep):
+    d = rt.local(dst, "Duplicate")
+    _asc().Duplicate(d, d.dtype.type(scalar), _repeat.MASK_PLACEHOLDER, repeat, dst_blk,
+                     dst_rep, isSetMask=False)
