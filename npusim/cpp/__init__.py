@@ -23,7 +23,8 @@ from npusim.cpp.build import Build, CppBuildError, build, find_compiler, find_de
 from npusim.cpp.dispatch import KernelRuntime
 from npusim.errors import KernelError
 
-__all__ = ["CppKernel", "CppBuildError", "load", "build", "find_devkit", "find_compiler"]
+__all__ = ["CppKernel", "CppBuildError", "HostRun", "load", "run_host", "build", "find_devkit",
+           "find_compiler"]
 
 #: C++ parameter types (as c++filt spells them) -> ctypes; any pointer is a device address.
 _CTYPES = {
@@ -131,3 +132,60 @@ def load(source, name: str | None = None, *, core: str = "aiv", devkit=None, def
                                 f"{sorted(set(names)) or 'no __global__ function'}")
         name = names[0]
     return CppKernel(b, name, core)
+
+
+class HostRun:
+    """What a sample's host program did: its exit status and its launches' profiles."""
+
+    def __init__(self, status: int, profiles: list, build: Build):
+        self.status = status
+        self.profiles = profiles
+        self.build = build
+
+    def __repr__(self):
+        return f"<HostRun status {self.status}, {len(self.profiles)} launches>"
+
+
+def run_host(source, *, soc="Ascend910B1", cwd=None, argv=(), core: str = "aiv", devkit=None,
+             defines=(), include=(), checks=None, force: bool = False) -> HostRun:
+    """Build ``source`` (cached) and run its own host ``main`` on a fresh simulated device:
+    its aclrt* calls (npusim/cpp/include/acl/acl.h) allocate and copy npusim GM, and each
+    ``kernel<<<blockDim, l2ctrl, stream>>>(...)`` (or ``ICPU_RUN_KF``) is a
+    :func:`npusim.run_kernel` launch. ``cwd``: the folder it runs in (its relative file
+    paths, e.g. the samples' ``./input/*.bin``).
+
+    Raises:
+        CppBuildError: as :func:`load`. Any error a launch or an intrinsic raised (the host
+        program itself runs to its end first, its later calls doing nothing).
+    """
+    import os
+
+    from npusim.cpp.dispatch import HostSession
+    from npusim.gm import GlobalMemory
+    from npusim.soc import get_soc
+    b = build(source, core=core, devkit=devkit, defines=defines, include=include, force=force)
+    lib, rt = _open(b)
+    syms = _symbols(b.library)
+    main_sym = [m for s, m in syms.items() if s.startswith("npusim_host_main(")]
+    if not main_sym:
+        raise CppBuildError(f"{source} has no main()")
+    main = getattr(lib, main_sym[0])
+    main.restype = ctypes.c_int
+    main.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    spec = get_soc(soc) if isinstance(soc, str) else soc
+    session = HostSession(spec, GlobalMemory(spec.memory_size), checks)
+    args = [str(source).encode(), *[str(a).encode() for a in argv]]
+    c_argv = (ctypes.c_char_p * (len(args) + 1))(*args, None)
+    old = os.getcwd()
+    rt.host, rt.error = session, None
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        status = main(len(args), c_argv)
+    finally:
+        os.chdir(old)
+        rt.host = None
+    if rt.error is not None:
+        err, rt.error = rt.error, None
+        raise err
+    return HostRun(status, session.profiles, b)

@@ -90,7 +90,7 @@ class KernelRuntime:
         self.hw = {m: (int(b or 0), int(s)) for m, b, s in zip(HW_MEMORIES, bases, sizes)}
         self.ctx = None
         self.error: BaseException | None = None
-        self.host_launch = None          # the sample's <<<>>> launches (npusim.cpp.kernel)
+        self.host = None                 # HostSession while a sample's main runs
         self._gm_index: list = []        # sorted host bases of GM allocations
         self._gm_allocs: list = []
         self._tensors: dict = {}
@@ -414,3 +414,140 @@ def _vector_dup(rt, dst, scalar, repeat, dst_blk, src_blk, dst_rep, src_rep):
     d = rt.local(dst, "Duplicate")
     _asc().Duplicate(d, d.dtype.type(scalar), _repeat.MASK_PLACEHOLDER, repeat, dst_blk,
                      dst_rep, isSetMask=False)
+
+
+# -- the sample's host program: acl calls and <<<>>> launches -----------------------------------
+class HostSession:
+    """The device a sample's host ``main`` runs against: its SoC, GM, the launches' profiles
+    and the host buffers aclrtMallocHost handed out."""
+
+    def __init__(self, soc, gm, checks=None):
+        self.soc = soc
+        self.gm = gm
+        self.checks = checks
+        self.profiles: list = []
+        self.host_buffers: dict = {}
+
+
+def _host(rt) -> HostSession:
+    if rt.host is None:
+        raise KernelError("npusim.cpp", "host runtime calls need a HostSession "
+                          "(npusim.cpp.run_host)")
+    return rt.host
+
+
+def _ok(rt, *args):
+    _host(rt)
+    return 0
+
+
+for _n in ("aclInit", "aclFinalize", "aclrtSetDevice", "aclrtResetDevice", "aclrtDestroyStream",
+           "aclrtSynchronizeStream"):
+    HANDLERS[_n] = _ok
+
+
+@handler("aclrtCreateStream")
+def _create_stream(rt, stream_p):
+    _host(rt)
+    ctypes.c_void_p.from_address(int(stream_p)).value = 0x5
+    return 0
+
+
+def _gm_alloc(rt, size: int) -> int:
+    h = _host(rt)
+    addr = h.gm.malloc(int(size))
+    rt.map_gm(h.gm)
+    return rt.host_pointer(h.gm, addr)
+
+
+@handler("aclrtMalloc")
+def _acl_malloc(rt, dev_p, size, policy=0):
+    ctypes.c_void_p.from_address(int(dev_p)).value = _gm_alloc(rt, size)
+    return 0
+
+
+@handler("GmAlloc")
+def _gm_alloc_handler(rt, size):
+    return _gm_alloc(rt, size)
+
+
+@handler("aclrtFree", "GmFree")
+def _acl_free(rt, ptr):
+    h = _host(rt)
+    rt.map_gm(h.gm)
+    h.gm.free(rt.device_address(int(ptr), "aclrtFree"))
+    rt.map_gm(h.gm)
+    return 0
+
+
+@handler("aclrtMallocHost")
+def _acl_malloc_host(rt, host_p, size):
+    buf = np.zeros(max(int(size), 1), np.uint8)
+    _host(rt).host_buffers[buf.ctypes.data] = buf
+    ctypes.c_void_p.from_address(int(host_p)).value = buf.ctypes.data
+    return 0
+
+
+@handler("aclrtFreeHost")
+def _acl_free_host(rt, ptr):
+    _host(rt).host_buffers.pop(int(ptr), None)
+    return 0
+
+
+@handler("aclrtMemcpy")
+def _acl_memcpy(rt, dst, dst_max, src, count, kind):
+    _host(rt)
+    if count > dst_max:
+        return 107000      # ACL_ERROR_INVALID_PARAM (docs/reference/api.md §6)
+    ctypes.memmove(int(dst), int(src), int(count))
+    return 0
+
+
+@handler("aclrtMemset")
+def _acl_memset(rt, dst, dst_max, value, count):
+    _host(rt)
+    ctypes.memset(int(dst), int(value), int(min(count, dst_max)))
+    return 0
+
+
+def _ctype_of(arg):
+    if isinstance(arg, Ptr):
+        return ctypes.c_void_p, int(arg)
+    if isinstance(arg, tuple):                      # a struct by value: its bytes
+        addr, size = arg
+        st = type("ArgStruct", (ctypes.Structure,), {"_fields_": [("b", ctypes.c_uint8 * size)]})
+        return st, st.from_buffer_copy(ctypes.string_at(addr, size))
+    if isinstance(arg, float):
+        return ctypes.c_double, arg
+    if isinstance(arg, np.floating):
+        return ctypes.c_float, float(arg)           # half/bfloat16 by value: not supported
+    return (ctypes.c_int64 if arg < 0 else ctypes.c_uint64), arg
+
+
+@handler("__npusim_launch__")
+def _launch(rt, fn, block_dim, stream, name_p, *args):
+    """``kernel<<<blockDim, l2ctrl, stream>>>(args)``: run_kernel on the session's device."""
+    from npusim.launch import run_kernel
+    h = _host(rt)
+    name = ctypes.string_at(int(name_p)).decode()
+    types_values = [_ctype_of(a) for a in args]
+    cfn = ctypes.CFUNCTYPE(None, *[t for t, _ in types_values])(int(fn))
+    values = tuple(v for _, v in types_values)
+
+    def block(*a):
+        ctx = _core.current_core()
+        core_type = {_core.AIC: 1, _core.AIV: 2}.get(ctx.core_kind, 0)
+        rt.begin_block(ctx, ctx.block_idx, ctx.block_num, ctx.sub_block_idx, ctx.task_ratio,
+                       core_type)
+        try:
+            cfn(*a)
+        finally:
+            rt.end_block()
+
+    block.npusim_lockstep = False
+    block.__name__ = name
+    rt.map_gm(h.gm)
+    prof = run_kernel(block, int(block_dim), values, soc=h.soc, gm=h.gm, name=name,
+                      checks=h.checks)
+    h.profiles.append(prof)
+    return 0
