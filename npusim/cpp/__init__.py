@@ -8,7 +8,7 @@
 
 The source compiles with the host compiler against the user's own Ascend C headers
 (``NPUSIM_ASC_DEVKIT`` or a CANN installation) in their CPU-debug configuration, with npusim's
-intrinsic layer standing in for Huawei's closed CPU library (:mod:`npusim.cpp.build`). Every
+intrinsic layer standing in for Huawei's closed CPU library (:mod:`npusim.cpp.builder`). Every
 CCE intrinsic the kernel calls runs as npusim.ascendc's level-0 instruction on the current
 core (:mod:`npusim.cpp.dispatch`): one engine, one checker, one timing model. docs/cpp.md.
 """
@@ -19,7 +19,7 @@ import re
 import subprocess
 
 from npusim.ascendc import core as _core
-from npusim.cpp.build import Build, CppBuildError, build, find_compiler, find_devkit
+from npusim.cpp.builder import Build, CppBuildError, build, find_compiler, find_devkit
 from npusim.cpp.dispatch import KernelRuntime
 from npusim.errors import KernelError
 

@@ -32,7 +32,7 @@ K_INT, K_UINT, K_FLOAT, K_DOUBLE, K_HALF, K_BF16, K_PTR, K_STRUCT = 1, 2, 3, 4, 
 ELEMENT = {0: np.uint8, 1: np.int8, 2: np.uint8, 3: np.int16, 4: np.uint16, 5: np.int32,
            6: np.uint32, 7: np.int64, 8: np.uint64, 9: np.float16, 10: _types.bfloat16,
            11: np.float32, 12: np.float64, 13: np.uint8}
-#: Order of the headers' host buffers (npusim_hw_buffers in build.GLUE) and npusim's names.
+#: Order of the headers' host buffers (npusim_hw_buffers in builder.GLUE) and npusim's names.
 HW_MEMORIES = (_core.UB, "L1", "L0A", "L0B", "L0C", "BT", "FB")
 
 DISPATCH_FN = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)

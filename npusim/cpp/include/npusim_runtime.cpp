@@ -1,6 +1,6 @@
 /* npusim's runtime for Ascend C kernels built for the host: the one intrinsic entry point,
  * the per-core globals the headers read, and the launch helpers. Compiled into every kernel
- * library beside the user's source (npusim/cpp/build.py). */
+ * library beside the user's source (npusim/cpp/builder.py). */
 #include "stub_fun.h"
 
 int64_t block_idx = 0;

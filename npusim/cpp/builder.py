@@ -213,6 +213,29 @@ int ProcessLock::Unlock() { return 0; }
 """
 
 
+def _precompiled_header(cxx: str, flags: list, incs: list, gen: Path) -> Path | None:
+    """A folder holding ``npusim_pch.h`` (our layer and ``kernel_operator.h``) and its
+    precompiled form for these flags, built on first use; None when the compiler cannot
+    (the build then parses the headers itself)."""
+    cflags = [f for f in flags if f != "-shared"]
+    key = hashlib.sha256((cxx + " ".join(cflags)).encode()).hexdigest()[:16]
+    d = gen / f"pch-{key}"
+    gch = d / "npusim_pch.h.gch"
+    if gch.is_file():
+        return d
+    d.mkdir(parents=True, exist_ok=True)
+    header = d / "npusim_pch.h"
+    header.write_text('#include "npusim_launch.h"\n#include "kernel_operator.h"\n')
+    tmp = d / f"npusim_pch.h.gch.{os.getpid()}"
+    r = subprocess.run([cxx, *cflags, "-x", "c++-header", *[f"-I{p}" for p in incs], "-o",
+                        str(tmp), str(header)], capture_output=True, text=True)
+    if r.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        return None
+    os.replace(tmp, gch)
+    return d
+
+
 @dataclass
 class Build:
     """A compiled kernel library: its path, the compile's wall time (0 when cached), the
@@ -226,10 +249,12 @@ class Build:
 
 
 def build(source: str | os.PathLike, *, core: str = "aiv", devkit=None, defines=(),
-          include=(), opt: str = "-O1", force: bool = False) -> Build:
+          include=(), opt: str = "-O0", force: bool = False, pch: bool = True) -> Build:
     """Compile ``source`` (an Ascend C ``.cpp``/``.asc`` file) into a shared library for an
     A2/A3 ``core`` ("aiv" or "aic"), cached by the source's and its folder's headers' bytes,
-    the flags, the headers' version and npusim's intrinsic layer.
+    the flags, the headers' version and npusim's intrinsic layer. ``pch``: parse the Ascend C
+    headers once per flag set (a precompiled ``kernel_operator.h``, cached beside the
+    generated headers) instead of once per kernel.
 
     Raises:
         CppBuildError: no compiler, no headers, or the compile failed (its messages).
@@ -262,13 +287,16 @@ def build(source: str | os.PathLike, *, core: str = "aiv", devkit=None, defines=
     hooks = gen / "npusim_check_hooks.cpp"
     if not hooks.is_file():
         hooks.write_text('#include "kernel_operator.h"\n' + check_hooks(devkit))
+    incs = [INCLUDE_DIR, gen, source.parent, *map(Path, include), *include_dirs(devkit)]
+    pch_dir = _precompiled_header(cxx, flags, incs, gen) if pch else None
     unit = out / "kernel_unit.cpp"
-    unit.write_text('#include "npusim_launch.h"\n'
+    unit.write_text(('#include "npusim_pch.h"\n' if pch_dir else '') +
+                    '#include "npusim_launch.h"\n'
                     f'#line 1 "{source}"\n' + rewrite_source(source.read_text(errors="replace"))
                     + "\n" + GLUE + f'#include "{hooks}"\n'
                     + f'#include "{INCLUDE_DIR / "npusim_runtime.cpp"}"\n')
-    incs = [INCLUDE_DIR, gen, source.parent, *map(Path, include), *include_dirs(devkit)]
-    cmd = [cxx, *flags, *[f"-I{p}" for p in incs], "-o", str(out / "tmp.so"), str(unit)]
+    cmd = [cxx, *flags, *[f"-I{p}" for p in ([pch_dir] if pch_dir else []) + incs], "-o",
+           str(out / "tmp.so"), str(unit)]
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - t0

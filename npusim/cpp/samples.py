@@ -1,0 +1,137 @@
+"""Running asc-devkit's own C++ samples on npusim, as their READMEs run them.
+
+A sample is a folder of ``examples/01_simd_cpp_api`` holding one ``.asc``/``.cpp`` source with
+a host ``main``, ``scripts/gen_data.py`` and ``scripts/verify_result.py``. Its README's steps
+are followed in a scratch build folder: ``python3 ../scripts/gen_data.py``, the program
+(here :func:`npusim.cpp.run_host` on Ascend910B1), then the README's own
+``verify_result.py`` command line. Nothing of the sample is copied into npusim: the scripts
+run where they are.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The README line naming Atlas A2 among a sample's products.
+_A2 = re.compile(r"Atlas A2")
+
+
+@dataclass
+class SampleResult:
+    """One sample: compiled / ran / correct, the reason of the first failure, timings and
+    the launches' Task Duration (us)."""
+
+    name: str
+    compiled: bool = False
+    ran: bool = False
+    correct: bool = False
+    reason: str = ""
+    compile_s: float = 0.0
+    run_s: float = 0.0
+    task_us: tuple = ()
+
+
+def find_samples(devkit: Path, subdirs=("examples/01_simd_cpp_api",)) -> list[Path]:
+    """Sample folders (a source, gen_data.py and verify_result.py) whose README lists Atlas A2."""
+    out = []
+    for sub in subdirs:
+        for gen in sorted((Path(devkit) / sub).rglob("scripts/gen_data.py")):
+            d = gen.parent.parent
+            readme = d / "README.md"
+            if not (d / "scripts" / "verify_result.py").is_file() or not readme.is_file():
+                continue
+            if not _A2.search(readme.read_text(errors="replace")):
+                continue
+            if sources(d):
+                out.append(d)
+    return out
+
+
+def sources(d: Path) -> list[Path]:
+    return sorted([*d.glob("*.asc"), *d.glob("*.cpp")])
+
+
+def _readme_command(d: Path, script: str) -> list[str] | None:
+    """The README's command line running ``scripts/<script>`` (its arguments), if any."""
+    for line in (d / "README.md").read_text(errors="replace").splitlines():
+        line = line.split("#")[0].strip()
+        if f"scripts/{script}" in line and line.startswith("python"):
+            args = shlex.split(line)[1:]
+            return [str(d / "scripts" / script) if a.endswith(f"scripts/{script}") else a
+                    for a in args]
+    return None
+
+
+def run_sample(d: Path, *, soc: str = "Ascend910B1", devkit=None, defines=(),
+               timeout: float = 600) -> SampleResult:
+    """Build and run one sample (see the module docstring)."""
+    import npusim.cpp as cpp
+    from npusim.cpp.builder import build
+    d = Path(d)
+    res = SampleResult(str(d))
+    srcs = sources(d)
+    if len(srcs) != 1:
+        res.reason = f"{len(srcs)} sources (one expected)"
+        return res
+    py = sys.executable
+    try:
+        t0 = time.perf_counter()
+        b = build(srcs[0], devkit=devkit, defines=defines)
+        res.compile_s = b.seconds if not b.cached else 0.0
+        res.compiled = True
+    except cpp.CppBuildError as exc:
+        first = next((ln for ln in str(exc).splitlines()[1:] if "error" in ln), str(exc))
+        res.reason = "compile: " + re.sub(r"^.*?error: ", "", first)[:200]
+        return res
+    with tempfile.TemporaryDirectory(prefix="npusim-sample-") as tmp:
+        build_dir = Path(tmp) / "build"
+        build_dir.mkdir()
+        for sub in ("input", "output"):
+            (build_dir / sub).mkdir()
+        gen = _readme_command(d, "gen_data.py") or [str(d / "scripts" / "gen_data.py")]
+        r = subprocess.run([py, *gen], cwd=build_dir, capture_output=True, text=True,
+                           timeout=timeout)
+        if r.returncode != 0:
+            res.reason = "gen_data.py failed: " + (r.stderr.strip().splitlines() or [""])[-1][:200]
+            return res
+        try:
+            t0 = time.perf_counter()
+            run = cpp.run_host(srcs[0], soc=soc, cwd=build_dir, devkit=devkit, defines=defines)
+            res.run_s = time.perf_counter() - t0
+        except Exception as exc:   # noqa: BLE001 - reported in the coverage table
+            res.reason = f"run: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+            return res
+        res.ran = run.status == 0 and bool(run.profiles)
+        res.task_us = tuple(round(p.duration_us, 3) for p in run.profiles)
+        if not res.ran:
+            res.reason = f"main returned {run.status}, {len(run.profiles)} launches"
+            return res
+        ver = _readme_command(d, "verify_result.py") or [
+            str(d / "scripts" / "verify_result.py"), "output/output.bin", "output/golden.bin"]
+        ver = [a for a in ver if "$" not in a]
+        r = subprocess.run([py, *ver], cwd=build_dir, capture_output=True, text=True,
+                           timeout=timeout)
+        res.correct = r.returncode == 0 and "pass" in r.stdout.lower()
+        if not res.correct:
+            tail = (r.stdout + r.stderr).strip().splitlines()
+            res.reason = "verify: " + (tail[-1] if tail else f"status {r.returncode}")[:200]
+    return res
+
+
+def coverage_table(results: list[SampleResult], root: Path) -> str:
+    """docs/cpp_coverage.md's table."""
+    rows = ["| sample | compiled | ran | correct | Task Duration (us) | reason |",
+            "|---|---|---|---|---|---|"]
+    yes = {True: "yes", False: "no"}
+    for r in results:
+        name = os.path.relpath(r.name, root)
+        rows.append(f"| {name} | {yes[r.compiled]} | {yes[r.ran]} | {yes[r.correct]} | "
+                    f"{', '.join(map(str, r.task_us))} | {r.reason.replace('|', '/')} |")
+    return "\n".join(rows) + "\n"
