@@ -115,10 +115,12 @@ class CppKernel:
         return f"<CppKernel {self.signature} from {self.build.library}>"
 
 
-def load(source, name: str | None = None, *, core: str = "aiv", devkit=None, defines=(),
+def load(source, name: str | None = None, *, core: str | None = None, devkit=None, defines=(),
          include=(), force: bool = False) -> CppKernel:
     """Build ``source`` (cached) and return its kernel ``name`` (default: the only
-    ``__global__`` function the source defines, found by name in its text).
+    ``__global__`` function the source defines, found by name in its text). A cube kernel
+    (``__cube__``, built for the AIC) launches with
+    ``run_kernel(..., kernel_type=KernelMetaType.KERNEL_TYPE_AIC_ONLY)``.
 
     Raises:
         CppBuildError: no compiler or headers, a compile error, or no such kernel.
@@ -131,7 +133,7 @@ def load(source, name: str | None = None, *, core: str = "aiv", devkit=None, def
             raise CppBuildError(f"name the kernel to load: {source} defines "
                                 f"{sorted(set(names)) or 'no __global__ function'}")
         name = names[0]
-    return CppKernel(b, name, core)
+    return CppKernel(b, name, b.core)
 
 
 class HostRun:
@@ -146,7 +148,7 @@ class HostRun:
         return f"<HostRun status {self.status}, {len(self.profiles)} launches>"
 
 
-def run_host(source, *, soc="Ascend910B1", cwd=None, argv=(), core: str = "aiv", devkit=None,
+def run_host(source, *, soc="Ascend910B1", cwd=None, argv=(), core: str | None = None, devkit=None,
              defines=(), include=(), checks=None, force: bool = False) -> HostRun:
     """Build ``source`` (cached) and run its own host ``main`` on a fresh simulated device:
     its aclrt* calls (npusim/cpp/include/acl/acl.h) allocate and copy npusim GM, and each
@@ -174,6 +176,9 @@ def run_host(source, *, soc="Ascend910B1", cwd=None, argv=(), core: str = "aiv",
     main.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
     spec = get_soc(soc) if isinstance(soc, str) else soc
     session = HostSession(spec, GlobalMemory(spec.memory_size), checks)
+    if b.core == "aic":
+        from npusim.ascendc.types import KernelMetaType
+        session.kernel_type = KernelMetaType.KERNEL_TYPE_AIC_ONLY
     args = [str(source).encode(), *[str(a).encode() for a in argv]]
     c_argv = (ctypes.c_char_p * (len(args) + 1))(*args, None)
     old = os.getcwd()

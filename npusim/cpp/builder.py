@@ -25,7 +25,8 @@ from npusim.errors import NpuSimError
 
 #: npusim's intrinsic layer (package data).
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
-#: Bumped when the generated glue changes, so that cached builds are rebuilt.
+#: Bumped when the source rewrite or the unit's layout changes, so that cached builds are
+#: rebuilt (the intrinsic layer's files and GLUE are hashed themselves).
 GLUE_VERSION = "1"
 
 #: Ascend C's CPU-debug build of an A2/A3 (dav-c220, __NPU_ARCH__ 2201) AIV or AIC kernel:
@@ -126,7 +127,7 @@ def _own_layer_hash() -> str:
         if p.is_file():
             h.update(str(p.relative_to(INCLUDE_DIR)).encode())
             h.update(p.read_bytes())
-    h.update(Path(__file__).read_bytes())
+    h.update(GLUE.encode())
     return h.hexdigest()
 
 
@@ -178,9 +179,22 @@ _CHEVRON = re.compile(r"\b([A-Za-z_][A-Za-z0-9_:<>, ]*?)\s*<<<(.*?)>>>\s*\(", re
 
 def rewrite_source(text: str) -> str:
     """The user's source with ``k<<<b, l2, s>>>(...)`` written as a call npusim can compile
-    (``NPUSIM_LAUNCH(k, b, l2, s)(...)``, npusim_launch.h) and ``main`` renamed so that the
+    (``npusim::Launch{"k", &k, b, nullptr}(...)``, npusim_launch.h; ``k`` may be a template
+    instance) and ``main`` renamed so that the
     library keeps the sample's host program as ``npusim_host_main``."""
-    text = _CHEVRON.sub(lambda m: f"NPUSIM_LAUNCH({m.group(1).strip()}, {m.group(2)})(", text)
+    def launch(m):
+        kernel, config = m.group(1).strip(), m.group(2)
+        depth, cut = 0, len(config)
+        for i, ch in enumerate(config):            # blockDim: up to the first top-level comma
+            depth += ch in "(<[{"
+            depth -= ch in ")>]}"
+            if ch == "," and depth == 0:
+                cut = i
+                break
+        name = kernel.replace('"', "")
+        return (f'npusim::Launch{{"{name}", reinterpret_cast<void*>(&{kernel}), '
+                f"static_cast<uint64_t>({config[:cut].strip()}), nullptr}}(")
+    text = _CHEVRON.sub(launch, text)
     text = re.sub(r"\bint(32_t)?\s+main\s*\(", "int npusim_host_main(", text)
     return text
 
@@ -236,22 +250,36 @@ def _precompiled_header(cxx: str, flags: list, incs: list, gen: Path) -> Path | 
     return d
 
 
+def kernel_core(text: str) -> str:
+    """"aiv", "aic" or "mix": the cores a source's kernels run on, from their ``__vector__`` /
+    ``__cube__`` / ``__mix__`` qualifiers or ``KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_...)``
+    (a vector kernel when nothing says otherwise)."""
+    if re.search(r"__mix__|KERNEL_TYPE_MIX", text):
+        return "mix"
+    cube = re.search(r"__global__[^;{(]*__cube__|KERNEL_TYPE_AIC_ONLY", text)
+    vec = re.search(r"__global__[^;{(]*__vector__|KERNEL_TYPE_AIV_ONLY", text)
+    if cube and vec:
+        return "mix"
+    return "aic" if cube else "aiv"
+
+
 @dataclass
 class Build:
     """A compiled kernel library: its path, the compile's wall time (0 when cached), the
-    key it is cached under and the command line."""
+    key it is cached under, the command line and the core it was built for."""
 
     library: Path
     seconds: float
     cached: bool
     key: str
     command: list = field(default_factory=list)
+    core: str = "aiv"
 
 
-def build(source: str | os.PathLike, *, core: str = "aiv", devkit=None, defines=(),
+def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, defines=(),
           include=(), opt: str = "-O0", force: bool = False, pch: bool = True) -> Build:
     """Compile ``source`` (an Ascend C ``.cpp``/``.asc`` file) into a shared library for an
-    A2/A3 ``core`` ("aiv" or "aic"), cached by the source's and its folder's headers' bytes,
+    A2/A3 ``core`` ("aiv" or "aic"; default: :func:`kernel_core` of the source), cached by the source's and its folder's headers' bytes,
     the flags, the headers' version and npusim's intrinsic layer. ``pch``: parse the Ascend C
     headers once per flag set (a precompiled ``kernel_operator.h``, cached beside the
     generated headers) instead of once per kernel.
@@ -260,6 +288,11 @@ def build(source: str | os.PathLike, *, core: str = "aiv", devkit=None, defines=
         CppBuildError: no compiler, no headers, or the compile failed (its messages).
     """
     source = Path(source).resolve()
+    if core is None:
+        core = kernel_core(source.read_text(errors="replace"))
+    if core == "mix":
+        raise CppBuildError(f"{source.name}: a MIX kernel (one AIC and two AIVs per block) is "
+                            "not supported by npusim's C++ front end yet (docs/cpp.md)")
     if core not in ARCH_DEFINES:
         raise CppBuildError(f"core {core!r}: use 'aiv' or 'aic'")
     devkit = find_devkit(devkit)
@@ -278,7 +311,7 @@ def build(source: str | os.PathLike, *, core: str = "aiv", devkit=None, defines=
     out = cache_root() / key
     lib = out / f"{source.stem}.so"
     if lib.is_file() and not force:
-        return Build(lib, 0.0, True, key)
+        return Build(lib, 0.0, True, key, [], core)
     out.mkdir(parents=True, exist_ok=True)
     gen = cache_root() / "devkit" / hashlib.sha256(
         (str(devkit) + _devkit_version(devkit)).encode()).hexdigest()[:16]
@@ -304,4 +337,4 @@ def build(source: str | os.PathLike, *, core: str = "aiv", devkit=None, defines=
         msg = "\n".join(line for line in r.stderr.splitlines() if "error" in line)[:4000]
         raise CppBuildError(f"compiling {source.name} failed:\n{msg or r.stderr[-4000:]}")
     os.replace(out / "tmp.so", lib)
-    return Build(lib, seconds, False, key, cmd)
+    return Build(lib, seconds, False, key, cmd, core)

@@ -427,6 +427,7 @@ class HostSession:
         self.checks = checks
         self.profiles: list = []
         self.host_buffers: dict = {}
+        self.kernel_type = None          # KERNEL_TYPE_AIC_ONLY for a cube kernel
 
 
 def _host(rt) -> HostSession:
@@ -548,6 +549,6 @@ def _launch(rt, fn, block_dim, stream, name_p, *args):
     block.__name__ = name
     rt.map_gm(h.gm)
     prof = run_kernel(block, int(block_dim), values, soc=h.soc, gm=h.gm, name=name,
-                      checks=h.checks)
+                      checks=h.checks, kernel_type=h.kernel_type)
     h.profiles.append(prof)
     return 0

@@ -58,11 +58,27 @@ def sources(d: Path) -> list[Path]:
     return sorted([*d.glob("*.asc"), *d.glob("*.cpp")])
 
 
-def _readme_command(d: Path, script: str) -> list[str] | None:
-    """The README's command line running ``scripts/<script>`` (its arguments), if any."""
+def scenario(d: Path) -> str | None:
+    """The SCENARIO_NUM a sample's CMake build requires (the README's example value, else
+    the first of the CMake list of valid ones), or None."""
+    cmake = d / "CMakeLists.txt"
+    if not cmake.is_file() or "SCENARIO_NUM" not in cmake.read_text(errors="replace"):
+        return None
+    m = re.search(r"^\s*SCENARIO_NUM=(\d+)", (d / "README.md").read_text(errors="replace"), re.M)
+    if m:
+        return m.group(1)
+    m = re.search(r"set\(VALID_SCENARIOS\s+(\d+)", cmake.read_text(errors="replace"))
+    return m.group(1) if m else "0"
+
+
+def _readme_command(d: Path, script: str, values: dict) -> list[str] | None:
+    """The README's command line running ``scripts/<script>`` (its arguments, with
+    ``$NAME`` replaced from ``values``), if any."""
     for line in (d / "README.md").read_text(errors="replace").splitlines():
         line = line.split("#")[0].strip()
         if f"scripts/{script}" in line and line.startswith("python"):
+            for k, v in values.items():
+                line = line.replace(f"${k}", v).replace(f"${{{k}}}", v)
             args = shlex.split(line)[1:]
             return [str(d / "scripts" / script) if a.endswith(f"scripts/{script}") else a
                     for a in args]
@@ -81,6 +97,12 @@ def run_sample(d: Path, *, soc: str = "Ascend910B1", devkit=None, defines=(),
         res.reason = f"{len(srcs)} sources (one expected)"
         return res
     py = sys.executable
+    values = {}
+    scen = scenario(d)
+    if scen is not None:
+        values["SCENARIO_NUM"] = scen
+        defines = (*defines, f"SCENARIO_NUM={scen}")
+        res.name += f" (SCENARIO_NUM={scen})"
     try:
         t0 = time.perf_counter()
         b = build(srcs[0], devkit=devkit, defines=defines)
@@ -95,7 +117,7 @@ def run_sample(d: Path, *, soc: str = "Ascend910B1", devkit=None, defines=(),
         build_dir.mkdir()
         for sub in ("input", "output"):
             (build_dir / sub).mkdir()
-        gen = _readme_command(d, "gen_data.py") or [str(d / "scripts" / "gen_data.py")]
+        gen = _readme_command(d, "gen_data.py", values) or [str(d / "scripts" / "gen_data.py")]
         r = subprocess.run([py, *gen], cwd=build_dir, capture_output=True, text=True,
                            timeout=timeout)
         if r.returncode != 0:
@@ -113,7 +135,7 @@ def run_sample(d: Path, *, soc: str = "Ascend910B1", devkit=None, defines=(),
         if not res.ran:
             res.reason = f"main returned {run.status}, {len(run.profiles)} launches"
             return res
-        ver = _readme_command(d, "verify_result.py") or [
+        ver = _readme_command(d, "verify_result.py", values) or [
             str(d / "scripts" / "verify_result.py"), "output/output.bin", "output/golden.bin"]
         ver = [a for a in ver if "$" not in a]
         r = subprocess.run([py, *ver], cwd=build_dir, capture_output=True, text=True,
@@ -131,7 +153,7 @@ def coverage_table(results: list[SampleResult], root: Path) -> str:
             "|---|---|---|---|---|---|"]
     yes = {True: "yes", False: "no"}
     for r in results:
-        name = os.path.relpath(r.name, root)
+        name = os.path.relpath(r.name, root).replace("examples/01_simd_cpp_api/", "")
         rows.append(f"| {name} | {yes[r.compiled]} | {yes[r.ran]} | {yes[r.correct]} | "
                     f"{', '.join(map(str, r.task_us))} | {r.reason.replace('|', '/')} |")
     return "\n".join(rows) + "\n"

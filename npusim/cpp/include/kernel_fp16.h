@@ -25,8 +25,7 @@ inline uint16_t FloatToHalfBits(float f)
         }
         uint32_t e = absx >> 23;
         uint32_t m = (absx & 0x7FFFFFu) | 0x800000u;
-        uint32_t shift = 126u - e;                   /* 14 + (127 - e) - 1 ... value m * 2^(e-150) */
-        shift = 113u - e + 13u;
+        uint32_t shift = 126u - e;                   /* value m * 2^(e-150), unit 2^-24 */
         uint32_t q = m >> shift;
         uint32_t rem = m & ((1u << shift) - 1u);
         uint32_t halfway = 1u << (shift - 1u);
