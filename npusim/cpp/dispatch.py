@@ -552,3 +552,145 @@ def _launch(rt, fn, block_dim, stream, name_p, *args):
                       checks=h.checks, kernel_type=h.kernel_type)
     h.profiles.append(prof)
     return 0
+
+
+# -- more vector instructions ------------------------------------------------------------------
+_ROUND = {"": "CAST_NONE", "r": "CAST_RINT", "f": "CAST_FLOOR", "c": "CAST_CEIL",
+          "a": "CAST_ROUND", "z": "CAST_TRUNC", "o": "CAST_ODD"}
+
+
+def _vconv(round_mode):
+    def run(rt, dst, src, repeat, *strides):
+        if len(strides) != 4:
+            raise KernelError("Cast", f"the {len(strides) + 3}-argument form is not modelled yet")
+        _asc().Cast(rt.local(dst, "Cast"), rt.local(src, "Cast"),
+                    _types.RoundMode[round_mode], _repeat.MASK_PLACEHOLDER, repeat,
+                    _repeat.UnaryRepeatParams(*strides), isSetMask=False)
+    return run
+
+
+def _register_vconv():
+    import re
+    from pathlib import Path
+    inc = Path(__file__).with_name("include") / "intrinsics.inc"
+    for name in re.findall(r"NPUSIM_INTRINSIC\(\w+, (vconv_\w+)\)", inc.read_text()):
+        m = re.fullmatch(r"vconv_(bf16|f16|f32|s4|s8|u8|s16|s32|s64)2(bf16|f16|f32|s4|s8|u8|s16|"
+                         r"s32|s64)([rfcazo]?)", name)
+        if m:
+            HANDLERS[name] = _vconv(_ROUND[m.group(3)])
+
+
+_register_vconv()
+
+
+@handler("set_mov_pad_val")
+def _set_mov_pad_val(rt, bits):
+    rt.ctx.cpp_pad_bits = bits
+
+
+def _pad_dtype(ptr, name: str):
+    size = {"b8": 1, "b16": 2, "b32": 4}[name.rsplit("_", 1)[1]]
+    return ptr.dtype if ptr.dtype.itemsize == size else np.dtype(f"uint{8 * size}")
+
+
+def _copy_gm_to_ubuf_align(name):
+    def run(rt, dst, src, sid, n_burst, len_burst, left, right, src_gap, dst_gap):
+        dt = _pad_dtype(dst, name)
+        bits = getattr(rt.ctx, "cpp_pad_bits", None)
+        pad = _types.DataCopyPadExtParams(False, left, right, 0)
+        if bits is not None:
+            pad.isPad = True
+            pad.paddingValue = np.array([bits], np.uint64).view(np.uint8)[:dt.itemsize] \
+                .view(dt)[0].item()
+        span = n_burst * (len_burst + src_gap)
+        _asc().DataCopyPad(rt.local(dst, "DataCopyPad", dt),
+                           rt.global_(src, span, "DataCopyPad", dt),
+                           _types.DataCopyExtParams(n_burst, len_burst, src_gap, dst_gap), pad)
+    return run
+
+
+def _copy_ubuf_to_gm_align(name):
+    def run(rt, dst, src, sid, n_burst, len_burst, left, right, src_gap, dst_gap):
+        dt = _pad_dtype(src, name)
+        span = n_burst * (len_burst + dst_gap)
+        _asc().DataCopyPad(rt.global_(dst, span, "DataCopyPad", dt),
+                           rt.local(src, "DataCopyPad", dt),
+                           _types.DataCopyExtParams(n_burst, len_burst, src_gap, dst_gap))
+    return run
+
+
+for _b in ("b8", "b16", "b32"):
+    HANDLERS[f"copy_gm_to_ubuf_align_{_b}"] = _copy_gm_to_ubuf_align(f"x_{_b}")
+    HANDLERS[f"copy_ubuf_to_gm_align_{_b}"] = _copy_ubuf_to_gm_align(f"x_{_b}")
+
+
+@handler("copy_ubuf_to_ubuf")
+def _copy_ubuf_to_ubuf(rt, dst, src, sid, n_burst, len_burst, src_stride, dst_stride):
+    _asc().DataCopy(rt.local(dst, "DataCopy", np.uint8), rt.local(src, "DataCopy", np.uint8),
+                    _types.DataCopyParams(n_burst, len_burst, src_stride, dst_stride))
+
+
+@handler("vcopy")
+def _vcopy(rt, dst, src, repeat, dst_stride, src_stride, dst_rep, src_rep):
+    from npusim.ascendc.datacopy import CopyRepeatParams
+    _asc().Copy(rt.local(dst, "Copy"), rt.local(src, "Copy"), _repeat.MASK_PLACEHOLDER, repeat,
+                CopyRepeatParams(dst_stride, src_stride, dst_rep, src_rep), isSetMask=False)
+
+
+@handler("vbrcb")
+def _vbrcb(rt, dst, src, dst_blk, dst_rep, repeat):
+    from npusim.ascendc.gather import BrcbRepeatParams
+    _asc().Brcb(rt.local(dst, "Brcb"), rt.local(src, "Brcb"), repeat,
+                BrcbRepeatParams(dst_blk, dst_rep))
+
+
+def _vcmpv(mode):
+    def run(rt, dst, src0, src1, repeat, *strides):
+        if len(strides) != 6:
+            raise KernelError("Compare", f"the {len(strides) + 4}-argument form is not "
+                              "modelled yet")
+        from npusim.ascendc.compare import CMPMODE
+        _asc().Compare(rt.local(dst, "Compare"), rt.local(src0, "Compare"),
+                       rt.local(src1, "Compare"), CMPMODE[mode], _repeat.MASK_PLACEHOLDER,
+                       repeat, _repeat.BinaryRepeatParams(*strides), isSetMask=False)
+    return run
+
+
+for _m in ("eq", "ne", "lt", "le", "gt", "ge"):
+    HANDLERS[f"vcmpv_{_m}"] = _vcmpv(_m.upper())
+
+
+@handler("vcadd")
+def _vcadd(rt, dst, src, repeat, dst_rep, src_blk, src_rep, mode=0):
+    if mode:
+        raise KernelError("WholeReduceSum", f"vcadd mode {mode} is not modelled yet")
+    _asc().WholeReduceSum(rt.local(dst, "WholeReduceSum"), rt.local(src, "WholeReduceSum"),
+                          _repeat.MASK_PLACEHOLDER, repeat, dst_rep, src_blk, src_rep,
+                          isSetMask=False)
+
+
+def _whole_minmax(api):
+    def run(rt, dst, src, repeat, dst_rep, src_blk, src_rep, order=0):
+        from npusim.ascendc.reduce import ReduceOrder
+        getattr(_asc(), api)(rt.local(dst, api), rt.local(src, api), _repeat.MASK_PLACEHOLDER,
+                             repeat, dst_rep, src_blk, src_rep, ReduceOrder(order),
+                             isSetMask=False)
+    return run
+
+
+HANDLERS["vcmax"] = _whole_minmax("WholeReduceMax")
+HANDLERS["vcmin"] = _whole_minmax("WholeReduceMin")
+
+
+def _block_reduce(api):
+    def run(rt, dst, src, repeat, dst_rep, src_blk, src_rep):
+        getattr(_asc(), api)(rt.local(dst, api), rt.local(src, api), repeat,
+                             _repeat.MASK_PLACEHOLDER, dst_rep, src_blk, src_rep,
+                             isSetMask=False)
+    return run
+
+
+HANDLERS["vcgadd"] = _block_reduce("BlockReduceSum")
+HANDLERS["vcgmax"] = _block_reduce("BlockReduceMax")
+HANDLERS["vcgmin"] = _block_reduce("BlockReduceMin")
+HANDLERS["vcpadd"] = _block_reduce("PairReduceSum")
