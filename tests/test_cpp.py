@@ -212,3 +212,36 @@ def test_missing_headers_say_how_to_set_them(monkeypatch, tmp_path):
         pytest.skip("a CANN installation is present")
     with pytest.raises(builder.CppBuildError, match="NPUSIM_ASC_DEVKIT"):
         builder.find_devkit()
+
+
+def test_cli_runs_the_sample_program(devkit, monkeypatch, tmp_path, capsys):
+    """``npusim cpp SOURCE --cwd DIR``: the sample's main on Ascend910B1, its launch's profile
+    printed; exit 0."""
+    import subprocess as sp
+    import sys
+
+    from npusim_tools.cli import main
+    monkeypatch.setenv("NPUSIM_ASC_DEVKIT", str(devkit))
+    sample = devkit / ADD_SAMPLE
+    (tmp_path / "output").mkdir()
+    sp.run([sys.executable, str(sample / "scripts" / "gen_data.py")], cwd=tmp_path, check=True)
+    src = next(sample.glob("*.asc"))
+    assert main(["cpp", str(src), "--soc", "Ascend910B1", "--cwd", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "add_custom on Ascend910B1: blockDim 8" in out and "main returned 0" in out
+    got = np.fromfile(tmp_path / "output" / "output.bin", np.float32)
+    assert np.array_equal(got, np.fromfile(tmp_path / "output" / "golden.bin", np.float32))
+
+
+def test_cli_without_headers_is_a_usage_error(monkeypatch, tmp_path, capsys):
+    from npusim_tools.cli import main
+    if Path("/usr/local/Ascend/ascend-toolkit/latest").exists():
+        pytest.skip("a CANN installation is present")
+    monkeypatch.setenv("NPUSIM_ASC_DEVKIT", str(tmp_path))
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(tmp_path))
+    src = tmp_path / "k.cpp"
+    src.write_text("int main() { return 0; }\n")
+    if _compiler() is None:
+        pytest.skip("no C++ compiler")
+    assert main(["cpp", str(src)]) == 2
+    assert "NPUSIM_ASC_DEVKIT" in capsys.readouterr().err
