@@ -167,6 +167,19 @@ def test_half_and_bfloat16_conversions(tmp_path):
     assert np.array_equal(bf[ok], want_bf[ok])
 
 
+@needs_compiler
+def test_header_assertion_is_an_error_not_the_end_of_python(tmp_path):
+    """The headers' ASCENDC_ASSERT raises SIGABRT in CPU mode: it becomes HeaderAssertion."""
+    src = tmp_path / "abort.cpp"
+    src.write_text('#include <csignal>\nextern "C" int fail() { raise(SIGABRT); return 7; }\n')
+    lib = tmp_path / "abort.so"
+    subprocess.run([_compiler(), "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    so = ctypes.CDLL(str(lib))
+    with pytest.raises(dispatch.HeaderAssertion, match="assertion of the Ascend C headers"):
+        with dispatch.abort_as_error():
+            so.fail()
+
+
 # -- asc-devkit's Add sample ------------------------------------------------------------------
 def test_add_sample_kernel_runs_exactly_with_a_profile(devkit, monkeypatch):
     """The TPipe/TQue Add kernel, launched with run_kernel on 8 blocks, adds exactly (float32

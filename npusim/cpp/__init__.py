@@ -20,10 +20,10 @@ import subprocess
 
 from npusim.ascendc import core as _core
 from npusim.cpp.builder import Build, CppBuildError, build, find_compiler, find_devkit
-from npusim.cpp.dispatch import KernelRuntime
+from npusim.cpp.dispatch import HeaderAssertion, KernelRuntime, abort_as_error
 from npusim.errors import KernelError
 
-__all__ = ["CppKernel", "CppBuildError", "HostRun", "load", "run_host", "build", "find_devkit",
+__all__ = ["CppKernel", "CppBuildError", "HeaderAssertion", "HostRun", "load", "run_host", "build", "find_devkit",
            "find_compiler"]
 
 #: C++ parameter types (as c++filt spells them) -> ctypes; any pointer is a device address.
@@ -107,7 +107,8 @@ class CppKernel:
         rt.begin_block(ctx, ctx.block_idx, ctx.block_num, ctx.sub_block_idx, ctx.task_ratio,
                        core_type)
         try:
-            self.fn(*cargs)
+            with abort_as_error():
+                self.fn(*cargs)
         finally:
             rt.end_block()
 
@@ -186,7 +187,8 @@ def run_host(source, *, soc="Ascend910B1", cwd=None, argv=(), core: str | None =
     try:
         if cwd is not None:
             os.chdir(cwd)
-        status = main(len(args), c_argv)
+        with abort_as_error():
+            status = main(len(args), c_argv)
     finally:
         os.chdir(old)
         rt.host = None

@@ -16,8 +16,11 @@ kernel function returns.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import ctypes
+import signal
 import struct
+import threading
 
 import numpy as np
 
@@ -39,6 +42,30 @@ DISPATCH_FN = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int, c
 _UNPACK = [struct.Struct("<" + "IIQ" * n) for n in range(33)]
 _MASK64 = (1 << 64) - 1
 _PIPE_SHORT = {int(p): p.name[5:] for p in _types.Pipe}
+
+
+class HeaderAssertion(KernelError):
+    """An ASCENDC_ASSERT of the Ascend C headers failed (their message is on stderr): in CPU
+    mode they raise SIGABRT, which npusim turns into this error instead of ending Python."""
+
+
+@contextlib.contextmanager
+def abort_as_error():
+    """While a kernel or host program runs: SIGABRT raised by the headers' asserts becomes a
+    :class:`HeaderAssertion` (in the main thread; elsewhere Python cannot catch signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_abort(signum, frame):
+        raise HeaderAssertion("npusim.cpp", "an assertion of the Ascend C headers failed "
+                              "(SIGABRT; their message is printed above)")
+
+    old = signal.signal(signal.SIGABRT, on_abort)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGABRT, old)
 
 
 class Ptr(int):
@@ -541,7 +568,8 @@ def _launch(rt, fn, block_dim, stream, name_p, *args):
         rt.begin_block(ctx, ctx.block_idx, ctx.block_num, ctx.sub_block_idx, ctx.task_ratio,
                        core_type)
         try:
-            cfn(*a)
+            with abort_as_error():
+                cfn(*a)
         finally:
             rt.end_block()
 
@@ -694,3 +722,39 @@ HANDLERS["vcgadd"] = _block_reduce("BlockReduceSum")
 HANDLERS["vcgmax"] = _block_reduce("BlockReduceMax")
 HANDLERS["vcgmin"] = _block_reduce("BlockReduceMin")
 HANDLERS["vcpadd"] = _block_reduce("PairReduceSum")
+
+
+# -- select, the CMPMASK register, atomics ------------------------------------------------------
+@handler("set_cmpmask")
+def _set_cmpmask(rt, src):
+    """CMPMASK <- 16 bytes at ``src``. In the tensor-tensor select the headers' CPU mode put
+    the selMask's host address there: npusim's register holds its UB byte offset instead."""
+    t = rt.local(src, "SetCmpMask", np.uint8)
+    word = int(np.frombuffer(rt.ctx.ub[t.offset:t.offset + 8].tobytes(), np.int64)[0])
+    base, size = rt.hw[_core.UB]
+    if base <= word < base + size:
+        rt.ctx.ub[t.offset:t.offset + 8] = np.frombuffer(
+            np.int64(word - base).tobytes(), np.uint8)
+    _asc().SetCmpMask(rt.local(src, "SetCmpMask", np.uint8))
+
+
+@handler("vsel")
+def _vsel(rt, dst, src0, src1, repeat, *rest):
+    from npusim.ascendc.compare import SELMODE
+    if len(rest) not in (6, 7):
+        raise KernelError("Select", f"the {len(rest) + 4}-argument form is not modelled yet")
+    mode = SELMODE(rest[6] if len(rest) == 7 else 0)
+    _asc().Select(rt.local(dst, "Select"), rt.local(src0, "Select"), rt.local(src1, "Select"),
+                  repeat, _repeat.BinaryRepeatParams(*rest[:6]), selMode=mode)
+
+
+_ATOMIC_TYPES = {"f32": np.float32, "f16": np.float16, "s16": np.int16, "s32": np.int32,
+                 "s8": np.int8, "bf16": _types.bfloat16}
+for _t, _dt in _ATOMIC_TYPES.items():
+    HANDLERS[f"set_atomic_{_t}"] = (lambda dt: lambda rt: setattr(rt.ctx, "cpp_atomic_dtype",
+                                                                  np.dtype(dt)))(_dt)
+
+
+@handler("set_atomic_add")
+def _set_atomic_add(rt):
+    _asc().SetAtomicAdd(getattr(rt.ctx, "cpp_atomic_dtype", np.dtype(np.float32)))
