@@ -212,6 +212,21 @@ extern "C" void npusim_hw_buffers(void** bases, uint64_t* sizes)
         sizes[i] = d.bufferInitLen.at(hw[i]);
     }
 }
+/* Per-core state of the headers that assume one process per core: cleared before each block.
+ * ConstDefiner's set of used LocalMemAllocator positions is private; an explicit template
+ * instantiation may name a private member (C++17 [temp.spec]/6), which gives its address. */
+template <typename Tag, typename Tag::type M> struct NpusimMember {
+    friend typename Tag::type npusim_member(Tag) { return M; }
+};
+struct NpusimAllocatorUsed {
+    using type = std::set<AscendC::Hardware> AscendC::ConstDefiner::*;
+    friend type npusim_member(NpusimAllocatorUsed);
+};
+template struct NpusimMember<NpusimAllocatorUsed, &AscendC::ConstDefiner::allocatorUsed>;
+extern "C" void npusim_reset_core_state()
+{
+    (AscendC::ConstDefiner::Instance().*npusim_member(NpusimAllocatorUsed{})).clear();
+}
 /* The headers' process lock (kernel_process_lock.h): npusim runs one core at a time. */
 namespace AscendC {
 ProcessLock* ProcessLock::processLock = nullptr;

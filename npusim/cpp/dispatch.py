@@ -18,8 +18,10 @@ from __future__ import annotations
 import bisect
 import contextlib
 import ctypes
+import os
 import signal
 import struct
+import sys
 import threading
 
 import numpy as np
@@ -49,21 +51,29 @@ class HeaderAssertion(KernelError):
     mode they raise SIGABRT, which npusim turns into this error instead of ending Python."""
 
 
+#: SIGABRTs caught while a kernel or host program runs (abort_as_error)
+_ABORTS: list = []
+
+
+def _abort_error():
+    _ABORTS.clear()
+    return HeaderAssertion("npusim.cpp", "an assertion of the Ascend C headers failed (SIGABRT; "
+                           "their message is printed above)")
+
+
 @contextlib.contextmanager
 def abort_as_error():
     """While a kernel or host program runs: SIGABRT raised by the headers' asserts becomes a
-    :class:`HeaderAssertion` (in the main thread; elsewhere Python cannot catch signals)."""
+    :class:`HeaderAssertion` (in the main thread; elsewhere Python cannot catch signals). The
+    handler only notes the signal: the next intrinsic, or the end of the C++ call, raises."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def on_abort(signum, frame):
-        raise HeaderAssertion("npusim.cpp", "an assertion of the Ascend C headers failed "
-                              "(SIGABRT; their message is printed above)")
-
-    old = signal.signal(signal.SIGABRT, on_abort)
+    old = signal.signal(signal.SIGABRT, lambda signum, frame: _ABORTS.append(signum))
     try:
         yield
+        if _ABORTS:
+            raise _abort_error()
     finally:
         signal.signal(signal.SIGABRT, old)
 
@@ -122,6 +132,8 @@ class KernelRuntime:
         self._gm_allocs: list = []
         self._tensors: dict = {}
         self.calls = 0
+        #: NPUSIM_CPP_TRACE=1: print each intrinsic and its decoded arguments to stderr
+        self.trace = os.environ.get("NPUSIM_CPP_TRACE") == "1"
 
     # -- per block ---------------------------------------------------------------------
     def begin_block(self, ctx, block_idx: int, block_num: int, sub_block_idx: int = 0,
@@ -137,6 +149,7 @@ class KernelRuntime:
         self.ctx = ctx
         self.error = None
         self._tensors = {}
+        lib.npusim_reset_core_state()
         if ctx.core_kind != _core.AIC:
             base, size = self.hw[_core.UB]
             n = ctx.ub.size
@@ -211,6 +224,8 @@ class KernelRuntime:
 
     # -- the callback ----------------------------------------------------------------------
     def _dispatch(self, name_p, nargs, args_p):
+        if _ABORTS and self.error is None:
+            self.error = _abort_error()
         if self.error is not None:
             return 0
         name = self.names.get(name_p)
@@ -222,6 +237,8 @@ class KernelRuntime:
                 args = [_decode(raw[i], raw[i + 1], raw[i + 2]) for i in range(0, 3 * nargs, 3)]
             else:
                 args = []
+            if self.trace:
+                print(f"[npusim.cpp] {name}{tuple(args)}", file=sys.stderr)
             handler = HANDLERS.get(name)
             if handler is None:
                 if name in NOOPS:
@@ -758,3 +775,32 @@ for _t, _dt in _ATOMIC_TYPES.items():
 @handler("set_atomic_add")
 def _set_atomic_add(rt):
     _asc().SetAtomicAdd(getattr(rt.ctx, "cpp_atomic_dtype", np.dtype(np.float32)))
+
+
+# -- gather-mask and sort ------------------------------------------------------------------------
+@handler("vreducev2")
+def _vreducev2(rt, dst, src0, src1, repeat, src0_blk, pattern_mode, src0_rep, src1_rep):
+    """GatherMask: Counter mode (the mask register's count) when the unit is in Counter mode,
+    else Normal mode; a built-in pattern 1-7 or the pattern tensor ``src1``."""
+    from npusim.ascendc.gather import GatherMaskParams
+    ctx = rt.ctx
+    counter = bool(ctx.mask_counter)
+    mask = int(ctx.vector_mask[0]) if counter else 0
+    d = rt.local(dst, "GatherMask")
+    pattern = int(pattern_mode) if pattern_mode else rt.local(
+        src1, "GatherMask", np.uint16 if d.dtype.itemsize == 2 else np.uint32)
+    _asc().GatherMask(d, rt.local(src0, "GatherMask"), pattern, counter, mask,
+                      GatherMaskParams(src0_blk, repeat, src0_rep, src1_rep))
+    if counter:
+        _repeat.SetMaskCount()
+
+
+@handler("get_rsvd_cnt")
+def _get_rsvd_cnt(rt):
+    return rt.ctx.rsvd_cnt
+
+
+@handler("vbitsort")
+def _vbitsort(rt, dst, src0, src1, repeat):
+    _asc().Sort32(rt.local(dst, "Sort32"), rt.local(src0, "Sort32"),
+                  rt.local(src1, "Sort32", np.uint32), repeat)

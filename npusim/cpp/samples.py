@@ -157,3 +157,28 @@ def coverage_table(results: list[SampleResult], root: Path) -> str:
         rows.append(f"| {name} | {yes[r.compiled]} | {yes[r.ran]} | {yes[r.correct]} | "
                     f"{', '.join(map(str, r.task_us))} | {r.reason.replace('|', '/')} |")
     return "\n".join(rows) + "\n"
+
+
+def coverage_page(results: list[SampleResult], root: Path, total: int) -> str:
+    """docs/cpp_coverage.md: the counts and the table."""
+    n = len(results)
+    comp = sum(r.compiled for r in results)
+    ran = sum(r.ran for r in results)
+    ok = sum(r.correct for r in results)
+    head = (
+        "# asc-devkit's C++ samples on npusim\n\n"
+        "Each Atlas A2 sample of asc-devkit's `examples/01_simd_cpp_api` (a source with its host\n"
+        "`main`, `scripts/gen_data.py` and `scripts/verify_result.py`, its README listing Atlas A2)\n"
+        "is built with g++ against the asc-devkit snapshot's headers (npusim.cpp), and run as its\n"
+        "README runs it: `gen_data.py`, the program on a simulated Ascend910B1, then the README's\n"
+        "`verify_result.py` command (`benchmarks/cpp_coverage.py`, `npusim.cpp.samples`).\n"
+        "Samples whose CMake build requires `SCENARIO_NUM` run the README's example value.\n\n"
+        f"Tried {n} of the {total} A2 samples: **{comp} compiled, {ran} ran, {ok} correct**.\n"
+        "Task Duration is the simulated time of each launch. The reason is the first failure.\n\n")
+    return head + coverage_table(results, root)
+
+
+if __name__ == "__main__":      # python -m npusim.cpp.samples DIR: one sample, one JSON line
+    import json
+    result = run_sample(Path(sys.argv[1]))
+    print(json.dumps(result.__dict__))
