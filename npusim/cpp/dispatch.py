@@ -604,11 +604,20 @@ _ROUND = {"": "CAST_NONE", "r": "CAST_RINT", "f": "CAST_FLOOR", "c": "CAST_CEIL"
           "a": "CAST_ROUND", "z": "CAST_TRUNC", "o": "CAST_ODD"}
 
 
-def _vconv(round_mode):
+_CONV_TYPES = {"f16": np.float16, "f32": np.float32, "bf16": _types.bfloat16, "s8": np.int8,
+               "u8": np.uint8, "s16": np.int16, "s32": np.int32, "s64": np.int64, "s4": None}
+
+
+def _vconv(src_t, dst_t, round_mode):
+    """vconv_<src>2<dst>[round]: Cast with the operands seen as the types the name gives."""
     def run(rt, dst, src, repeat, *strides):
         if len(strides) != 4:
             raise KernelError("Cast", f"the {len(strides) + 3}-argument form is not modelled yet")
-        _asc().Cast(rt.local(dst, "Cast"), rt.local(src, "Cast"),
+        if _CONV_TYPES[src_t] is None or _CONV_TYPES[dst_t] is None:
+            raise KernelError("Cast", f"vconv_{src_t}2{dst_t}: int4 conversions are not "
+                              "modelled yet")
+        _asc().Cast(rt.local(dst, "Cast", _CONV_TYPES[dst_t]),
+                    rt.local(src, "Cast", _CONV_TYPES[src_t]),
                     _types.RoundMode[round_mode], _repeat.MASK_PLACEHOLDER, repeat,
                     _repeat.UnaryRepeatParams(*strides), isSetMask=False)
     return run
@@ -622,7 +631,7 @@ def _register_vconv():
         m = re.fullmatch(r"vconv_(bf16|f16|f32|s4|s8|u8|s16|s32|s64)2(bf16|f16|f32|s4|s8|u8|s16|"
                          r"s32|s64)([rfcazo]?)", name)
         if m:
-            HANDLERS[name] = _vconv(_ROUND[m.group(3)])
+            HANDLERS[name] = _vconv(m.group(1), m.group(2), _ROUND[m.group(3)])
 
 
 _register_vconv()
