@@ -11,6 +11,7 @@ declarations (each returns "valid": npusim's checker does the checking).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -105,9 +106,11 @@ def cache_root() -> Path:
     return Path(base) / "cpp"
 
 
+@functools.lru_cache(maxsize=8)
 def _devkit_version(devkit: Path) -> str:
     """A fingerprint of the headers: the git commit when there is one, else the newest
-    modification time and count of their files."""
+    modification time and count of their files (computed once per process: headers that
+    change while a process runs are not noticed until the next one)."""
     head = devkit / ".git" / "HEAD"
     if head.is_file():
         return head.read_text().strip()
@@ -121,6 +124,7 @@ def _devkit_version(devkit: Path) -> str:
     return f"{newest:.3f}:{count}"
 
 
+@functools.lru_cache(maxsize=1)
 def _own_layer_hash() -> str:
     h = hashlib.sha256(GLUE_VERSION.encode())
     for p in sorted(INCLUDE_DIR.rglob("*")):
