@@ -30,9 +30,13 @@ def run_one(d: Path, timeout: float) -> dict:
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{\"name\"")]
     if lines:
         return json.loads(lines[-1])
-    tail = (r.stderr.strip().splitlines() or [""])[-1]
+    errors = [ln for ln in r.stderr.splitlines() if "[ERROR]" in ln]
+    tail = errors[-1].rsplit("]", 1)[-1].strip() if errors else \
+        (r.stderr.strip().splitlines() or [""])[-1]
+    import signal
+    how = (signal.Signals(-r.returncode).name if r.returncode < 0 else f"status {r.returncode}")
     return {"name": str(d), "compiled": True,
-            "reason": f"run: the process ended (status {r.returncode}) {tail[:160]}"}
+            "reason": f"run: the process ended ({how}) {tail[:160]}".strip()}
 
 
 def main() -> None:

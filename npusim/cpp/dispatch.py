@@ -92,9 +92,7 @@ def _decode(kind: int, size: int, bits: int):
     if k == K_UINT:
         return bits
     if k == K_PTR:
-        p = Ptr(bits)
-        p.__class__ = _PTR_CLASSES[kind >> 8]
-        return p
+        return _PTR_CLASSES.get(kind >> 8, Ptr)(bits)
     if k == K_FLOAT:
         return float(np.uint32(bits).view(np.float32))
     if k == K_HALF:
@@ -461,6 +459,11 @@ def _vector_dup(rt, dst, scalar, repeat, dst_blk, src_blk, dst_rep, src_rep):
 
 
 # -- the sample's host program: acl calls and <<<>>> launches -----------------------------------
+def _cpp_checks():
+    from npusim.ascendc.checker import CheckerConfig
+    return CheckerConfig(warn={"Uninitialised"})
+
+
 class HostSession:
     """The device a sample's host ``main`` runs against: its SoC, GM, the launches' profiles
     and the host buffers aclrtMallocHost handed out."""
@@ -468,7 +471,9 @@ class HostSession:
     def __init__(self, soc, gm, checks=None):
         self.soc = soc
         self.gm = gm
-        self.checks = checks
+        #: default: uninitialised-UB reads are warnings, since the kernel's C++ scalar stores
+        #: (LocalTensor::SetValue through host pointers) are invisible to the checker
+        self.checks = checks if checks is not None else _cpp_checks()
         self.profiles: list = []
         self.host_buffers: dict = {}
         self.kernel_type = None          # KERNEL_TYPE_AIC_ONLY for a cube kernel
