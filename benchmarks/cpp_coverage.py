@@ -69,7 +69,9 @@ def main() -> None:
         results = [samples.SampleResult(**{k: v for k, v in done[str(d)].items()
                                            if k in samples.SampleResult.__dataclass_fields__})
                    for d in found if str(d) in done]
-        Path(args.write).write_text(samples.coverage_page(results, devkit, len(found)))
+        untried = [(d, builder.kernel_core(samples.sources(d)[0].read_text(errors="replace")))
+                   for d in found if str(d) not in done]
+        Path(args.write).write_text(samples.coverage_page(results, devkit, len(found), untried))
 
 
 if __name__ == "__main__":

@@ -818,3 +818,30 @@ def _get_rsvd_cnt(rt):
 def _vbitsort(rt, dst, src0, src1, repeat):
     _asc().Sort32(rt.local(dst, "Sort32"), rt.local(src0, "Sort32"),
                   rt.local(src1, "Sort32", np.uint32), repeat)
+
+
+@handler("vtranspose")
+def _vtranspose(rt, dst, src):
+    """The 16 x 16 transpose of 2-byte elements (Transpose's basic form)."""
+    d = rt.local(dst, "Transpose")
+    _asc().Transpose(d, rt.local(src, "Transpose", d.dtype))
+
+
+# Scalar GM access through the data cache (kernel_scalar.h: WriteGmByPassDCache and its read).
+@handler("st_dev")
+def _st_dev(rt, value, dst, offset):
+    """Store ``value`` (the bits of one element of dst's type) at dst + offset bytes (every
+    call site of the headers passes offset 0)."""
+    dt = dst.dtype
+    g = rt.global_(Ptr(int(dst) + offset), dt.itemsize, "WriteGmByPassDCache", dt)
+    g.SetValue(0, np.array([value & _MASK64], np.uint64).view(np.uint8)[:dt.itemsize]
+               .view(dt)[0])
+
+
+@handler("ld_dev")
+def _ld_dev(rt, src, offset):
+    dt = src.dtype
+    g = rt.global_(Ptr(int(src) + offset), dt.itemsize, "ReadGmByPassDCache", dt)
+    v = np.array([g.GetValue(0)], dt)
+    return int(np.concatenate([v.view(np.uint8), np.zeros(8 - dt.itemsize, np.uint8)])
+               .view(np.uint64)[0])
