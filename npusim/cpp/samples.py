@@ -175,11 +175,14 @@ def coverage_page(results: list[SampleResult], root: Path, total: int,
         "`verify_result.py` command (`benchmarks/cpp_coverage.py`, `npusim.cpp.samples`).\n"
         "Samples whose CMake build requires `SCENARIO_NUM` run the README's example value.\n\n"
         f"Tried {n} of the {total} A2 samples: **{comp} compiled, {ran} ran, {ok} correct**.\n"
-        "Task Duration is the simulated time of each launch. The reason is the first failure.\n\n")
+        "Task Duration is the simulated time of each launch. The reason is the first failure\n"
+        "(an error's location reads `<frozen runpy>`: it has no Python frame of the kernel's own,\n"
+        "and npusim does not yet name the C++ line).\n\n")
     page = head + coverage_table(results, root)
     if untried:
-        page += ("\nNot tried in this run (the cube, MIX and Matmul API samples need the cube "
-                 "intrinsics and MIX launches npusim.cpp does not forward yet, docs/cpp.md):\n\n")
+        page += ("\nNot tried in this run (for time; the cube, MIX and Matmul API samples among "
+                 "them need the cube intrinsics and MIX launches npusim.cpp does not forward "
+                 "yet, docs/cpp.md; the kind is npusim.cpp.builder.kernel_core's guess):\n\n")
         page += "".join(f"- {os.path.relpath(str(d), root).replace('examples/01_simd_cpp_api/', '')}"
                         f" ({kind})\n" for d, kind in untried)
     return page
