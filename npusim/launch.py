@@ -391,7 +391,8 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             (:mod:`npusim.lockstep`; results, records, profiles, warnings and errors are
             those of per-block execution). None (default): on unless the environment sets
             ``NPUSIM_LOCKSTEP=0``; False: block after block. SyncAll and mixed launches
-            always run per core.
+            always run per core, and so does a kernel whose ``npusim_lockstep`` attribute is
+            False (a compiled C++ kernel, :mod:`npusim.cpp`).
         functional: False runs the launch timing-only (:mod:`npusim.ascendc.timing_only`):
             the arithmetic instructions (element-wise vector family, Cast, reductions,
             Mmad) skip their numpy work, so the results in GM are not computed, while the
@@ -418,13 +419,18 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
         kt, kind, mix = _resolve(soc, kernel_type)
         # LOCK: the engine's state (current core, pools, memos, the gc switch) is per process
         timing_only = _timing_only.resolve(functional)
+        if timing_only and getattr(kernel, "npusim_timing_only", True) is False:
+            raise ValueError(f"run_kernel: {getattr(kernel, '__name__', 'this kernel')} cannot "
+                             "run timing-only: its scalar code reads the buffers directly, "
+                             "where uncomputed bytes cannot be caught; run it functionally")
         with LOCK, _without_cyclic_gc(), launch_blas_threads(), _timing_only.launch(timing_only):
             if mix is not None:
                 return _launch_mix(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
                                    keep_spans, checks, kt, mix)
             return _launch(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
                            keep_spans, sync_all, checks, kt, kind,
-                           _lockstep.lockstep_enabled(lockstep))
+                           _lockstep.lockstep_enabled(lockstep)
+                           and getattr(kernel, "npusim_lockstep", True))
     except NpuSimError as exc:
         # the kernel's lines, not the simulator's (NPUSIM_FULL_TRACEBACK=1 keeps them all)
         trim_traceback(exc)

@@ -429,6 +429,32 @@ def cmd_pyasc(args) -> int:
     return pyasc_main.run(args)
 
 
+def cmd_cpp(args) -> int:
+    """``npusim cpp SOURCE``: build an Ascend C source (cached) against the user's headers and
+    run its own host ``main`` on a simulated device in ``--cwd``; print each launch's
+    profile. Exit 0 when main returned 0, 1 otherwise."""
+    import npusim.cpp as cpp
+    if not os.path.isfile(args.source):
+        raise UsageError(f"{args.source}: no such file")
+    try:
+        cpp.find_compiler()
+        cpp.find_devkit(args.devkit)
+    except cpp.CppBuildError as exc:
+        raise UsageError(str(exc)) from None
+    from npusim.soc import list_socs
+    if args.soc not in list_socs():
+        raise UsageError(f"--soc {args.soc!r}: not a preset ({', '.join(list_socs())})")
+    if not args.soc.startswith(cpp.builder.A2_SOCS):
+        raise UsageError(f"--soc {args.soc}: the C++ front end builds for Atlas A2/A3 "
+                         "(dav-c220) only")
+    run = cpp.run_host(args.source, soc=args.soc, cwd=args.cwd, argv=args.args,
+                       devkit=args.devkit, defines=args.define or ())
+    for prof in run.profiles:
+        print(prof.summary())
+    print(f"main returned {run.status}, {len(run.profiles)} launch(es)")
+    return EXIT_OK if run.status == 0 else EXIT_FAIL
+
+
 _PLUGIN_HELP = ("a module or .py file to import first: it registers operators of your own "
                 "(npusim_tools.registry.register_custom); repeatable")
 
@@ -499,6 +525,17 @@ def build_parser() -> argparse.ArgumentParser:
     y = sub.add_parser("pyasc", help="run a pyasc (import asc) script on npusim")
     pyasc_main.add_arguments(y)
     y.set_defaults(func=cmd_pyasc)
+
+    c = sub.add_parser("cpp", help="build an Ascend C (C++) program and run its main on npusim")
+    c.add_argument("source", help="the .cpp/.asc file holding the kernel and its host main")
+    c.add_argument("args", nargs="*", help="arguments passed to its main")
+    c.add_argument("--soc", default="Ascend910B1", help="an A2/A3 SoC preset")
+    c.add_argument("--cwd", help="folder main runs in (its relative paths; default: here)")
+    c.add_argument("--devkit", help="asc-devkit or CANN Ascend C headers "
+                                    "(default: $NPUSIM_ASC_DEVKIT, then CANN)")
+    c.add_argument("-D", dest="define", action="append", metavar="NAME=VALUE",
+                   help="a preprocessor definition, e.g. -D SCENARIO_NUM=1; repeatable")
+    c.set_defaults(func=cmd_cpp)
     return p
 
 
