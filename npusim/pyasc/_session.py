@@ -122,6 +122,9 @@ class Session:
         self.streams: dict[int, tuple] = {}     # handle -> (device id, npusim Stream)
         self.current_id = 0
         self.launches: list[Launch] = []
+        #: device id -> Device, when another front end owns the devices (torch's "npu"
+        #: device: its tensors and the kernels launched on them share one memory)
+        self.device_provider = None
 
     # -- devices and streams (used by the runtime library) ------------------------------------
     def soc_name(self) -> str:
@@ -130,6 +133,8 @@ class Session:
     def device(self, device_id: int | None = None) -> Device:
         device_id = self.current_id if device_id is None else device_id
         dev = self.devices.get(device_id)
+        if dev is None and self.device_provider is not None:
+            dev = self.devices[device_id] = self.device_provider(device_id)
         if dev is None:
             from asc.lib.runtime import state
             soc = state.soc_verison.value if state.model else self.soc
