@@ -152,9 +152,8 @@ class NpuModule:
     @staticmethod
     def manual_seed(seed: int) -> None:
         """Random numbers of npu tensors come from the host generator (the fallback runs
-        ``normal_``/``uniform_`` on the host): seeding it is ``torch.manual_seed``."""
-        import torch
-        torch.manual_seed(seed)
+        ``normal_``/``uniform_`` on the host), which ``torch.manual_seed`` seeds (and
+        which calls this): nothing of the device's own to seed."""
 
     manual_seed_all = manual_seed
 
