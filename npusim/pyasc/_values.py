@@ -258,6 +258,72 @@ class LocalTensor:
         return f"asc.{self.t!r}"
 
 
+class LocalTensorAuto(LocalTensor):
+    """``asc.LocalTensorAuto(dtype, shape)``: a UB tensor the compiler places (pyasc's
+    auto-sync tensors, ``create_asc_LocalTensorAutoOp``), with the synchronisation its uses
+    need inserted (the launch's ``auto_sync``, which pyasc turns on for them).
+
+    Placement: each creation site of the kernel (the chain of calls that reaches it, as
+    pyasc inlines device functions) gets its own VECCALC buffer in the block's TPipe (one
+    made if the kernel has none), reused by every iteration of a loop around it, as one
+    operation of the IR is one buffer; the flags auto-sync inserts order the reuse.
+    """
+
+    __slots__ = ("shape_info",)
+
+    def __init__(self, dtype=None, shape=None, *, t=None):
+        if t is None:
+            t = _auto_tensor(dtype, shape)
+        super().__init__(t=t)
+        self.shape_info = None
+
+    def set_shape_info(self, shape_info) -> None:
+        self.shape_info = shape_info
+
+    def get_shape_info(self):
+        return self.shape_info
+
+
+_NPUSIM_DIR = __file__.rsplit("/", 2)[0]
+
+
+def _creation_site() -> tuple:
+    """The kernel's call chain to a LocalTensorAuto (code objects and instruction offsets
+    of the frames outside npusim)."""
+    import sys
+    key = []
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(_NPUSIM_DIR):
+            if name.endswith("_session.py"):
+                break
+        else:
+            key.append((frame.f_code, frame.f_lasti))
+        frame = frame.f_back
+    return tuple(key)
+
+
+def _auto_tensor(dtype, shape):
+    ctx = _core.current_core()
+    n = 1
+    for d in (shape if isinstance(shape, (tuple, list)) else (shape,)):
+        n *= int(d)
+    np_dt = np_dtype(dtype)
+    nbytes = max(n * np_dt.itemsize, 32)
+    table = getattr(ctx, "pyasc_auto_tensors", None)
+    if table is None:
+        table = ctx.pyasc_auto_tensors = {}
+    key = _creation_site()
+    buf = table.get(key)
+    if buf is None or buf[1] < nbytes:
+        pipe = ctx.pipe if ctx.pipe is not None else _pipe.TPipe()
+        tbuf = _pipe.TBuf(TPosition.VECCALC)
+        pipe.InitBuffer(tbuf, nbytes)
+        buf = table[key] = (tbuf, nbytes)
+    return buf[0].Get(np_dt, n)
+
+
 def wrap(value):
     """An npusim result as the kernel sees it: LocalTensors wrapped, ints as Int."""
     if isinstance(value, _tensor.LocalTensor):
@@ -339,13 +405,19 @@ class TPipe:
     def __init__(self, p: _pipe.TPipe | None = None):
         self.p = p if p is not None else _pipe.TPipe()
 
-    def init_buffer(self, que, num=0, len=0) -> None:              # noqa: A002 (pyasc's name)
-        """``init_buffer(que, num, len)``, or ``init_buffer(buf, num)`` for a TBuf (num is
-        then its length in bytes, as in pyasc)."""
+    def init_buffer(self, que=None, num=0, len=0, buf=None) -> None:   # noqa: A002 (pyasc's)
+        """``init_buffer(que, num, len)``, or ``init_buffer(buf, num)`` /
+        ``init_buffer(buf=tbuf, num=n)`` for a TBuf (num is then its length in bytes, as in
+        pyasc's ``TPipe.init_buffer`` overloads)."""
+        que = buf if buf is not None else que
         if isinstance(que, TBuf):
             self.p.InitBuffer(que.q, int(num))
         else:
             self.p.InitBuffer(que.q, int(num), int(len))
+
+    def init(self) -> None:
+        """``TPipe::Init``: a pipe constructed in the kernel is ready; after ``destroy`` its
+        UB starts empty again (npusim's Destroy already did that)."""
 
     def alloc_event_id(self, event=HardEvent.V_S) -> Int:
         return Int(self.p.AllocEventID(HardEvent[event.name]))
