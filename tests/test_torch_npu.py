@@ -135,14 +135,26 @@ def test_torch_npu_module(npu):
     assert y.sum().item() == 8.0
 
 
-def test_memory_is_freed_with_the_last_tensor(npu):
-    y = torch.ones(1024, device="npu")
+def test_memory_is_cached_as_torch_npu_caches_it(npu):
+    y = torch.ones(1000, device="npu")                      # 4000 B -> a 4096 B block
     dev = runtime.current_device()
-    ptr = y.data_ptr()
-    v = y[10:]
+    seg = dev.gm.find(y.data_ptr())
+    assert seg is not None and seg.size >= 2 << 20           # in a 2 MiB segment
+    z = torch.ones(10, device="npu")
+    assert z.data_ptr() == y.data_ptr() + 4096              # the next 512 B-rounded block
+    assert torch.npu.memory_allocated() == 4096 + 512
+    ptr, v = y.data_ptr(), y[10:]
     del y
     gc.collect()
-    assert dev.gm.find(ptr) is not None                     # the view keeps it
+    assert torch.npu.memory_allocated() == 4096 + 512       # the view keeps it
     del v
     gc.collect()
-    assert dev.gm.find(ptr) is None
+    assert torch.npu.memory_allocated() == 512
+    w = torch.ones(1000, device="npu")
+    assert w.data_ptr() == ptr                              # the freed block is reused
+    big = torch.empty(3 << 20, dtype=torch.uint8, device="npu")
+    assert dev.gm.find(big.data_ptr()).size >= 3 << 20      # a large segment of its own
+    del w, z, big
+    gc.collect()
+    torch.npu.empty_cache()
+    assert torch.npu.memory_reserved() == 0 and dev.gm.find(ptr) is None

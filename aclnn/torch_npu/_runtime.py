@@ -146,6 +146,26 @@ class NpuModule:
         return device_of(_index(device) if device is not None else 0).soc.soc_version
 
     @staticmethod
+    def empty_cache() -> None:
+        """Give the segments no npu tensor uses back to the devices (torch_npu's
+        ``torch.npu.empty_cache``)."""
+        from aclnn.torch_npu import _allocator
+        for dev in list(runtime.state.devices.values()):
+            _allocator.allocator(dev).empty_cache()
+
+    @staticmethod
+    def memory_allocated(device=None) -> int:
+        from aclnn.torch_npu import _allocator
+        return _allocator.allocator(device_of(_index(device) if device is not None
+                                              else ensure().device_id)).allocated()
+
+    @staticmethod
+    def memory_reserved(device=None) -> int:
+        from aclnn.torch_npu import _allocator
+        return _allocator.allocator(device_of(_index(device) if device is not None
+                                              else ensure().device_id)).reserved()
+
+    @staticmethod
     def _is_in_bad_fork() -> bool:
         return False
 

@@ -25,7 +25,7 @@ import numpy as np
 
 import aclnn
 from aclnn import acl, runtime
-from aclnn.torch_npu import _runtime
+from aclnn.torch_npu import _allocator, _runtime
 
 import torch
 
@@ -37,27 +37,24 @@ ACL_DTYPES = {torch.float32: aclnn.ACL_FLOAT, torch.float16: aclnn.ACL_FLOAT16,
               torch.uint8: aclnn.ACL_UINT8, torch.bool: aclnn.ACL_BOOL}
 
 
-def _free(dev, ptr: int) -> None:
+def _free(dev, ptr: int, size: int) -> None:
     # The runtime may have been finalised or the device reset since: its memory is gone
-    # with it, so there is nothing left to free.
+    # with it, so there is nothing left to give back.
     if runtime.state.devices.get(dev.device_id) is dev:
-        try:
-            dev.gm.free(ptr)
-        except Exception:       # noqa: BLE001 (freed with its device already)
-            pass
+        _allocator.allocator(dev).free(ptr, size)
 
 
 class NpuStorage:
-    """One device allocation: ``ptr`` (device address), ``nbytes``, ``device_index``."""
+    """One block of device memory (:mod:`aclnn.torch_npu._allocator`): ``ptr`` (device
+    address), ``nbytes`` (what the tensor asked for), ``device_index``."""
 
     __slots__ = ("ptr", "nbytes", "device_index", "__weakref__")
 
     def __init__(self, nbytes: int, device_index: int):
-        _runtime.ensure(device_index)
-        ptr, ret = acl.rt.malloc(max(int(nbytes), 1), aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-        _runtime.check(ret, "acl.rt.malloc")
+        dev = _runtime.ensure(device_index)
+        ptr, size = _allocator.allocator(dev).malloc(max(int(nbytes), 1))
         self.ptr, self.nbytes, self.device_index = ptr, int(nbytes), device_index
-        weakref.finalize(self, _free, runtime.current_device(), ptr)
+        weakref.finalize(self, _free, dev, ptr, size)
 
 
 class NpuTensor(torch.Tensor):

@@ -214,7 +214,7 @@ class LocalTensor:
     (``que.alloc_tensor(t)``, ``que.deque(t)``).
     """
 
-    __slots__ = ("t", "dtype")
+    __slots__ = ("t", "dtype", "user_tag")
 
     def __init__(self, dtype=None, pos=TPosition.VECIN, addr=None, tile_size=0, *, t=None):
         if t is None and addr is not None:
@@ -246,6 +246,29 @@ class LocalTensor:
 
     def set_value(self, index, value) -> None:
         self.t.SetValue(int(index), value)
+
+    def set_size(self, size) -> None:
+        """``SetSize``: the tensor now has ``size`` elements (its buffer's end is still the
+        limit the checker holds its accesses to)."""
+        t = self.t
+        self.t = _tensor.LocalTensor(t.ctx, t.dtype, t.offset, int(size), t.limit, t.position,
+                                     t.owner, t.mem)
+
+    def set_buffer_len(self, data_len) -> None:
+        """``SetBufferLen``: the buffer length the tensor records (npusim checks accesses
+        against the buffer the queue or TBuf gave it instead)."""
+
+    def set_user_tag(self, tag) -> None:
+        self.user_tag = int(tag)
+
+    def get_user_tag(self) -> Int:
+        return Int(getattr(self, "user_tag", 0) or 0)
+
+    def set_addr_with_offset(self, src: "LocalTensor", offset) -> None:
+        """``SetAddrWithOffset(src, offset)``: this tensor now starts ``offset`` elements
+        (of this tensor's type) into ``src``'s buffer."""
+        dtype = self.t.dtype if self.t is not None else np_dtype(self.dtype)
+        self._fill(src.t.ReinterpretCast(dtype)[int(offset)])
 
     def reinterpret_cast(self, dtype) -> "LocalTensor":
         return LocalTensor(t=self.t.ReinterpretCast(np_dtype(dtype)))
@@ -429,7 +452,13 @@ class TPipe:
         self.p.ReleaseEventID(HardEvent[event.name], int(id))
 
     def destroy(self) -> None:
+        """``Destroy``: the pipe's buffers are released (its UB and its buffer counts: a
+        kernel may then ``init``/``init_buffer`` them again, as pyasc's tests do per tile)."""
         self.p.Destroy()
+        self.p.buffer_count = 0
+        self.p.que_buffers_by_position.clear()
+
+    reset = destroy
 
 
 def get_tpipe_ptr() -> TPipe:
