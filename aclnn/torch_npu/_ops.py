@@ -65,7 +65,7 @@ def _warn(name: str, why: str = "") -> None:
     _warned.add(name)
     warnings.warn(f"aten.{name} on device 'npu' runs on the host over a copy of its npu "
                   f"tensors ({why or 'npusim has no aclnn operator for it'})",
-                  NpuFallbackWarning, stacklevel=4)
+                  NpuFallbackWarning, stacklevel=5)
 
 
 # -- dispatch ------------------------------------------------------------------------------

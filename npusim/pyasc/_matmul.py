@@ -163,5 +163,14 @@ class MatmulConfig:
         raise AttributeError(name)
 
 
+def tcube_tiling(**fields) -> V.StructView:
+    """``asc.adv.TCubeTiling(m=..., base_m=..., ...)`` built in a kernel: pyasc's own Struct
+    with those fields (the others at pyasc's defaults), read as a kernel reads a tiling
+    argument (``tiling.base_m``...) and given to ``matmul.init`` as one."""
+    from asc.language.adv.tiling import TCubeTiling
+    return V.StructView(TCubeTiling(**{k: int(v) for k, v in fields.items()}))
+
+
 #: asc.adv names bound here rather than by name lookup.
-ADV = {"Matmul": Matmul, "register_matmul": register_matmul, "MatmulConfig": MatmulConfig}
+ADV = {"Matmul": Matmul, "register_matmul": register_matmul, "MatmulConfig": MatmulConfig,
+       "TCubeTiling": tcube_tiling}
