@@ -61,7 +61,6 @@ npusim cannot launch are refused at the launch.
 """
 from __future__ import annotations
 
-import os
 import runpy
 import sys
 
@@ -89,10 +88,7 @@ def enable(soc: str = "Ascend910B1", *, frontend: bool = True, profiling: bool =
             with the Model backend and no SoC uses it too).
         frontend: run pyasc's code generator and passes at each launch (module doc).
         profiling: keep every instruction's span, for ``npusim.trace`` timelines.
-        checks: the kernel checker's configuration (default: every category an error; or,
-            when the environment variable ``NPUSIM_PYASC_WARN`` names checker categories,
-            comma-separated (``Sync,GM``), those reported as warnings: for running code one
-            cannot edit, such as pyasc's own test suites).
+        checks: the kernel checker's configuration (default: every category an error).
         device_count: devices ``asc.lib.runtime.device_count()`` reports.
 
     Returns:
@@ -106,9 +102,6 @@ def enable(soc: str = "Ascend910B1", *, frontend: bool = True, profiling: bool =
     from npusim.pyasc._session import Session
     if _state["session"] is not None:
         disable()
-    if checks is None and os.environ.get("NPUSIM_PYASC_WARN"):
-        names = [n.strip() for n in os.environ["NPUSIM_PYASC_WARN"].split(",") if n.strip()]
-        checks = CheckerConfig(warn=frozenset(names))
     session = Session(soc, frontend=frontend, profiling=profiling, checks=checks,
                       device_count=device_count)
     _state["saved"] = _patch.install(session)
