@@ -158,3 +158,15 @@ def test_memory_is_cached_as_torch_npu_caches_it(npu):
     gc.collect()
     torch.npu.empty_cache()
     assert torch.npu.memory_reserved() == 0 and dev.gm.find(ptr) is None
+
+
+def test_the_example_runs_matmul_and_softmax_on_the_device(npu, capsys):
+    import runpy
+    from pathlib import Path
+    example = Path(__file__).resolve().parents[1] / "examples" / "torch_npu_matmul.py"
+    before = len(_ops.ran)
+    runpy.run_path(str(example), run_name="__main__")
+    assert _ops.ran[before:] == ["aclnnMm", "aclnnSoftmax"]
+    out = capsys.readouterr().out
+    assert "MatMulV3" in out and "SoftmaxV2" in out
+    assert float(out.split("max |npu - cpu|:")[1].split()[0]) < 1e-2
