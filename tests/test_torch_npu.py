@@ -170,3 +170,25 @@ def test_the_example_runs_matmul_and_softmax_on_the_device(npu, capsys):
     out = capsys.readouterr().out
     assert "MatMulV3" in out and "SoftmaxV2" in out
     assert float(out.split("max |npu - cpu|:")[1].split()[0]) < 1e-2
+
+
+def test_linear_backward_and_sgd_step_against_the_cpu(npu):
+    torch.manual_seed(1)
+    cpu = torch.nn.Linear(16, 8)
+    dev = torch.nn.Linear(16, 8)
+    dev.load_state_dict(cpu.state_dict())
+    dev = dev.npu()
+    x = torch.randn(4, 16)
+    before = len(_ops.ran)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NpuFallbackWarning)    # sum, softmax backward
+        for model, inp in ((cpu, x), (dev, x.npu())):
+            torch.softmax(model(inp), -1).pow(2).sum().backward()
+            torch.optim.SGD(model.parameters(), lr=0.5).step()
+    ran = _ops.ran[before:]
+    assert ran[:3] == ["aclnnMm", "aclnnAdd", "aclnnSoftmax"]          # addmm, softmax
+    assert ran.count("aclnnInplaceAdd") == 2                           # SGD's add_ per param
+    torch.testing.assert_close(dev.weight.detach().cpu(), cpu.weight.detach(), rtol=1e-5,
+                               atol=1e-6)
+    torch.testing.assert_close(dev.bias.detach().cpu(), cpu.bias.detach(), rtol=1e-5,
+                               atol=1e-6)

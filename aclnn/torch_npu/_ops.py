@@ -2,7 +2,8 @@
 
 In this order:
 
-1. **aclnn operators** (:data:`ACLNN`): ``aten.add.Tensor`` -> ``aclnnAdd``, ``aten.mm`` ->
+1. **aclnn operators** (:data:`ACLNN`): ``aten.add.Tensor`` -> ``aclnnAdd``, ``add_`` ->
+   ``aclnnInplaceAdd``, ``aten.addmm`` (``nn.Linear``) -> ``aclnnMm`` + ``aclnnAdd``, ``aten.mm`` ->
    ``aclnnMm``, ``aten.bmm`` -> ``aclnnBatchMatMul`` (``torch.matmul`` and ``@`` reach
    these), ``aten._softmax`` -> ``aclnnSoftmax`` (``torch.softmax``,
    ``F.softmax``), ``aten.rms_norm`` -> ``aclnnRmsNorm`` (``F.rms_norm``),
@@ -278,6 +279,33 @@ def _add(self, other, *, alpha=1):
     return refused or out
 
 
+def _add_(self, other, *, alpha=1):
+    """``x.add_(y)`` (the optimisers' and the gradient accumulation's): aclnnInplaceAdd."""
+    if not isinstance(other, NpuTensor) or not isinstance(self, NpuTensor):
+        return _Refused("aclnnInplaceAdd takes two npu tensors here")
+    if torch.result_type(_as_meta(self), _as_meta(other)) != self.dtype:
+        return _Refused("aclnnInplaceAdd: the result type is not self's")
+    alpha_dtype = aclnn.ACL_FLOAT if self.dtype.is_floating_point else aclnn.ACL_INT64
+    scalar = aclnn.aclCreateScalar(alpha, alpha_dtype)
+    try:
+        refused = _call("aclnnInplaceAdd", aclnn.aclnnInplaceAddGetWorkspaceSize,
+                        aclnn.aclnnInplaceAdd, (self, other), (),
+                        lambda a, b: (a, b, scalar))
+    finally:
+        aclnn.aclDestroyScalar(scalar)
+    return refused or self
+
+
+def _addmm(self, mat1, mat2, *, beta=1, alpha=1):
+    """``bias + mat1 @ mat2`` (``nn.Linear``): aclnnMm, then aclnnAdd."""
+    if beta != 1 or alpha != 1:
+        return _Refused("addmm with beta or alpha other than 1 has no aclnn path here")
+    product = ACLNN[aten.mm.default](mat1, mat2)
+    if isinstance(product, _Refused):
+        return product
+    return _add(product, self)
+
+
 def _matmul_like(name, first, second, shape):
     def op(self, mat2):
         if not isinstance(self, NpuTensor) or not isinstance(mat2, NpuTensor):
@@ -332,6 +360,8 @@ ACLNN = {
     aten.bmm.default: _matmul_like("aclnnBatchMatMul", aclnn.aclnnBatchMatMulGetWorkspaceSize,
                                    aclnn.aclnnBatchMatMul,
                                    lambda a, b: (a.shape[0], a.shape[1], b.shape[2])),
+    aten.add_.Tensor: _add_,
+    aten.addmm.default: _addmm,
     aten._softmax.default: _softmax,
     aten.rms_norm.default: _rms_norm,
     aten.embedding_dense_backward.default: _embedding_dense_backward,
