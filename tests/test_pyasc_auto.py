@@ -95,6 +95,10 @@ def test_matmul_config_norm_is_accepted_others_are_named():
 
 def test_kernel_works_in_place_on_an_npu_tensor():
     torch = pytest.importorskip("torch", reason="torch is not installed")
+    from aclnn import runtime
+    runtime.reset()                     # a session on a fresh runtime's devices
+    npusim_pyasc.enable(soc="Ascend910B1")
+    config.set_platform(config.Backend.Model)
     x = torch.arange(512, dtype=torch.float32)
     xn = x.npu()
     zn = torch.zeros(512, device="npu")

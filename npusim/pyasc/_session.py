@@ -123,7 +123,8 @@ class Session:
         self.current_id = 0
         self.launches: list[Launch] = []
         #: device id -> Device, when another front end owns the devices (torch's "npu"
-        #: device: its tensors and the kernels launched on them share one memory)
+        #: device: its tensors and the kernels launched on them share one memory); taken
+        #: once per session and device, where its SoC is the one asked for
         self.device_provider = None
 
     # -- devices and streams (used by the runtime library) ------------------------------------
@@ -133,11 +134,14 @@ class Session:
     def device(self, device_id: int | None = None) -> Device:
         device_id = self.current_id if device_id is None else device_id
         dev = self.devices.get(device_id)
-        if dev is None and self.device_provider is not None:
-            dev = self.devices[device_id] = self.device_provider(device_id)
         if dev is None:
             from asc.lib.runtime import state
             soc = state.soc_verison.value if state.model else self.soc
+            if self.device_provider is not None:     # the other front end's, if its SoC
+                shared = self.device_provider(device_id)
+                if get_soc(shared.soc.soc_version).soc_version == get_soc(soc).soc_version:
+                    dev = self.devices[device_id] = shared
+                    return dev
             # every record kept, as the session keeps every launch: its report, trace and
             # op summary cover the whole script
             dev = self.devices[device_id] = Device(soc, device_id, profiling=self.profiling,
