@@ -41,20 +41,23 @@ class InvalidDevicePointer(DeviceError):
     """A pointer that is not the start of a live allocation was freed (maps to 207002)."""
 
 
-#: code object -> its file's base name if it lies outside the ``npusim`` package, else None
-#: (kernel_source_line runs on every SetFlag; resolving paths once per function keeps it cheap)
+#: (code object, its file) -> the file's base name if it lies outside the ``npusim``
+#: package, else None (kernel_source_line runs on every SetFlag; resolving paths once per
+#: function keeps it cheap). The file is part of the key because code objects compare equal
+#: without it: the same function at the same line of two files would share one entry.
 _OUTSIDE: dict = {}
 
 
 def _outside_name(code) -> str | None:
-    name = _OUTSIDE.get(code, False)
+    key = (code, code.co_filename)
+    name = _OUTSIDE.get(key, False)
     if name is False:
         path = os.path.abspath(code.co_filename)
         inside = (path.startswith(_PKG_DIR + os.sep)
                   and not (path.startswith(_KERNELS_DIR + os.sep)
                            and not path.startswith(_KERNELS_COMMON + os.sep)))
         name = None if inside else os.path.basename(path)
-        _OUTSIDE[code] = name
+        _OUTSIDE[key] = name
     return name
 
 
@@ -68,7 +71,7 @@ def kernel_source_line() -> str:
     known = _OUTSIDE.get
     while frame is not None:
         code = frame.f_code
-        name = known(code, False)         # _outside_name, without a call per frame
+        name = known((code, code.co_filename), False)   # _outside_name, without a call
         if name is False:
             name = _outside_name(code)
         if name is not None:

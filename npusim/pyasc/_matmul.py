@@ -41,8 +41,9 @@ class Matmul:
 
     def __init__(self, a, b, c, bias=None, matmul_config=None, matmul_policy=0):
         from npusim.ascendc.lib.matmul import Matmul as NpMatmul
-        if matmul_config is not None:
-            raise not_supported("asc.adv.Matmul", "matmul_config (the MDL/NORM templates)")
+        if matmul_config is not None and not matmul_config.is_norm():
+            raise not_supported("asc.adv.Matmul", f"matmul_config {matmul_config.changed()} "
+                                "(npusim's Matmul is the NORM template)")
         if matmul_policy:
             raise not_supported("asc.adv.Matmul", f"matmul_policy={matmul_policy}")
         self.mm = NpMatmul(_matmul_type(a), _matmul_type(b), _matmul_type(c),
@@ -130,5 +131,46 @@ def register_matmul(pipe, *args) -> None:
     REGIST_MATMUL_OBJ(pipe.p, workspace, *objects)
 
 
+class MatmulConfig:
+    """``asc.adv.MatmulConfig(...)``: Ascend C's MatmulConfig (the Matmul template). npusim's
+    Matmul is the NORM template (``CFG_NORM``: ``do_norm=True``, the default) with its
+    defaults; a config that changes another field is refused at ``asc.adv.Matmul``."""
+
+    def __init__(self, *args, **kwargs):
+        import inspect
+        from asc.language.adv.types import MatmulConfig as Pyasc
+        sig = inspect.signature(Pyasc.__init__)
+        params = [p for n, p in sig.parameters.items() if n != "self"]
+        bound = sig.replace(parameters=params).bind(*args, **kwargs)
+        self._defaults = {p.name: p.default for p in params}
+        self._given = dict(bound.arguments)
+
+    def changed(self) -> dict:
+        """The fields given with another value than the default."""
+        def norm(v):
+            return getattr(v, "value", v)
+        return {k: v for k, v in self._given.items() if norm(v) != norm(self._defaults[k])}
+
+    def is_norm(self) -> bool:
+        return not self.changed()
+
+    def __getattr__(self, name: str):
+        given, defaults = self.__dict__.get("_given", {}), self.__dict__.get("_defaults", {})
+        if name in given:
+            return given[name]
+        if name in defaults:
+            return defaults[name]
+        raise AttributeError(name)
+
+
+def tcube_tiling(**fields) -> V.StructView:
+    """``asc.adv.TCubeTiling(m=..., base_m=..., ...)`` built in a kernel: pyasc's own Struct
+    with those fields (the others at pyasc's defaults), read as a kernel reads a tiling
+    argument (``tiling.base_m``...) and given to ``matmul.init`` as one."""
+    from asc.language.adv.tiling import TCubeTiling
+    return V.StructView(TCubeTiling(**{k: int(v) for k, v in fields.items()}))
+
+
 #: asc.adv names bound here rather than by name lookup.
-ADV = {"Matmul": Matmul, "register_matmul": register_matmul}
+ADV = {"Matmul": Matmul, "register_matmul": register_matmul, "MatmulConfig": MatmulConfig,
+       "TCubeTiling": tcube_tiling}

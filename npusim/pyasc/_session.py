@@ -123,6 +123,10 @@ class Session:
         self.streams: dict[int, tuple] = {}     # handle -> (device id, npusim Stream)
         self._current = threading.local()       # per thread, as aclrtSetDevice binds it
         self.launches: list[Launch] = []
+        #: device id -> Device, when another front end owns the devices (torch's "npu"
+        #: device: its tensors and the kernels launched on them share one memory); taken
+        #: once per session and device, where its SoC is the one asked for
+        self.device_provider = None
 
     @property
     def current_id(self) -> int:
@@ -144,6 +148,11 @@ class Session:
         if dev is None:
             from asc.lib.runtime import state
             soc = state.soc_verison.value if state.model else self.soc
+            if self.device_provider is not None:     # the other front end's, if its SoC
+                shared = self.device_provider(device_id)
+                if get_soc(shared.soc.soc_version).soc_version == get_soc(soc).soc_version:
+                    dev = self.devices[device_id] = shared
+                    return dev
             # every record kept, as the session keeps every launch: its report, trace and
             # op summary cover the whole script
             dev = self.devices[device_id] = Device(soc, device_id, profiling=self.profiling,
