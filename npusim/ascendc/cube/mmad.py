@@ -3,12 +3,12 @@
 Numerics (our rendering of the cube's order; Mmad.md gives the layouts and types, not the
 adder tree): inputs are used as stored; k is walked in fractal steps of k0 = 32 B /
 sizeof(T) (16 for half/bf16, 8 for float, 32 for int8). For float outputs each step's k0
-products (exact in float64) are summed in float64 — exactly where the operands' bits allow
-it (most half and bfloat16 data), else as exact partial sums added in a fixed order
-(:mod:`npusim.ascendc.cube.step_products`: the same bits whatever BLAS the host has) —
-and rounded once to fp32, then added to the fp32 accumulator, one rounding per step, in k
-order; int8 products are summed exactly into
-int32 (wrapping like the 32-bit adder). Elements beyond ``k`` in the last k fractal are
+products (exact in float64) are summed exactly, the sum rounded to float64 and then to fp32,
+and added to the fp32 accumulator, one rounding per step, in k order (the whole tile's
+steps in one BLAS product whose every element is shown to round as the exact sum does, or
+summed again: :mod:`npusim.ascendc.cube.step_sums`, the same bits whatever BLAS the host
+has); a step whose sum is zero adds +0.0. int8 products are summed exactly into int32
+(wrapping like the 32-bit adder). Elements beyond ``k`` in the last k fractal are
 ignored, as the page says ("无效数据在计算中会被忽略"); rows beyond ``m`` and columns
 beyond ``n`` are computed from whatever the padding holds and stay in L0C's padding.
 A NaN in a float C (``inf * 0`` in a product, ``inf + -inf`` in a sum, a NaN operand) is
@@ -26,7 +26,7 @@ from npusim.ascendc import nans as _nans
 from npusim.ascendc.cube.common import (BLOCK_CUBE, ceil_div, check_range, k0_of,
                                         mmad_cycles, not_modelled, record_op, require_aligned,
                                         require_local, shadow, stacked)
-from npusim.ascendc.cube.step_products import step_products
+from npusim.ascendc.cube.step_sums import mmad_steps
 from npusim.ascendc.types import PIPE_M, MmadParams, bfloat16_t, float32, half, int8_t, int32_t
 from npusim.errors import DtypeError, KernelError
 
@@ -95,14 +95,13 @@ def Mmad(dst, fm, filter, *args) -> None:
         zz = stacked(ctx, fm.elements, M1 * K1 * 16 * k0, name, pipe_name)
         zn = stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name, pipe_name)
         init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1, zero_as_none=True)
-        result = [_multiply_fractals(zz[j], zn[j], None if init is None else init[j], M1, N1,
-                                     K1, k0) for j in range(len(zz))]
+        result = mmad_steps(_zz_steps(zz, M1, K1, k0), _zn_steps(zn, K1, N1, k0), init)
     else:
         a = _read_a(ctx, fm, m, k, M1, k1a, k0, name, pipe_name)
         b = _from_zn(stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name, pipe_name), K1, N1,
                      k0)[:, :k]
         init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1)
-        result = [_multiply(a[j], b[j], init[j], k0) for j in range(len(a))]
+        result = _multiply(a, b, init, k0)
     out = _to_nz(stacked(ctx, dst.elements, M1 * N1 * 256, name, pipe_name), M1, N1)
     if ctx.tracker is not None:
         _track(ctx, dst, fm, filter, _a_index(m, k, M1, k1a, k0)[:m],
@@ -248,49 +247,36 @@ def _bias_table_start(ctx, dtype):
 
 
 def _multiply(a: np.ndarray, b: np.ndarray, init: np.ndarray, k0: int) -> np.ndarray:
-    """``init + a @ b`` in the cube's order (module docstring); a: (rows, k), b: (k, cols)."""
-    rows, k = a.shape
+    """``init + a @ b`` per member in the cube's order (module docstring); a: (G, rows, k),
+    b: (G, k, cols), init: (G, rows, cols) of the L0C type."""
+    G, rows, k = a.shape
     if init.dtype == np.int32:
         prod = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)   # exact
         return (init.astype(np.int64) + prod).astype(np.int32)   # wraps like the 32-bit adder
     steps = ceil_div(k, k0)
-    if steps * k0 == k:                     # whole k fractals: the operands as they are
-        a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    else:
-        a64 = np.zeros((rows, steps * k0))  # the ignored tail of the last k fractal: zeros
-        a64[:, :k] = a
-        b64 = np.zeros((steps * k0, b.shape[1]))
-        b64[:k] = b
-    partial = step_products(a64.reshape(rows, steps, k0).transpose(1, 0, 2),
-                            b64.reshape(steps, k0, -1), a.dtype)
-    partial = partial.astype(np.float32)                              # one rounding per step
-    acc = init.copy()
-    for step in partial:         # float32 adds in k order (np.add.accumulate over axis 0 is
-        acc += step              # ~10x slower for the same roundings)
-    return acc
+    # the steps' operands; the ignored tail of the last k fractal: zeros
+    a_p = np.zeros((G, rows, steps * k0), dtype=a.dtype)
+    a_p[:, :, :k] = a
+    a_s = np.ascontiguousarray(a_p.reshape(G, rows, steps, k0).transpose(0, 2, 1, 3))
+    b_s = np.zeros((G, steps, k0, b.shape[-1]), dtype=b.dtype)
+    b_s.reshape(G, steps * k0, -1)[:, :k] = b
+    return mmad_steps(a_s, b_s, init)
 
 
-def _multiply_fractals(zz: np.ndarray, zn: np.ndarray, init: np.ndarray | None, M1: int,
-                       N1: int, K1: int, k0: int) -> np.ndarray:
-    """:func:`_multiply` of A's ZZ fractals (``zz``: M1 x K1 fractals of 16 x k0) by B's ZN
-    fractals (``zn``: K1 x N1 fractals of k0 x 16, column by column) when k fills its
-    fractals and C is float: step s multiplies A's column block s (M1*16 x k0) by B's row
-    block s (k0 x N1*16), exactly (float64), rounded once to fp32, added in k order onto
-    ``init`` (None: zeros; ``step + 0.0`` is ``0.0 + step`` bit for bit, -0.0 included)."""
-    a64 = np.empty((K1, M1, 16, k0))        # step, row block, row, k: converted as gathered
-    a64[...] = zz.reshape(M1, K1, 16, k0).transpose(1, 0, 2, 3)
-    b64 = np.empty((K1, k0, N1, 16))        # step, k, column block, column
-    b64[...] = zn.reshape(K1, N1, 16, k0).transpose(0, 3, 1, 2)
-    partial = step_products(a64.reshape(K1, M1 * 16, k0), b64.reshape(K1, k0, N1 * 16),
-                            zz.dtype).astype(np.float32)     # one rounding a step
-    if init is None:
-        acc = partial[0]         # a fresh array: accumulated in place
-        acc += np.float32(0)
-    else:
-        acc = init + partial[0]
-    for step in partial[1:]:     # float32 adds in k order
-        acc += step
-    return acc
+def _zz_steps(zz: np.ndarray, M1: int, K1: int, k0: int) -> np.ndarray:
+    """A's ZZ fractals (``zz``: [G, M1 x K1 fractals of 16 x k0]) as the steps' operands
+    (G, K1, M1*16, k0): step s is A's column block s."""
+    g = len(zz)
+    return np.ascontiguousarray(zz.reshape(g, M1, K1, 16, k0).transpose(0, 2, 1, 3, 4)).reshape(
+        g, K1, M1 * 16, k0)
+
+
+def _zn_steps(zn: np.ndarray, K1: int, N1: int, k0: int) -> np.ndarray:
+    """B's ZN fractals (``zn``: [G, K1 x N1 fractals of k0 x 16, each column by column]) as
+    the steps' operands (G, K1, k0, N1*16): step s is B's row block s."""
+    g = len(zn)
+    return np.ascontiguousarray(zn.reshape(g, K1, N1, 16, k0).transpose(0, 1, 4, 2, 3)).reshape(
+        g, K1, k0, N1 * 16)
 
 
 def _track(ctx, dst, fm, filter, a_idx, b_idx, init_reads, c_nbytes: int) -> None:
