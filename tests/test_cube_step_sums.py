@@ -206,11 +206,15 @@ def test_mmad_steps_accumulate_in_k_order_from_the_start():
             old = ss._CHUNK
             ss._CHUNK = chunk
             try:
-                got = ss.mmad_steps(a, b, start).copy()
+                got = ss.mmad_steps(a, b, start, np.empty((G, M, N), np.float32))
             finally:
                 ss._CHUNK = old
             assert np.array_equal(got.view(np.uint32), (want + np.float32(0)).view(np.uint32))
             assert not np.signbit(got[1]).any()
+        if start is not None:         # accumulating in place (Mmad onto its own L0C)
+            got = start.copy()
+            ss.mmad_steps(a, b, got, got)
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 CHILD = r'''

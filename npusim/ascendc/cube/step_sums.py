@@ -126,29 +126,32 @@ def rounded_step_sums(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = Non
 _CHUNK = 1 << 18
 
 
-def mmad_steps(a: np.ndarray, b: np.ndarray, init: np.ndarray | None) -> np.ndarray:
+def mmad_steps(a: np.ndarray, b: np.ndarray, init: np.ndarray | None,
+               out: np.ndarray) -> np.ndarray:
     """Mmad's float result for each member: ``init + step 0 + step 1 + ...`` in fp32, k
     order, each step :func:`rounded_step_sums`'s (module docstring).
 
     Args:
         a: (G, S, M, k0) half, bfloat16 or float: member, step, row, k.
         b: (G, S, k0, N) of ``a``'s dtype.
-        init: (G, M, N) float32, C's start, or None for zeros.
+        init: C's start, float32 of ``out``'s shape (it may be ``out`` itself: Mmad
+            accumulating in L0C), or None for zeros.
+        out: float32 (G, M, ...) whose trailing axes hold C's N columns in order (any
+            strides: L0C's NZ fractals viewed as (G, M, N1, 16)); written.
 
     Returns:
-        (G, M, N) float32, a work array valid until the next call. A sum that is exactly
-        zero is +0.0 (-0.0 from BLAS or from a -0.0 start becomes +0.0 at the first step).
+        ``out``. A sum that is exactly zero is +0.0 (-0.0 from BLAS or from a -0.0 start
+        becomes +0.0 at the first step).
     """
     G, S, M, k0 = a.shape
     N = b.shape[-1]
     plan = _Plan(a.reshape(G * S, M, k0), b.reshape(G * S, k0, N))
-    acc = _scratch("acc", (G, M, N), np.float32)
     per = max(1, _CHUNK // (S * M * N))
     for g0 in range(0, G, per):
         g1 = min(G, g0 + per)
         p = plan.steps(g0 * S, g1 * S, _scratch("p", ((g1 - g0) * S, M, N), np.float32))
-        p = p.reshape(g1 - g0, S, M, N)
-        c = acc[g0:g1]
+        p = p.reshape((g1 - g0, S) + out.shape[1:])
+        c = out[g0:g1]
         if init is None:
             np.add(p[:, 0], np.float32(0), out=c)         # -0.0 + 0.0 is +0.0
         else:
@@ -156,7 +159,7 @@ def mmad_steps(a: np.ndarray, b: np.ndarray, init: np.ndarray | None) -> np.ndar
             c += np.float32(0)
         for s in range(1, S):        # float32 adds in k order
             c += p[:, s]
-    return acc
+    return out
 
 
 class _Plan:
@@ -245,9 +248,8 @@ def _check_all(out, r, ta, tb, lk: int) -> tuple:
     elements not shown."""
     ea, eb = _bounds(ta, tb, lk)
     e = (ea * eb.max(axis=1)[:, None])[:, :, None]
-    hi = _scratch("hi", r.shape, np.float32)
-    np.copyto(hi, np.add(r, e, out=_scratch("r+e", r.shape)), casting="same_kind")
-    np.copyto(out, np.subtract(r, e, out=_scratch("r-e", r.shape)), casting="same_kind")
+    hi = np.add(r, e, out=_scratch("hi", r.shape, np.float32), casting="same_kind")
+    np.subtract(r, e, out=out, casting="same_kind")       # float64 results, then fp32
     fails = np.not_equal(out, hi, out=_scratch("ne", r.shape, np.bool_))
     rows = np.flatnonzero(fails.reshape(-1, r.shape[-1]).any(axis=1))
     if len(rows) == 0:
