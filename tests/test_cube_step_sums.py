@@ -188,8 +188,9 @@ def test_identical_to_the_per_step_products(dtype, spread):
 
 
 def test_mmad_steps_accumulate_in_k_order_from_the_start():
-    """init + step 0 + step 1 + ... in fp32, member by member (any number of members per
-    product: the chunking does not show); zeros come out +0.0."""
+    """init + step 0 + step 1 + ... in fp32, member by member, into L0C's NZ order (any
+    number of members per product: the chunking does not show; onto the start itself);
+    zeros come out +0.0."""
     rng = np.random.default_rng(3)
     G, S, M, N = 5, 3, 32, 48
     a = rng.standard_normal((G, S, M, 16)).astype(np.float16)
@@ -197,24 +198,30 @@ def test_mmad_steps_accumulate_in_k_order_from_the_start():
     a[1] = -0.0                                        # member 1: every product -0.0 or 0
     init = rng.standard_normal((G, M, N)).astype(np.float32)
     init[1] = -0.0
+
+    def nz(x):                                         # (G, M, N) -> (G, N/16, M, 16)
+        return np.ascontiguousarray(x.reshape(G, M, N // 16, 16).transpose(0, 2, 1, 3))
+
     for start in (None, init):
         want = np.zeros((G, M, N), np.float32) if start is None else start.copy()
         for g in range(G):
             for s in range(S):
                 want[g] = want[g] + exact_steps(a[g, s:s + 1], b[g, s:s + 1])[0]
+        want = nz(want + np.float32(0)).view(np.uint32)
         for chunk in (1 << 18, 1):
             old = ss._CHUNK
             ss._CHUNK = chunk
             try:
-                got = ss.mmad_steps(a, b, start, np.empty((G, M, N), np.float32))
+                got = ss.mmad_steps(a, b, None if start is None else nz(start),
+                                    np.empty((G, N // 16, M, 16), np.float32))
             finally:
                 ss._CHUNK = old
-            assert np.array_equal(got.view(np.uint32), (want + np.float32(0)).view(np.uint32))
+            assert np.array_equal(got.view(np.uint32), want)
             assert not np.signbit(got[1]).any()
         if start is not None:         # accumulating in place (Mmad onto its own L0C)
-            got = start.copy()
+            got = nz(start)
             ss.mmad_steps(a, b, got, got)
-            assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+            assert np.array_equal(got.view(np.uint32), want)
 
 
 CHILD = r'''

@@ -90,19 +90,24 @@ def Mmad(dst, fm, filter, *args) -> None:
     # every operand with a leading axis of one entry per member block (a lockstep group's,
     # or a plain block's one): each member's product computed as a block's own would be
     out = _to_nz(stacked(ctx, dst.elements, M1 * N1 * 256, name, pipe_name), M1, N1)
-    if m > 1 and k1a * k0 == k and dst.dtype == float32:
-        # whole k fractals of a float product: the fractals straight into the per-step
-        # operands, the sums straight into L0C (C's rows, then its column blocks of 16: a
-        # view of the NZ fractals, which is also the start when Mmad accumulates)
-        zz = stacked(ctx, fm.elements, M1 * K1 * 16 * k0, name, pipe_name)
-        zn = stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name, pipe_name)
-        init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1, zero_as_none=True,
-                                    as_view=True)
+    if dst.dtype == float32:
+        if m > 1 and k1a * k0 == k:
+            # whole k fractals: the fractals straight into the per-step operands
+            a_s = _zz_steps(stacked(ctx, fm.elements, M1 * K1 * 16 * k0, name, pipe_name),
+                            M1, K1, k0)
+            b_s = _zn_steps(stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name, pipe_name),
+                            K1, N1, k0)
+        else:
+            a_s, b_s = _nd_steps(_read_a(ctx, fm, m, k, M1, k1a, k0, name, pipe_name),
+                                 _from_zn(stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name,
+                                                  pipe_name), K1, N1, k0)[:, :k], k0)
+        init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1, nz=True)
         if ctx.tracker is not None:
             _track(ctx, dst, fm, filter, _a_index(m, k, M1, k1a, k0)[:m],
                    _zn_index(K1, N1, k0)[:k, :n], init_reads, out[0].nbytes)
-        c = out.transpose(0, 2, 3, 1, 4).reshape(len(out), M1 * 16, N1, 16)
-        mmad_steps(_zz_steps(zz, M1, K1, k0), _zn_steps(zn, K1, N1, k0), init, c)
+        # the sums straight into L0C's NZ fractals (column block, row, column): onto
+        # themselves when Mmad accumulates
+        mmad_steps(a_s, b_s, init, out.reshape(len(out), N1, M1 * 16, 16))
         _nans.canonical(out)                            # one NaN, whatever the host made
     else:
         a = _read_a(ctx, fm, m, k, M1, k1a, k0, name, pipe_name)
@@ -112,9 +117,9 @@ def Mmad(dst, fm, filter, *args) -> None:
         if ctx.tracker is not None:
             _track(ctx, dst, fm, filter, _a_index(m, k, M1, k1a, k0)[:m],
                    _zn_index(K1, N1, k0)[:k, :n], init_reads, out[0].nbytes)
-        result = _multiply(a, b, init, k0)
-        for j, c in enumerate(result):
-            out[j] = _as_nz(_nans.canonical(c), M1, N1)     # one NaN, whatever the host made
+        prod = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)   # exact
+        for j in range(len(out)):                    # wraps like the 32-bit adder
+            out[j] = _as_nz((init[j].astype(np.int64) + prod[j]).astype(np.int32), M1, N1)
     record_op(ctx, PIPE_M, mmad_cycles(ctx.soc, m, n, k, fm.dtype), name)
 
 
@@ -219,31 +224,29 @@ def _nz_index(M1: int, N1: int) -> np.ndarray:
 
 
 def _initial(ctx, dst, bias, p: MmadParams, m: int, n: int, M1: int, N1: int,
-             zero_as_none: bool = False, as_view: bool = False):
+             nz: bool = False):
     """C's starting value (M1*16 x N1*16, the L0C type) and what it was read from: (tensor,
     element index, whether the checker requires those bytes written); with
-    ``zero_as_none`` a start of zeros (cmatrixInitVal) is None, not an array; with
-    ``as_view`` the start is (G, M1*16, N1, 16) — from L0C a view of its NZ fractals, not a
-    copy. A bias-table row is
+    ``nz`` a start of zeros (cmatrixInitVal) is None, and any other start is
+    (G, N1, M1*16, 16), L0C's NZ order (from L0C: a view of its fractals, not a copy). A bias-table row is
     read for all n columns, but kernels pad n (int8: to 32, as the mmad sample does) past
     the bias they loaded: those columns only feed C's padding, so they are not flagged."""
     name, pipe = "Mmad", "PIPE_M"
     g = ctx.size if ctx.is_group else 1
     shape = (g, M1 * 16, N1 * 16)
     if bias is None and p.cmatrixInitVal and not p.isBias:
-        return (None if zero_as_none else np.zeros(shape, dtype=dst.dtype)), []
+        return (None if nz else np.zeros(shape, dtype=dst.dtype)), []
     if bias is None and p.cmatrixSource and not p.isBias:   # the bias table, address 0 [R]
         bias = _bias_table_start(ctx, dst.dtype)
     if bias is not None and bias.mem == _core.BT:
         init = np.zeros(shape, dtype=dst.dtype)
         init[:, :, :n] = stacked(ctx, bias.elements, n, name, pipe)[:, None]
-        if as_view:
-            init = init.reshape(g, M1 * 16, N1, 16)
+        if nz:
+            init = init.reshape(g, M1 * 16, N1, 16).transpose(0, 2, 1, 3)
         return init, [(bias, np.arange(n), False)]
     src = dst if bias is None else bias                      # accumulate, or a CO1 bias matrix
-    if as_view:                   # C's rows, then its column blocks of 16: a view of the NZ
-        init = _to_nz(stacked(ctx, src.elements, M1 * N1 * 256, name, pipe), M1, N1)
-        return (init.transpose(0, 2, 3, 1, 4).reshape(g, M1 * 16, N1, 16),
+    if nz:
+        return (stacked(ctx, src.elements, M1 * N1 * 256, name, pipe).reshape(g, N1, M1 * 16, 16),
                 [(src, _nz_index(M1, N1)[:m, :n], True)])
     init = np.empty(shape, dtype=dst.dtype)                  # one gathering copy of L0C's NZ
     init.reshape(g, M1, 16, N1, 16)[...] = _to_nz(
@@ -261,23 +264,16 @@ def _bias_table_start(ctx, dtype):
                        _core.BT)
 
 
-def _multiply(a: np.ndarray, b: np.ndarray, init: np.ndarray, k0: int) -> np.ndarray:
-    """``init + a @ b`` per member in the cube's order (module docstring); a: (G, rows, k),
-    b: (G, k, cols), init: (G, rows, cols) of the L0C type."""
+def _nd_steps(a: np.ndarray, b: np.ndarray, k0: int) -> tuple:
+    """A (G, rows, k) and B (G, k, cols) as the steps' operands (G, steps, rows, k0) and
+    (G, steps, k0, cols); the ignored tail of the last k fractal: zeros."""
     G, rows, k = a.shape
-    if init.dtype == np.int32:
-        prod = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)   # exact
-        return (init.astype(np.int64) + prod).astype(np.int32)   # wraps like the 32-bit adder
     steps = ceil_div(k, k0)
-    # the steps' operands; the ignored tail of the last k fractal: zeros
     a_p = np.zeros((G, rows, steps * k0), dtype=a.dtype)
     a_p[:, :, :k] = a
-    a_s = np.ascontiguousarray(a_p.reshape(G, rows, steps, k0).transpose(0, 2, 1, 3))
     b_s = np.zeros((G, steps, k0, b.shape[-1]), dtype=b.dtype)
     b_s.reshape(G, steps * k0, -1)[:, :k] = b
-    out = np.empty(init.shape, np.float32)
-    mmad_steps(a_s, b_s, init, out)
-    return out
+    return np.ascontiguousarray(a_p.reshape(G, rows, steps, k0).transpose(0, 2, 1, 3)), b_s
 
 
 def _zz_steps(zz: np.ndarray, M1: int, K1: int, k0: int) -> np.ndarray:

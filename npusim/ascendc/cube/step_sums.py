@@ -136,8 +136,8 @@ def mmad_steps(a: np.ndarray, b: np.ndarray, init: np.ndarray | None,
         b: (G, S, k0, N) of ``a``'s dtype.
         init: C's start, float32 of ``out``'s shape (it may be ``out`` itself: Mmad
             accumulating in L0C), or None for zeros.
-        out: float32 (G, M, ...) whose trailing axes hold C's N columns in order (any
-            strides: L0C's NZ fractals viewed as (G, M, N1, 16)); written.
+        out: float32 (G, N / 16, M, 16), C in L0C's NZ order (column block, row,
+            column), written.
 
     Returns:
         ``out``. A sum that is exactly zero is +0.0 (-0.0 from BLAS or from a -0.0 start
@@ -150,7 +150,7 @@ def mmad_steps(a: np.ndarray, b: np.ndarray, init: np.ndarray | None,
     for g0 in range(0, G, per):
         g1 = min(G, g0 + per)
         p = plan.steps(g0 * S, g1 * S, _scratch("p", ((g1 - g0) * S, M, N), np.float32))
-        p = p.reshape((g1 - g0, S) + out.shape[1:])
+        p = p.reshape(g1 - g0, S, M, N // 16, 16).transpose(0, 1, 3, 2, 4)   # NZ order
         c = out[g0:g1]
         if init is None:
             np.add(p[:, 0], np.float32(0), out=c)         # -0.0 + 0.0 is +0.0
