@@ -299,6 +299,7 @@ def _resolve(soc, kernel_type):
 
 def _end_of_block_checks(ctx) -> None:
     """Flags left unpaired and queue tensors never freed (checker categories Sync, Leak)."""
+    ctx.flush_scalar()      # the scalar unit's issue work since its last PIPE_S record
     for key, balance in ctx.flag_balance.items():
         if balance:
             _, event, event_id = key

@@ -21,6 +21,7 @@ from npusim.errors import GmAccessError, KernelError, UbError, kernel_source_lin
 #: Cycles of one scalar GM access (a load through the scalar unit's data cache path).
 #: Not published (docs/reference/hardware.md §5); 100 cycles, like one DMA latency [R].
 GM_SCALAR_ACCESS_CYCLES = 100
+_NORMAL = CacheMode.CACHE_MODE_NORMAL
 
 _UB_POSITIONS = _core._UB_POSITIONS
 
@@ -104,6 +105,11 @@ class GlobalTensor:
                       else max(rest, 0))
         sub._alloc = self._alloc
         sub.cache_mode = self.cache_mode
+        cur = _core.current_core_or_none()
+        if cur is not None:      # the scalar unit's address arithmetic (npusim.ascendc.scalar)
+            soc = cur.soc
+            cur.scalar_debt += (soc.scalar_gm_offset_cycles if self.cache_mode is _NORMAL
+                                else soc.scalar_gm_offset_cycles + soc.scalar_gm_hint_cycles)
         return sub
 
     def GetSize(self) -> int:
