@@ -156,8 +156,15 @@ class CoreContext:
         self.cmp_mask = np.zeros(16, dtype=np.uint8)   # the 128-bit CMPMASK register (compare.py)
         # the scalar unit's issue work not yet recorded (npusim.ascendc.scalar): the kernel
         # entry's until the first instruction, then each instruction's issue cost
-        self.scalar_issue = float(getattr(soc, "scalar_issue_cycles", 0.0))
-        self.scalar_debt = float(getattr(soc, "scalar_entry_cycles", 0.0))
+        if _scalar.CHARGE:
+            self.scalar_issue = float(soc.scalar_issue_cycles)
+            self.scalar_debt = float(soc.scalar_entry_cycles)
+            self.scalar_queue = float(soc.scalar_queue_cycles)
+            self.scalar_offset = float(soc.scalar_gm_offset_cycles)
+            self.scalar_hinted = self.scalar_offset + float(soc.scalar_gm_hint_cycles)
+        else:
+            self.scalar_issue = self.scalar_debt = self.scalar_queue = 0.0
+            self.scalar_offset = self.scalar_hinted = 0.0
 
     def record(self, kind: int, pipe: int, cycles: float = 0.0, nbytes: int = 0,
                key=None, name: str = "") -> None:
@@ -276,3 +283,6 @@ def GetBlockNum() -> int:
     """blockDim of the launch (in a mixed launch the number of blocks, on the AICs and the
     AIVs alike: the AIVs number ``GetBlockNum() * GetTaskRation()``)."""
     return current_core().block_num
+
+
+from npusim.ascendc import scalar as _scalar   # noqa: E402  (it imports this module)

@@ -49,6 +49,10 @@ import dataclasses
 from npusim.ascendc import core as _core
 from npusim.ascendc.types import PIPE_S
 
+#: Charge the issue, entry, queue and address work (False: a core records none of it, as
+#: before the scalar unit was modelled; for comparisons with records stored then).
+CHARGE = True
+
 #: Bytes of one line of the scalar unit's data cache, for a tiling struct read [R: the
 #: 2201 scalar data cache's line is not published; 64 B is the common line size].
 SCALAR_CACHE_LINE = 64

@@ -107,9 +107,8 @@ class GlobalTensor:
         sub.cache_mode = self.cache_mode
         cur = _core.current_core_or_none()
         if cur is not None:      # the scalar unit's address arithmetic (npusim.ascendc.scalar)
-            soc = cur.soc
-            cur.scalar_debt += (soc.scalar_gm_offset_cycles if self.cache_mode is _NORMAL
-                                else soc.scalar_gm_offset_cycles + soc.scalar_gm_hint_cycles)
+            cur.scalar_debt += (cur.scalar_offset if self.cache_mode is _NORMAL
+                                else cur.scalar_hinted)
         return sub
 
     def GetSize(self) -> int:
