@@ -299,7 +299,7 @@ def test_fast_small_dim_walk_is_bit_identical_and_timed_alike(kind, dtype, scale
         assert p_fast.pipe_time_us[k] == pytest.approx(p_ref.pipe_time_us[k], rel=1e-9)
     # a UB GetValue costs 11 cycles (docs/calibration.md "Scalar unit"): the batches hold
     # back the next batch's pipes by a larger share than the loop's per-row reads
-    assert p_fast.duration_us == pytest.approx(p_ref.duration_us, rel=0.1)
+    assert p_fast.duration_us == pytest.approx(p_ref.duration_us, rel=0.2)
     for k in ("aiv_mte2_time", "aiv_mte3_time"):
         assert p_fast.pipe_time_us[k] == pytest.approx(p_ref.pipe_time_us[k], rel=0.1)
 

@@ -149,6 +149,8 @@ def records_as_stored(monkeypatch):
     GetValue/SetValue at its former 1 cycle), so that the replay is compared on the same
     records. The scalar unit's records are PIPE_S instructions like any other."""
     import npusim.soc as soc_mod
+    from npusim.ascendc import scalar
+    monkeypatch.setattr(scalar, "CHARGE", False)
     for name, spec in list(soc_mod.SOC_PRESETS.items()):
         monkeypatch.setitem(soc_mod.SOC_PRESETS, name, dataclasses.replace(
             spec, scalar_entry_cycles=0.0, scalar_issue_cycles=0.0, scalar_queue_cycles=0.0,
@@ -185,7 +187,8 @@ def replay_digests(calls, simulate) -> list:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_replay_is_bit_identical_to_the_simpy_replay(case, monkeypatch, tmp_path):
+def test_replay_is_bit_identical_to_the_simpy_replay(case, monkeypatch, tmp_path,
+                                                     scalar_issue_off):
     expected = json.loads(FIXTURE.read_text())[case]
     calls = capture(case, monkeypatch, tmp_path)
     monkeypatch.undo()
