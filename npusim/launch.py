@@ -302,6 +302,7 @@ def _resolve(soc, kernel_type):
 def _end_of_block_checks(ctx) -> None:
     """Flags left unpaired, unitFlag hand-offs no Fixpipe took, and queue tensors never
     freed (checker categories Sync, Leak)."""
+    ctx.flush_scalar()      # the scalar unit's issue work since its last PIPE_S record
     _unitflag.end_of_block(ctx)
     for key, balance in ctx.flag_balance.items():
         if balance:

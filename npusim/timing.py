@@ -101,6 +101,10 @@ class KernelTiming:
             were kept (one per instruction; ``record_index`` indexes the block's records).
         hbm_bytes: bytes the launch moved to or from HBM (L2 misses, write-backs, bypasses).
         l2_hit_bytes: bytes read from L2 hits.
+        l2_bytes: the L2's traffic by kind of core, bytes: ``(read hit, read miss, write
+            hit, write miss)`` of the vector cores (and coupled AI cores), then the same four
+            of the cube cores; copies that bypass L2 are in none of them (the profile's
+            msprof L2 columns, :mod:`npusim.profiling`).
     """
 
     cycles: float
@@ -110,6 +114,7 @@ class KernelTiming:
     spans: list | None = field(default=None, repr=False)
     hbm_bytes: float = 0.0
     l2_hit_bytes: float = 0.0
+    l2_bytes: tuple = (0.0,) * 8
 
 
 #: Event priorities, as simpy orders them: at one instant a process starts (URGENT) before
@@ -846,6 +851,8 @@ class _Memory:
         self.hbm_mixed = soc.hbm_mixed_efficiency
         self.hbm_bytes = 0.0
         self.l2_hit_bytes = 0.0
+        # L2 traffic by kind of core: read hit, read miss, write hit, write miss (AIV, AIC)
+        self.l2_bytes = [0.0] * 8
         # flows in flight, in the order they started: bytes left, rate (B/cycle), and the
         # rest of each flow as a tuple indexed by the _F* constants: limit (B/cycle), bytes
         # per byte on each resource, in the reads' class, whether it reads / writes HBM
@@ -911,6 +918,10 @@ class _Memory:
             hit_bytes = nbytes * hit
             miss = nbytes - hit_bytes
             self.l2_hit_bytes += hit_bytes
+            if not bypass:
+                counts, at = self.l2_bytes, 4 if cube else 0
+                counts[at] += hit_bytes
+                counts[at + 1] += miss
             limit = nbytes / (hit_bytes / soc.l2_read_rate + miss / soc.ddr_read_rate) * factor
             on_l2 = 0.0 if bypass else nbytes
             self.hbm_bytes += miss + wb
@@ -928,8 +939,11 @@ class _Memory:
                 wait = self._queue(nbytes)
                 on_l2, on_hbm, direction = 0.0, 0.0, 0
             else:
-                _, wb, through = (self.l2.access(l2a, l2s, True) if lines is None
-                                  else self.l2.access_lines(lines[0], lines[1], True, lines[2]))
+                whit, wb, through = (self.l2.access(l2a, l2s, True) if lines is None
+                                     else self.l2.access_lines(lines[0], lines[1], True, lines[2]))
+                counts, at = self.l2_bytes, 6 if cube else 2
+                counts[at] += nbytes * whit
+                counts[at + 1] += nbytes - nbytes * whit
                 self.hbm_bytes += wb + through
                 wait = self._queue(wb + through)
                 on_l2, on_hbm, direction = nbytes, 0.0, 0
@@ -1778,7 +1792,7 @@ def _copy(timing: KernelTiming) -> KernelTiming:
     spans = None if timing.spans is None else [list(s) for s in timing.spans]
     return KernelTiming(timing.cycles, timing.block_start.copy(), timing.block_end.copy(),
                         {p: v.copy() for p, v in timing.pipe_busy.items()}, spans,
-                        timing.hbm_bytes, timing.l2_hit_bytes)
+                        timing.hbm_bytes, timing.l2_hit_bytes, timing.l2_bytes)
 
 
 def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
@@ -1921,4 +1935,4 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
                         line="?")
     cycles = float(block_end.max() - block_start.min()) if n_blocks else 0.0
     return KernelTiming(cycles, block_start, block_end, busy, spans, memory.hbm_bytes,
-                        memory.l2_hit_bytes)
+                        memory.l2_hit_bytes, tuple(memory.l2_bytes))

@@ -59,6 +59,8 @@ FAMILIES = {
     "npusim.ascendc.atomic": ("Atomic GM stores", "PIPE_S", "half, float, int32 (SetAtomicAdd)",
                               "scalar; the MTE3 stores then accumulate"),
     "npusim.ascendc.core": ("Block indexing", "PIPE_S", "-", "scalar"),
+    "npusim.ascendc.scalar": ("Tiling", "PIPE_S", "-",
+                              "scalar: a 64 B line missed and one cost per word of the struct"),
     "npusim.ascendc.crosscore": ("Mixed launches: cross-core", "PIPE_S", "-",
                                  "scalar; flags are edges between the cores' timelines"),
     "npusim.ascendc.cube.datamove": ("Cube: data movement", "PIPE_MTE1 / PIPE_MTE2",

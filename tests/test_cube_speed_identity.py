@@ -230,6 +230,10 @@ def fingerprints(tmp_path, monkeypatch) -> dict:
 
 
 def test_cube_results_records_and_findings_are_unchanged(tmp_path, monkeypatch):
+    # the fixture's records were stored before the scalar unit charged its issue work
+    # (npusim/ascendc/scalar.py): record without it, so that the same records compare
+    from npusim.ascendc import scalar
+    monkeypatch.setattr(scalar, "CHARGE", False)
     want = json.loads(FIXTURE.read_text())
     got = fingerprints(tmp_path, monkeypatch)
     assert sorted(got) == sorted(want)

@@ -21,6 +21,7 @@ from npusim.ascendc.sort import (CreateVecIndex, Extract, GetMrgSortResult, Inde
 from npusim.ascendc.core import GetBlockIdx, GetBlockNum
 from npusim.ascendc.datacopy import DataCopy, DataCopyPad
 from npusim.ascendc.pipe import GetTPipePtr, TBuf, TPipe, TQue
+from npusim.ascendc.scalar import GET_TILING_DATA
 from npusim.ascendc.sync import PipeBarrier, SetFlag, WaitFlag
 from npusim.ascendc import sync as _sync
 from npusim.ascendc.socstate import InitSocState
@@ -53,7 +54,7 @@ __all__ = [
     "GetCmpMask", "SetCmpMask",
     "CacheMode", "DisableDmaAtomic", "SetAtomicAdd", "SetAtomicNone", "SyncAll",
     "GetBlockIdx", "GetBlockNum", "DataCopy", "DataCopyPad", "GetTPipePtr", "TBuf", "TPipe",
-    "TQue", "PipeBarrier", "SetFlag", "WaitFlag", "GlobalTensor", "LocalTensor",
+    "TQue", "PipeBarrier", "SetFlag", "WaitFlag", "GlobalTensor", "LocalTensor", "GET_TILING_DATA",
     "MAX_REPEAT_TIMES", "ONE_BLK_SIZE", "ONE_REPEAT_BYTE_SIZE", "PIPE_ALL", "PIPE_FIX",
     "PIPE_M", "PIPE_MTE1", "PIPE_MTE2", "PIPE_MTE3", "PIPE_S", "PIPE_V", "DataCopyExtParams",
     "DataCopyPadExtParams", "DataCopyPadParams", "DataCopyParams", "HardEvent", "Pipe",

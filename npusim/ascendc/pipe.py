@@ -226,6 +226,7 @@ class TQue:
         if not self._free:
             raise KernelError("AllocTensor", f"all {len(self._buffers)} buffers of this "
                               f"{self.position.name} queue are in use (FreeTensor missing?)")
+        self.ctx.scalar_debt += self.ctx.scalar_queue   # the queue's book-keeping (scalar.py)
         index = self._free.popleft()
         if index in self._pending_free:
             self._pending_free.discard(index)
@@ -259,6 +260,7 @@ class TQue:
         if owner is None or owner[0] is not self:
             raise KernelError("EnQue", "the tensor was not allocated from this queue "
                               "(TBuf buffers cannot be enqueued)")
+        self.ctx.scalar_debt += self.ctx.scalar_queue   # the queue's book-keeping (scalar.py)
         pipes = _QUEUE_PIPES.get(self.position)
         if pipes is not None:
             self.ctx.record(_core.SET, pipes[0], 0.0, 0, self._key(owner[1], "data"), "EnQue")
@@ -270,6 +272,7 @@ class TQue:
         if not self._queue:
             raise SyncError("DeQue", "the queue is empty: DeQue without a matching EnQue "
                             "hangs on hardware")
+        self.ctx.scalar_debt += self.ctx.scalar_queue   # the queue's book-keeping (scalar.py)
         tensor = self._queue.popleft()
         pipes = _QUEUE_PIPES.get(self.position)
         if pipes is not None:
@@ -286,6 +289,7 @@ class TQue:
         index = owner[1]
         if index in self._free:
             raise KernelError("FreeTensor", "the buffer was already freed")
+        self.ctx.scalar_debt += self.ctx.scalar_queue   # the queue's book-keeping (scalar.py)
         pipes = _QUEUE_PIPES.get(self.position)
         if pipes is not None:
             self.ctx.record(_core.SET, pipes[1], 0.0, 0, self._key(index, "free"), "FreeTensor")

@@ -23,6 +23,7 @@ from npusim.errors import GmAccessError, KernelError, UbError, kernel_source_lin
 #: Cycles of one scalar GM access (a load through the scalar unit's data cache path).
 #: Not published (docs/reference/hardware.md §5); 100 cycles, like one DMA latency [R].
 GM_SCALAR_ACCESS_CYCLES = 100
+_NORMAL = CacheMode.CACHE_MODE_NORMAL
 
 _UB_POSITIONS = _core._UB_POSITIONS
 
@@ -110,6 +111,10 @@ class GlobalTensor:
                       else max(rest, 0))
         sub._alloc = self._alloc
         sub.cache_mode = self.cache_mode
+        cur = _core.current_core_or_none()
+        if cur is not None:      # the scalar unit's address arithmetic (npusim.ascendc.scalar)
+            cur.scalar_debt += (cur.scalar_offset if self.cache_mode is _NORMAL
+                                else cur.scalar_hinted)
         return sub
 
     def GetSize(self) -> int:
