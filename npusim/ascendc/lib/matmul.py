@@ -101,6 +101,7 @@ from npusim.ascendc.cube.datamove import LoadData, LoadDataWithTranspose
 from npusim.ascendc.cube.fixpipe import Fixpipe
 from npusim.ascendc.cube.mmad import Mmad
 from npusim.ascendc.datacopy import DataCopy
+from npusim.ascendc.lib.matmul_config import CFG_NORM, config_of
 from npusim.ascendc.lib.matmul_tiling import CubeFormat, TCubeTiling
 from npusim.ascendc.pipe import GetTPipePtr, TQue
 from npusim.ascendc.tensor import GlobalTensor, LocalTensor
@@ -214,12 +215,14 @@ def _registered_pairs(objects) -> list:
         mm = objects[i]
         if not isinstance(mm, Matmul):
             raise KernelError("REGIST_MATMUL_OBJ", f"argument {i + 3} is not a Matmul object")
-        tiling = objects[i + 1] if i + 1 < len(objects) else None
-        if isinstance(tiling, Matmul) or tiling is None:
-            tiling = None
-            i += 1
-        else:
+        if i + 1 < len(objects) and not isinstance(objects[i + 1], Matmul):
+            tiling = objects[i + 1]     # a TCubeTiling, or None: (TCubeTiling*)nullptr
             i += 2
+            if tiling is None:
+                tiling = _constant_tiling(mm, i - 1)
+        else:
+            tiling = None               # left out: Init(tiling) later
+            i += 1
         pairs.append((mm, tiling))
     if len(pairs) > _MAX_OBJECTS:
         raise LimitError("REGIST_MATMUL_OBJ", f"{len(pairs)} Matmul objects: at most "
@@ -228,6 +231,20 @@ def _registered_pairs(objects) -> list:
         raise KernelError("REGIST_MATMUL_OBJ", "with several Matmul objects each must be "
                           "followed by its tiling")
     return pairs
+
+
+def _constant_tiling(mm: "Matmul", arg: int):
+    """An explicit null tiling (C++ ``(TCubeTiling*)nullptr``): the constant-tiling form,
+    whose tiling comes from the object's MatmulApiStaticTiling (not read from GM); with a
+    plain MatmulConfig the tiling is left to Init, as when it is left out."""
+    static = mm.static_tiling
+    if static is None:
+        return None
+    if not static.is_complete:
+        raise KernelError("REGIST_MATMUL_OBJ", f"argument {arg + 3} is a null tiling but the "
+                          "object's MatmulApiStaticTiling has no shapes: GetMatmulApiTiling "
+                          "of a config with MatmulShapeParams (singleCoreM/N/K and basicM/N/K)")
+    return static.to_cube_tiling()
 
 
 @dataclass
@@ -297,8 +314,10 @@ class Matmul:
     """
 
     def __init__(self, aType: MatmulType, bType: MatmulType, cType: MatmulType,
-                 biasType: MatmulType | None = None):
+                 biasType: MatmulType | None = None, MM_CFG=CFG_NORM):
         self.aType, self.bType, self.cType = aType, bType, cType
+        # the template (MatmulConfig) or a constant tiling (MatmulApiStaticTiling)
+        self.config, self.static_tiling = config_of(MM_CFG)
         self.biasType = biasType if biasType is not None else MatmulType(
             TPosition.GM, CubeFormat.ND, cType.dtype)
         self._pipe = None
@@ -620,6 +639,7 @@ class Matmul:
                 Mmad(co1, a2, b2, params)
             a.q2.FreeTensor(a2)
             b.q2.FreeTensor(b2)
+            self._done_with_chunks(g, sk)
         if bias is not None:
             self._qc2.FreeTensor(bias)
         self._qco1.EnQue(co1)
@@ -842,6 +862,22 @@ class Matmul:
         op.q1.DeQue(op.dtype)
         op.cache[key] = chunk
         return chunk
+
+    def _done_with_chunks(self, g: int, sk: int) -> None:
+        """After k step ``g``: free each operand's chunk whose last k step it was, when K
+        does not fit one chunk, so the next chunk's copy (MTE2) waits only for this chunk's
+        loads (MTE1), not for the chunk loaded after it: the L1 double buffer prefetches.
+        The library frees it there (scheduler_mdl_base.h ClearL1BufferCache: "if next
+        outerKaIdx is not equal to curKaOuterIdx, clear left matrix's data in L1 buffer";
+        NORM: cube_in_buffer_normal.h FreeTensor after the step). A chunk holding the whole
+        K stays cached for the next blocks (IsAKL1FullLoad / IsBKL1FullLoad)."""
+        k_iter = ceil_div(sk, self._tiling.baseK)
+        for op in (self._a, self._b):
+            if op.step_k >= k_iter or ((g + 1) % op.step_k and g + 1 < k_iter):
+                continue
+            kc = g // op.step_k
+            for key in [key for key in op.cache if key[1] == kc]:
+                op.q1.FreeTensor(op.cache.pop(key).tensor)
 
     def _ld(self, op: _Operand) -> int:
         """Elements between G's rows in GM (SetOrgShape / the tiling's M, N, Ka, Kb)."""
