@@ -56,17 +56,23 @@ __all__ = ["MatmulConfig", "MatmulConfigMode", "MatmulShapeParams", "MatmulQuant
 
 
 class IterateOrder(IntEnum):
+    """``IterateOrder``: M (ORDER_M) or N (ORDER_N) first; UNDEF: the tiling's."""
+
     ORDER_M = 0
     ORDER_N = 1
     UNDEF = 2
 
 
 class ScheduleType(IntEnum):
+    """``ScheduleType``: INNER_PRODUCT (a K loop per block; modelled) or OUTER_PRODUCT."""
+
     INNER_PRODUCT = 0
     OUTER_PRODUCT = 1
 
 
 class BatchMode(IntEnum):
+    """``BatchMode``: how a BatchMatmul's batches relate to L1 (batch interfaces: not modelled)."""
+
     NONE = 0
     BATCH_LESS_THAN_L1 = 1
     BATCH_LARGE_THAN_L1 = 2
@@ -74,12 +80,16 @@ class BatchMode(IntEnum):
 
 
 class BatchOutMode(IntEnum):
+    """``BatchOutMode``: a BatchMatmul's output mode (not modelled)."""
+
     SINGLE_BATCH = 0
     MULTI_BATCH = 1
     DYNAMIC = 2
 
 
 class IterateMode(IntEnum):
+    """``IterateMode``: which Iterate forms the object compiles (carried, not used)."""
+
     ITERATE_MODE_NORMAL = 0b00000001
     ITERATE_MODE_ALL = 0b00000010
     ITERATE_MODE_BATCH = 0b00000100
@@ -88,6 +98,8 @@ class IterateMode(IntEnum):
 
 
 class MatmulConfigMode(IntEnum):
+    """``MatmulConfigMode``: the template GetMMConfig starts from."""
+
     CONFIG_NORM = 0
     CONFIG_MDL = 1
     CONFIG_SPECIALMDL = 2
@@ -221,12 +233,16 @@ class MatmulShapeParams:
 
 @dataclass(frozen=True)
 class MatmulQuantParams:
+    """A16W8 quantisation fields (carried, not modelled)."""
+
     isPerTensor: bool
     hasAntiQuantOffset: bool
 
 
 @dataclass(frozen=True)
 class MatmulBatchParams:
+    """BatchMatmul fields (not modelled)."""
+
     isNBatch: bool
     batchMode: BatchMode
     isBiasBatch: bool = True
@@ -235,6 +251,8 @@ class MatmulBatchParams:
 
 @dataclass(frozen=True)
 class MatmulFuncParams:
+    """``MatmulFuncParams``: the feature switches GetMMConfig sets."""
+
     intrinsicsCheck: bool = False
     enVecND2NZ: bool = False
     enableDoubleCache: bool = False
@@ -254,6 +272,8 @@ class MatmulFuncParams:
 
 @dataclass(frozen=True)
 class MatmulBiasParams:
+    """``MatmulBiasParams``: enableSetBias."""
+
     enableSetBias: bool = True
 
 
