@@ -156,3 +156,35 @@ def test_two_loads_per_k_step(tb, whole, per_step):
     steps = (n // base_n) * (k // 32)
     loads = sum(1 for r in prof.records[0] if r[0] == 0 and Pipe(r[1]).name == "PIPE_MTE1")
     assert loads == per_step * steps
+
+
+@pytest.mark.parametrize("order", [IterateOrder.UNDEF, IterateOrder.ORDER_N])
+def test_config_iterate_order_overrides_the_tiling(order):
+    """MatmulFuncParams.iterateOrder ORDER_N walks N first whatever the tiling's iterateOrder
+    (0) says; UNDEF keeps the tiling's: the blocks land in that order with enSequentialWrite."""
+    m, n, k = 32, 32, 32
+    tiling = host_tiling(m, n, k, np.float16, F32, dim=1, fix=(16, 16, 32))
+    assert tiling.iterateOrder == 0
+    cfg = GetMMConfig(MatmulConfigMode.CONFIG_MDL, MatmulFuncParams(iterateOrder=order))
+    rng = np.random.default_rng(4)
+    a, b = rand(rng, (m, k), np.float16), rand(rng, (k, n), np.float16)
+
+    def kernel(addr):
+        pipe = TPipe()
+        mm = Matmul(MatmulType(GM, ND, half), MatmulType(GM, ND, half),
+                    MatmulType(GM, ND, float32), None, cfg)
+        REGIST_MATMUL_OBJ(pipe, 0, mm, tiling)
+        mm.SetTensorA(gm_tensor(half, addr["a"], m * k))
+        mm.SetTensorB(gm_tensor(half, addr["b"], k * n))
+        seq = gm_tensor(float32, addr["seq"], m * n)
+        i = 0
+        while mm.Iterate():
+            mm.GetTensorC(seq[i * 256], 0, True)
+            i += 1
+        mm.End()
+
+    got, _ = aic_run(kernel, {"a": a, "b": b}, {"seq": (m * n, F32)})
+    want = reference(a, b, None, F32).reshape(2, 16, 2, 16)       # (mi, row, ni, col)
+    first = (0, 2) if order == IterateOrder.ORDER_N else (2, 0)   # outer axis, inner axis
+    tiles = want.transpose(first[0], first[1], 1, 3).reshape(-1)
+    np.testing.assert_array_equal(got["seq"], tiles)

@@ -630,13 +630,16 @@ class Matmul:
         return True
 
     def _walk(self):
-        """The base blocks (mi, ni, rows, cols) in iterateOrder (0: M moves first)."""
+        """The base blocks (mi, ni, rows, cols) in iterateOrder (0: M moves first): the
+        config's when it sets one, else the tiling's."""
         t = self._tiling
         sm, sn = self._single[0], self._single[1]
         m_iter, n_iter = ceil_div(sm, t.baseM), ceil_div(sn, t.baseN)
-        for outer in range(n_iter if t.iterateOrder == 0 else m_iter):
-            for inner in range(m_iter if t.iterateOrder == 0 else n_iter):
-                mi, ni = (inner, outer) if t.iterateOrder == 0 else (outer, inner)
+        # MatmulConfig.iterateOrder ORDER_M / ORDER_N overrides the tiling's (UNDEF: keep it)
+        order = t.iterateOrder if self.config.iterateOrder == 2 else int(self.config.iterateOrder)
+        for outer in range(n_iter if order == 0 else m_iter):
+            for inner in range(m_iter if order == 0 else n_iter):
+                mi, ni = (inner, outer) if order == 0 else (outer, inner)
                 yield (mi, ni, min(t.baseM, sm - mi * t.baseM), min(t.baseN, sn - ni * t.baseN))
 
     def _compute(self, mi: int, ni: int, mb: int, nb: int):
