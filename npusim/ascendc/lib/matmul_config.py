@@ -394,7 +394,7 @@ def GetMatmulApiTiling(aType, bType, cType, biasType, mmCFG: MatmulConfig,
     m, n, k = cfg.singleCoreM, cfg.singleCoreN, cfg.singleCoreK
     host.SetOrgShape(m, n, k)
     host.SetShape(m, n, k)
-    host.SetBias(bool(cfg.enableSetBias))
+    host.SetBias(bool(cfg.enableSetBias) and biasType is not None)   # no BIAS_TYPE: no bias
     if cfg.basicM and cfg.basicN and cfg.basicK:
         host.SetFixSplit(cfg.basicM, cfg.basicN, cfg.basicK)
     if l1Size is not None:
