@@ -28,6 +28,12 @@ Block ``g`` computes the C tiles ``g, g + blockDim, ...`` (row-major over the
 (F322F16). Shapes: baseM, baseN multiples of 16, baseK of 16, kL1 of baseK, and M, N, K
 multiples of baseM, baseN, kL1.
 
+Beside it, :func:`matmul_api_mdl` computes the same C with the Matmul API (the MDL template
+and a constant tiling: ``GetMatmulApiTiling`` of ``GetMMConfig(CONFIG_MDL,
+MatmulShapeParams(...))``, ``REGIST_MATMUL_OBJ(..., None)``), which issues the same kinds of
+instructions (one Load3Dv2 per slice, large-packet copies) but synchronises through queues
+and without unitFlag.
+
 Run it: ``python examples/matmul_tuned.py`` checks C against numpy and prints the
 profile per pipe (aic_mte2 / aic_mte1 / aic_mac / aic_fixpipe times; the FIX time
 includes the Fixpipes' waits for units, as msprof reports it under unitFlag).
@@ -201,5 +207,56 @@ def main(M=256, N=256, K=512, blockDim=2, soc_name="Ascend910B1", **tiling):
     return c_host, exact, err, profile
 
 
+def matmul_api_mdl(a, b, c, t):
+    """The same C with the Matmul API: the MDL template and a constant tiling (one C tile
+    of baseM x baseN over the whole K per IterateAll, known when the kernel is built), so
+    nothing is read from a TCubeTiling in GM. Block g takes the tiles g, g + blockDim, ...
+    as the tuned kernel does, each a round of SetTensorA/B and IterateAll."""
+    aType, bType = MatmulType(TPosition.GM, CubeFormat.ND, half), MatmulType(
+        TPosition.GM, CubeFormat.ND, half)
+    cType = MatmulType(TPosition.GM, CubeFormat.ND, half)
+    cfg = GetMMConfig(MatmulConfigMode.CONFIG_MDL,
+                      MatmulShapeParams(t.baseM, t.baseN, t.K, t.baseM, t.baseN, t.baseK))
+    static = GetMatmulApiTiling(aType, bType, cType, None, cfg)
+    pipe = TPipe()
+    mm = Matmul(aType, bType, cType, None, static)
+    REGIST_MATMUL_OBJ(pipe, GetSysWorkSpacePtr(), mm, None)    # (TCubeTiling*)nullptr
+    mm.SetOrgShape(t.M, t.N, t.K)
+    aGm, bGm, cGm = GlobalTensor(half), GlobalTensor(half), GlobalTensor(half)
+    aGm.SetGlobalBuffer(a, t.M * t.K)
+    bGm.SetGlobalBuffer(b, t.K * t.N)
+    cGm.SetGlobalBuffer(c, t.M * t.N)
+    tilesN = t.N // t.baseN
+    for tile in range(GetBlockIdx(), t.tiles, GetBlockNum()):
+        mIdx, nIdx = divmod(tile, tilesN)
+        mm.SetTensorA(aGm[mIdx * t.baseM * t.K])
+        mm.SetTensorB(bGm[nIdx * t.baseN])
+        mm.IterateAll(cGm[mIdx * t.baseM * t.N + nIdx * t.baseN])
+    mm.End()
+
+
+def main_matmul_api(M=256, N=256, K=512, blockDim=2, soc_name="Ascend910B1", **tiling):
+    """Run :func:`matmul_api_mdl` on the shapes of :func:`main` and print its profile."""
+    soc = get_soc(soc_name)
+    t = TunedTiling(M, N, K, **tiling)
+    gm = GlobalMemory(max(1 << 26, 4 * (M * K + K * N + M * N)))
+    rng = np.random.default_rng(0)
+    a_host = rng.standard_normal((M, K)).astype(np.float16)
+    b_host = rng.standard_normal((K, N)).astype(np.float16)
+    a, b, c = gm.malloc(a_host.nbytes), gm.malloc(b_host.nbytes), gm.malloc(M * N * 2)
+    gm.write(a, a_host)
+    gm.write(b, b_host)
+    blockDim = min(blockDim, t.tiles)
+    profile = run_kernel(matmul_api_mdl, blockDim, (a, b, c, t), soc=soc, gm=gm,
+                         kernel_type=KernelMetaType.KERNEL_TYPE_AIC_ONLY)
+    c_host = np.frombuffer(gm.read(c, M * N * 2), np.float16).reshape(M, N)
+    print(f"the Matmul API, MDL + constant tiling, the same C on {blockDim} AICs")
+    for name, us in profile.pipe_time_us.items():
+        print(f"  {name:>16}: {us:9.2f} us")
+    print(profile.summary())
+    return c_host, profile
+
+
 if __name__ == "__main__":
     main()
+    main_matmul_api()

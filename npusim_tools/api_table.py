@@ -93,6 +93,7 @@ FAMILIES = {
     "npusim.ascendc.lib.matmul": ("High-level Matmul (library)", "cube pipes",
                                   "half, bfloat16, float", "the cube instructions it issues"),
     "npusim.ascendc.lib.matmul_tiling": ("Matmul tiling (host)", "host", "-", _NONE),
+    "npusim.ascendc.lib.matmul_config": ("Matmul templates (MatmulConfig)", "-", "-", _NONE),
 }
 
 #: API -> (dtypes, cost) where they differ from the family's.

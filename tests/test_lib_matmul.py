@@ -210,8 +210,8 @@ def test_sequential_write_and_atomic_add():
 
 def test_instructions_follow_the_tiling():
     """One core, 64 x 64 x 256 half with base (32, 32, 64): 2 x 2 blocks of 4 k steps = 16
-    Mmads on PIPE_M, 32 LoadData on MTE1 (one per 16-row block of A: 2 per step; B: 2 per
-    step transposed), 4 Fixpipes on FIX. K fits L1 (stepKa = 4): A's two M chunks and B's
+    Mmads on PIPE_M, 32 LoadData on MTE1 (one Load3Dv2 per step for A's slice and one for
+    B's, as the library issues them: load_to_l0_utils.h GetLoadInstrType), 4 Fixpipes on FIX. K fits L1 (stepKa = 4): A's two M chunks and B's
     two N chunks each cross GM once if they stay in L1 - A1 holds stepM = 2 blocks, so A is
     read once, B once per M block. The pipes overlap: the kernel is shorter than the sum
     of its pipes' busy times."""
@@ -222,7 +222,7 @@ def test_instructions_follow_the_tiling():
     count = {key: names.count(key) for key in set(names)}
     assert count[("PIPE_M", "Mmad")] == 16
     assert count[("PIPE_FIX", "Fixpipe")] == 4
-    assert count[("PIPE_MTE1", "LoadData")] == 16 * 4
+    assert count[("PIPE_MTE1", "LoadData")] == 16 * 2
     assert count[("PIPE_MTE2", "DataCopy")] == 1 + 2           # A once, B per N chunk
     spans = prof.timing.spans[0]
     busy = sum(e - s for _, s, e, _, _ in spans)

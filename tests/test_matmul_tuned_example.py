@@ -39,3 +39,14 @@ def test_tuned_matmul_issues_one_load_per_slice_and_one_copy_per_chunk():
     spans = prof.timing.spans[0]
     last_mmad_end = max(s[2] for s in spans if s[3].startswith("Mmad"))
     assert min(s[1] for s in spans if s[3] == "Fixpipe") < last_mmad_end   # unitFlag overlap
+
+
+def test_the_matmul_api_with_mdl_and_constant_tiling_beside_it(capsys):
+    """main_matmul_api: the Matmul API (MDL, constant tiling registered with a null tiling)
+    computes the same bytes as the tuned kernel, and its MTE1 time is the tuned kernel's:
+    the same one Load3Dv2 per A and per B slice (load_to_l0_utils.h GetLoadInstrType)."""
+    c, _, _, prof = TUNED.main(M=256, N=256, K=512, blockDim=2)
+    c_api, prof_api = TUNED.main_matmul_api(M=256, N=256, K=512, blockDim=2)
+    np.testing.assert_array_equal(c_api, c)
+    assert prof_api.pipe_time_us["aic_mte1_time"] == prof.pipe_time_us["aic_mte1_time"]
+    assert "MDL + constant tiling" in capsys.readouterr().out

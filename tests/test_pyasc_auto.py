@@ -83,14 +83,17 @@ def test_init_buffer_takes_buf_keyword():
     np.testing.assert_array_equal(z, 2 * x)
 
 
-def test_matmul_config_norm_is_accepted_others_are_named():
-    from npusim.pyasc._matmul import MatmulConfig
-    assert MatmulConfig().is_norm() and MatmulConfig(do_norm=True).is_norm()
-    mdl = MatmulConfig(do_norm=False, do_multi_data_load=True)
-    assert not mdl.is_norm() and mdl.changed() == {"do_norm": False, "do_multi_data_load": True}
-    from npusim.pyasc._matmul import Matmul
-    with pytest.raises(PyascNotSupported, match="do_multi_data_load"):
-        Matmul(None, None, None, matmul_config=mdl)
+def test_matmul_config_gives_the_template_and_names_an_unknown_field():
+    """asc.adv.MatmulConfig(snake_case fields) is npusim's MatmulConfig (tiling.h's camelCase
+    fields); a field npusim does not have is refused, naming it."""
+    from npusim.ascendc.lib import matmul_config as C
+    from npusim.pyasc._matmul import ADV
+    norm = ADV["MatmulConfig"](do_norm=True)
+    assert isinstance(norm, C.MatmulConfig) and norm.doNorm
+    mdl = ADV["MatmulConfig"](do_norm=False, do_multi_data_load=True)
+    assert mdl.doMultiDataLoad and not mdl.doNorm
+    with pytest.raises(PyascNotSupported, match="no_such_field"):
+        ADV["MatmulConfig"](no_such_field=1)
 
 
 def test_kernel_works_in_place_on_an_npu_tensor():
