@@ -36,6 +36,10 @@ Profiling (:func:`set_profiling`, :func:`write_trace`, :func:`write_op_summary`)
   (each write holds all of them, so the last one is complete). A file that cannot be
   written leaves a message (``acl.get_recent_err_msg``) and is otherwise ignored.
 
+``"timing_only"`` (true/false, default null: the environment's ``NPUSIM_TIMING_ONLY``) runs
+every kernel timing-only: the same timing, profiles and checker findings, the results not
+computed (:func:`set_timing_only`, :mod:`npusim.ascendc.timing_only`).
+
 ``"max_cores"`` (int >= 1) limits every device to that many vector cores, as
 ``aclrtSetDeviceResLimit`` / torchair ``limit_core_num`` do: the operators' tilings
 (``GetCoreNumAiv``) and the timing model see that many cores; a value above the SoC's
@@ -103,7 +107,7 @@ CONTEXT_HANDLE_BASE = 0x5C0000
 DEVICE_VA_SPAN = 1 << 44
 #: Keys of the "npusim" section of the acl.init JSON.
 CONFIG_KEYS = ("soc", "device_count", "profiling", "trace", "op_summary", "max_cores",
-               "keep_records")
+               "keep_records", "timing_only")
 
 
 class HostBuffer:
@@ -182,6 +186,7 @@ class Runtime:
         self.op_summary_path: str | None = None
         self.max_cores: int | None = None
         self.keep_records: int | None = npusim.device.KEEP_RECORDS
+        self.timing_only: bool | None = None
         self.profiled: list[npusim.Device] = []
         self.devices: dict[int, npusim.Device] = {}
         self.device_refs: dict[int, int] = {}
@@ -310,8 +315,13 @@ def init(config: dict | None) -> int:
     if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 0):
         return _config_error(f'"npusim.keep_records" must be an integer >= 0 or null, '
                              f'got {keep!r}')
+    timing_only = section.get("timing_only")
+    if timing_only is not None and not isinstance(timing_only, bool):
+        return _config_error(f'"npusim.timing_only" must be true, false or null, got '
+                             f'{timing_only!r}')
     state.clear_devices()
     state.keep_records = keep
+    state.timing_only = timing_only
     state.soc, state.device_count, state.profiling = soc, count, profiling
     state.trace_path, state.op_summary_path = paths["trace"], paths["op_summary"]
     state.max_cores = max_cores
@@ -347,7 +357,8 @@ def set_device(device_id: int) -> npusim.Device:
         dev = state.devices[device_id] = npusim.Device(state.soc, device_id,
                                                        profiling=state.profiling,
                                                        max_cores=state.max_cores,
-                                                       keep_records=state.keep_records)
+                                                       keep_records=state.keep_records,
+                                                       timing_only=state.timing_only)
     state.device_refs[device_id] = state.device_refs.get(device_id, 0) + 1
     handle = state.default_contexts.get(device_id)
     if handle is None:
@@ -506,6 +517,26 @@ def set_keep_records(n: int | None) -> None:
     state.keep_records = n
     for dev in state.devices.values():
         dev.keep_records = n
+
+
+def set_timing_only(on: bool | None) -> None:
+    """Run the kernels of every live device and of the devices created later timing-only
+    (True), functionally (False), or as ``NPUSIM_TIMING_ONLY`` says at each launch (None,
+    the default); the ``"timing_only"`` config key sets the same.
+
+    Timing-only launches give the timing, profiles, traces and checker findings of
+    functional ones without computing the results: what the operators write to GM is not
+    their output (:mod:`npusim.ascendc.timing_only`). A kernel whose control flow reads a
+    value it did not compute fails with a TimingOnlyError (the stream's error status).
+
+    Raises:
+        ValueError: ``on`` is not True, False or None.
+    """
+    if on is not None and not isinstance(on, bool):
+        raise ValueError(f"timing_only must be True, False or None, got {on!r}")
+    state.timing_only = on
+    for dev in state.devices.values():
+        dev.timing_only = on
 
 
 def clear_records() -> None:

@@ -23,12 +23,13 @@ Fixpipe of a block not overlapping the next block's first Mmad, the last round o
 (512 / 24 = 21.3 rounds -> 22), and MTE2 close to the per-core L2 rate (110 B/cycle) that
 this block shape needs (96 B/cycle for half).
 
-Host time: the functional run executes 32768 Mmads (each a float64 product per k
-fractal, rounded to float32 in order: the cube's documented numerics, ~90 µs per 256 x 128
-x 64 step, about 3 s of fp16 4096^3), ~262000 LoadData calls (~9 µs each, mostly argument
-checks) and 16000 ND->NZ DataCopy calls block after block: the cube instructions do not run
-in lockstep groups (npusim/lockstep.py), so each block issues its own. RESULTS.md has the
-latest figures.
+Host time: the functional run executes 32768 Mmads (each the float64 product of all its k
+fractal steps, every element shown to round as its exact sum does, rounded to float32 and
+added in k order: the cube's documented numerics, npusim/ascendc/cube/step_sums.py),
+~262000 LoadData calls and 16000 ND->NZ DataCopy calls; blocks with as many base blocks
+run in lockstep groups (npusim/lockstep.py), so each instruction's Python runs once per
+group and Mmad multiplies two members' tiles per BLAS call. RESULTS.md has the latest
+figures.
 
 Run: ``python benchmarks/bench_matmul.py [--cases fp16-4096,fp16-8192,fp32-4096]
 [--repeats N] [--json F]`` (8192^3 takes several minutes of host time per run).

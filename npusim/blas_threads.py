@@ -1,8 +1,8 @@
 """The simulator's BLAS calls run on one thread (threadpoolctl), during launches only.
 
-Why. The cube's Mmad multiplies one small float64 block per fractal step
-(:mod:`npusim.ascendc.cube.mmad`): thousands of matrix products of a few hundred
-kilobytes, each too small to gain from threads. OpenBLAS's default (a thread per core)
+Why. The cube's Mmad multiplies a tile's fractal steps in float64
+(:mod:`npusim.ascendc.cube.step_sums`): thousands of matrix products of a megabyte or
+two, each too small to gain from threads. OpenBLAS's default (a thread per core)
 spins its threads up and down for each of them; on a 2-core host that another process keeps
 busy, a 1024 x 2816 x 1024 cube kernel took 23 times as long as with one thread
 (benchmarks/bench_blas_threads.py prints both figures, and checks that the results are

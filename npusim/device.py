@@ -292,6 +292,10 @@ class Device:
             and every record.
         keep_records: how many records of each kind are kept while not profiling.
         deterministic: the ACL_OPT_DETERMINISTIC system parameter.
+        timing_only: True: every launch runs timing-only (``run_kernel(functional=False)``,
+            :mod:`npusim.ascendc.timing_only`: the same timing and records, the results
+            not computed); False: functional; None (default): as the environment's
+            ``NPUSIM_TIMING_ONLY`` says at each launch.
 
     Raises:
         ValueError: ``max_cores`` is not an int >= 1, or ``keep_records`` not an int >= 0
@@ -299,7 +303,8 @@ class Device:
     """
 
     def __init__(self, soc=None, device_id: int = 0, *, profiling: bool = False,
-                 max_cores: int | None = None, keep_records: int | None = KEEP_RECORDS):
+                 max_cores: int | None = None, keep_records: int | None = KEEP_RECORDS,
+                 timing_only: bool | None = None):
         if keep_records is not None and (isinstance(keep_records, bool) or not isinstance(
                 keep_records, int) or keep_records < 0):
             raise ValueError(f"keep_records must be an int >= 0 or None, got {keep_records!r}")
@@ -319,6 +324,7 @@ class Device:
         self.profiles = Records()          # KernelProfiles
         self.copies = Records()            # (kind, start_us, end_us, nbytes, stream_id)
         self.deterministic = False
+        self.timing_only = None if timing_only is None else bool(timing_only)
 
     def _record(self, stream: Stream, kind: str, name: str, start: float, end: float,
                 nbytes: int = 0, profile=None, error: str | None = None) -> TaskRecord:
@@ -386,7 +392,9 @@ class Device:
                 try:
                     profile = run_kernel(kernel, block_dim, args, soc=device.soc, gm=device.gm,
                                          name=name, reserve_ub=reserve_ub, sync_all=sync_all,
-                                         keep_spans=device.profiling, kernel_type=kernel_type)
+                                         keep_spans=device.profiling, kernel_type=kernel_type,
+                                         functional=(None if device.timing_only is None
+                                                     else not device.timing_only))
                 except NpuSimError as exc:
                     s.errors.append(trim_traceback(exc))      # the kernel's frames only
                     device._record(s, KERNEL, name, start, start, error=str(exc))

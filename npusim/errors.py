@@ -18,6 +18,11 @@ import sys
 import types
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+#: the operators' kernels (npusim.kernels: tiling, kernel, golden per operator) are kernel
+#: code, not the simulator's: their lines are the ones an error or a span names; their
+#: shared helpers (npusim.kernels.common) are library code, like Ascend C's own
+_KERNELS_DIR = os.path.join(_PKG_DIR, "kernels")
+_KERNELS_COMMON = os.path.join(_KERNELS_DIR, "common")
 
 
 class NpuSimError(Exception):
@@ -36,22 +41,29 @@ class InvalidDevicePointer(DeviceError):
     """A pointer that is not the start of a live allocation was freed (maps to 207002)."""
 
 
-#: code object -> its file's base name if it lies outside the ``npusim`` package, else None
-#: (kernel_source_line runs on every SetFlag; resolving paths once per function keeps it cheap)
+#: (code object, its file) -> the file's base name if it lies outside the ``npusim``
+#: package, else None (kernel_source_line runs on every SetFlag; resolving paths once per
+#: function keeps it cheap). The file is part of the key because code objects compare equal
+#: without it: the same function at the same line of two files would share one entry.
 _OUTSIDE: dict = {}
 
 
 def _outside_name(code) -> str | None:
-    name = _OUTSIDE.get(code, False)
+    key = (code, code.co_filename)
+    name = _OUTSIDE.get(key, False)
     if name is False:
         path = os.path.abspath(code.co_filename)
-        name = None if path.startswith(_PKG_DIR + os.sep) else os.path.basename(path)
-        _OUTSIDE[code] = name
+        inside = (path.startswith(_PKG_DIR + os.sep)
+                  and not (path.startswith(_KERNELS_DIR + os.sep)
+                           and not path.startswith(_KERNELS_COMMON + os.sep)))
+        name = None if inside else os.path.basename(path)
+        _OUTSIDE[key] = name
     return name
 
 
 def kernel_source_line() -> str:
-    """Return ``file:line`` of the innermost frame outside the ``npusim`` package.
+    """Return ``file:line`` of the innermost frame outside the ``npusim`` package (an
+    operator's own files under ``npusim.kernels`` count as outside: they are kernel code).
 
     That frame is the kernel statement that issued the current instruction.
     """
@@ -59,7 +71,7 @@ def kernel_source_line() -> str:
     known = _OUTSIDE.get
     while frame is not None:
         code = frame.f_code
-        name = known(code, False)         # _outside_name, without a call per frame
+        name = known((code, code.co_filename), False)   # _outside_name, without a call
         if name is False:
             name = _outside_name(code)
         if name is not None:

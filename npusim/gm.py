@@ -96,6 +96,7 @@ class GlobalMemory:
             raise InvalidDevicePointer(f"0x{addr:x} is not the start of a live device allocation")
         del self._bases[bisect.bisect_left(self._bases, addr)]
         self.used -= alloc.alloc_size
+        self._host_wrote(addr, alloc.end)
 
     @property
     def free_bytes(self) -> int:
@@ -151,3 +152,14 @@ class GlobalMemory:
         else:
             src = np.frombuffer(data, dtype=np.uint8)
         self.view(addr, src.size)[:] = src
+        self._host_wrote(addr, addr + src.size)
+
+    #: Byte spans that a timing-only launch stored without computing them
+    #: (npusim.ascendc.timing_only.Spans), or None.
+    uncomputed = None
+
+    def _host_wrote(self, lo: int, hi: int) -> None:
+        """Bytes ``[lo, hi)`` hold values the host put there (or none, once freed): no
+        longer the uncomputed bytes of a timing-only launch."""
+        if self.uncomputed:
+            self.uncomputed.remove(lo, hi)

@@ -33,7 +33,9 @@ import numpy as np
 from npusim import lockstep as _lockstep
 from npusim.blas_threads import launch_blas_threads
 from npusim.ascendc import core as _core
+from npusim.ascendc.cube import unitflag as _unitflag
 from npusim.ascendc import checker
+from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc.checker import CheckerConfig
 from npusim.ascendc.crosscore import CrossCoreState, KernelReturn
 from npusim.ascendc.syncall import SyncAllBarrier
@@ -298,7 +300,10 @@ def _resolve(soc, kernel_type):
 
 
 def _end_of_block_checks(ctx) -> None:
-    """Flags left unpaired and queue tensors never freed (checker categories Sync, Leak)."""
+    """Flags left unpaired, unitFlag hand-offs no Fixpipe took, and queue tensors never
+    freed (checker categories Sync, Leak)."""
+    ctx.flush_scalar()      # the scalar unit's issue work since its last PIPE_S record
+    _unitflag.end_of_block(ctx)
     for key, balance in ctx.flag_balance.items():
         if balance:
             _, event, event_id = key
@@ -358,7 +363,7 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
                reserve_ub: bool = True, keep_spans: bool = False,
                sync_all: bool = False, checks: CheckerConfig | None = None,
                kernel_type: KernelMetaType | None = None,
-               lockstep: bool | None = None) -> KernelProfile:
+               lockstep: bool | None = None, functional: bool | None = None) -> KernelProfile:
     """Run ``kernel(*args)`` on ``block_dim`` blocks and time it.
 
     Args:
@@ -387,7 +392,15 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             (:mod:`npusim.lockstep`; results, records, profiles, warnings and errors are
             those of per-block execution). None (default): on unless the environment sets
             ``NPUSIM_LOCKSTEP=0``; False: block after block. SyncAll and mixed launches
-            always run per core.
+            always run per core, and so does a kernel whose ``npusim_lockstep`` attribute is
+            False (a compiled C++ kernel, :mod:`npusim.cpp`).
+        functional: False runs the launch timing-only (:mod:`npusim.ascendc.timing_only`):
+            the arithmetic instructions (element-wise vector family, Cast, reductions,
+            Mmad) skip their numpy work, so the results in GM are not computed, while the
+            records, the timing, the profile and the checker's findings are those of a
+            functional run. A kernel that reads a value it did not compute through the
+            scalar unit (GetValue) raises :class:`TimingOnlyError`. None (default):
+            timing-only when the environment sets ``NPUSIM_TIMING_ONLY=1``, else functional.
 
     BLAS (the cube's float64 block products) runs on one thread during the launch, and
     gets its previous thread count back after it; ``NPUSIM_BLAS_THREADS`` changes that
@@ -406,13 +419,19 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
     try:
         kt, kind, mix = _resolve(soc, kernel_type)
         # LOCK: the engine's state (current core, pools, memos, the gc switch) is per process
-        with LOCK, _without_cyclic_gc(), launch_blas_threads():
+        timing_only = _timing_only.resolve(functional)
+        if timing_only and getattr(kernel, "npusim_timing_only", True) is False:
+            raise ValueError(f"run_kernel: {getattr(kernel, '__name__', 'this kernel')} cannot "
+                             "run timing-only: its scalar code reads the buffers directly, "
+                             "where uncomputed bytes cannot be caught; run it functionally")
+        with LOCK, _without_cyclic_gc(), launch_blas_threads(), _timing_only.launch(timing_only):
             if mix is not None:
                 return _launch_mix(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
                                    keep_spans, checks, kt, mix)
             return _launch(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
                            keep_spans, sync_all, checks, kt, kind,
-                           _lockstep.lockstep_enabled(lockstep))
+                           _lockstep.lockstep_enabled(lockstep)
+                           and getattr(kernel, "npusim_lockstep", True))
     except NpuSimError as exc:
         # the kernel's lines, not the simulator's (NPUSIM_FULL_TRACEBACK=1 keeps them all)
         trim_traceback(exc)

@@ -394,6 +394,8 @@ class GroupContext(_core.CoreContext):
 
     def record(self, kind: int, pipe: int, cycles: float = 0.0, nbytes: int = 0,
                key=None, name: str = "") -> None:
+        if self.scalar_debt or self.scalar_issue:
+            cycles = self.issue(kind, pipe, cycles)
         rec = (kind, pipe, cycles, nbytes, key, name)
         if _has_bv(key) or type(cycles) is BlockVector or type(nbytes) is BlockVector:
             self.patches.append((len(self.records), rec))

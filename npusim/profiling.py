@@ -12,7 +12,11 @@ writes from the records every device keeps (:class:`npusim.device.TaskRecord`):
   aiv_vec_time(us), aiv_vec_ratio, aiv_scalar_time(us), aiv_scalar_ratio,
   aiv_mte2_time(us), aiv_mte2_ratio, aiv_mte3_time(us), aiv_mte3_ratio``, then the cube
   core's ``aic_time(us), aic_total_cycles, aic_mac_time(us), aic_mac_ratio, ...``
-  (:data:`CUBE_COLUMNS`) when some kernel used the cube, then columns of our own
+  (:data:`CUBE_COLUMNS`, with ``aicore_time(us)``, the cube cores' time as msprof's A2
+  L2Cache tables name it, beside ``aic_time(us)``) when some kernel used the cube, then
+  msprof's A2 L2Cache columns (:data:`L2_COLUMNS`: ``aiv_r0_read_cache_hit``,
+  ``aiv_r0_read_cache_miss_allocate``, ``aiv_r1_...``, ``aiv_write_cache_hit``, ... and the
+  hit rates; ``aic_*`` for the cube cores; :func:`l2_counts`), then columns of our own
   (:data:`NPUSIM_COLUMNS`): bytes, bandwidths, the HBM floor and the bound. ``Mix Block
   Dim`` (the AIVs of a mixed launch) follows ``Block Dim`` when some launch was mixed.
 * **task list** (:func:`task_rows`, :func:`write_task_time`): every stream task —
@@ -58,11 +62,62 @@ MSPROF_COLUMNS = (
     "aiv_mte3_time(us)", "aiv_mte3_ratio",
 )
 #: msprof's cube-core columns, present when a kernel ran on cube cores or issued work on
-#: PIPE_M/MTE1/FIX.
-CUBE_COLUMNS = ("aic_time(us)", "aic_total_cycles", "aic_mac_time(us)", "aic_mac_ratio",
+#: PIPE_M/MTE1/FIX. ``aicore_time(us)`` is the name msprof's A2 L2Cache tables give the
+#: cube cores' time (the DataCopy best practice's GM -> L1 tables); ``aic_time(us)``, the
+#: op summary's, is kept beside it with the same value.
+CUBE_COLUMNS = ("aic_time(us)", "aic_total_cycles", "aicore_time(us)", "aic_mac_time(us)",
+                "aic_mac_ratio",
                 "aic_scalar_time(us)", "aic_scalar_ratio", "aic_mte1_time(us)",
                 "aic_mte1_ratio", "aic_mte2_time(us)", "aic_mte2_ratio",
                 "aic_fixpipe_time(us)", "aic_fixpipe_ratio")
+#: Bytes of one L2 request as msprof counts them on A2: the DataCopy best practice's U5
+#: reads a [12288, 12288] half matrix 4 times and reports 9,437,187 read miss-allocates,
+#: the 1,207,959,552 bytes / 128 B (docs/calibration.md "DataCopy best practice").
+L2_REQUEST_BYTES = 128
+
+
+def l2_columns(kind: str) -> tuple:
+    """msprof's A2 L2Cache columns of the ``kind`` cores ("aiv" or "aic"), in the order of
+    its L2Cache.csv (msOpProf "L2Cache (L2 Cache Hit Ratio)", atlasopdev_16_0094): the
+    write hits and miss-allocates, the read hits and miss-allocates of channels r0 and r1,
+    then the hit rates (%)."""
+    return (f"{kind}_write_cache_hit", f"{kind}_write_cache_miss_allocate",
+            f"{kind}_r0_read_cache_hit", f"{kind}_r0_read_cache_miss_allocate",
+            f"{kind}_r1_read_cache_hit", f"{kind}_r1_read_cache_miss_allocate",
+            f"{kind}_write_hit_rate(%)", f"{kind}_read_hit_rate(%)",
+            f"{kind}_total_hit_rate(%)")
+
+
+#: The L2 columns, after the pipe columns, when the launch has cores of that kind.
+L2_COLUMNS = l2_columns("aiv") + l2_columns("aic")
+
+
+def l2_counts(l2_bytes, kind: str) -> dict:
+    """msprof's L2Cache figures of one kind of core from the replay's L2 traffic
+    (``KernelTiming.l2_bytes``: read hit, read miss, write hit, write miss bytes, the
+    vector cores' then the cube cores').
+
+    Counts are requests of :data:`L2_REQUEST_BYTES`, rounded. msprof splits reads over two
+    channels, r0 and r1, and the best practice adds them ("分析总读命中次数时需将两个通道累加");
+    which channel serves which request is not published, so r0 takes half (rounded up)
+    and r1 the rest [R]. The read hit rate is the best practice's
+    ``(r0_hit + r1_hit) / (r0_hit + r1_hit + r0_miss_allocate + r1_miss_allocate)``
+    (data_copy README, "GM 到 UB L2Cache 性能数据"), the write rate the same over the
+    writes, the total over both; in %, 0 with no request.
+    """
+    at = 4 if kind == "aic" else 0
+    rh, rm, wh, wm = (int(round(float(b) / L2_REQUEST_BYTES)) for b in l2_bytes[at:at + 4])
+
+    def rate(hit, miss):
+        return 100.0 * hit / (hit + miss) if hit + miss else 0.0
+    return {f"{kind}_write_cache_hit": wh, f"{kind}_write_cache_miss_allocate": wm,
+            f"{kind}_r0_read_cache_hit": rh - rh // 2,
+            f"{kind}_r0_read_cache_miss_allocate": rm - rm // 2,
+            f"{kind}_r1_read_cache_hit": rh // 2, f"{kind}_r1_read_cache_miss_allocate": rm // 2,
+            f"{kind}_write_hit_rate(%)": rate(wh, wm), f"{kind}_read_hit_rate(%)": rate(rh, rm),
+            f"{kind}_total_hit_rate(%)": rate(rh + wh, rm + wm)}
+
+
 #: msprof's column of the AIVs of a mixed launch, after Block Dim.
 MIX_BLOCK_DIM = "Mix Block Dim"
 #: Columns of our own, after msprof's.
@@ -167,7 +222,8 @@ def kernel_row(profile, soc=None, *, device_id: int = 0, stream_id="N/A", task_i
         row[f"aiv_{short}_time(us)"] = t
         row[f"aiv_{short}_ratio"] = ratio(t, aiv_time)
     if n_aic:                 # cube cores: msprof's aic_* figures over aic_time
-        row.update({"aic_time(us)": aic_time, "aic_total_cycles": int(round(aic_cycles))})
+        row.update({"aic_time(us)": aic_time, "aic_total_cycles": int(round(aic_cycles)),
+                    "aicore_time(us)": aic_time})
         for short in ("mac", "scalar", "mte1", "mte2", "fixpipe"):
             t = float(profile.pipe_time_us.get(f"aic_{short}_time", 0.0))
             row[f"aic_{short}_time(us)"] = t
@@ -176,6 +232,13 @@ def kernel_row(profile, soc=None, *, device_id: int = 0, stream_id="N/A", task_i
         for name, t in _cube_times(profile, to_us).items():
             row[f"{name}_time(us)"] = t
             row[f"{name}_ratio"] = ratio(t, aiv_time)
+    timing = profile.timing
+    l2_bytes = getattr(timing, "l2_bytes", None)
+    if l2_bytes is not None:
+        if len(profile.core_kinds or ()) > n_aic or not n_aic:
+            row.update(l2_counts(l2_bytes, "aiv"))
+        if n_aic:
+            row.update(l2_counts(l2_bytes, "aic"))
     row.update({
         "SoC": profile.soc_version, "Bytes Read(B)": profile.bytes_read,
         "Bytes Written(B)": profile.bytes_written, "HBM Bytes(B)": int(round(profile.hbm_bytes)),
@@ -226,10 +289,11 @@ def op_summary_columns(rows) -> list[str]:
     """The columns of ``rows``: msprof's (with Mix Block Dim after Block Dim if a launch
     was mixed), the cube ones if any row has them, then ours."""
     cube = [c for c in CUBE_COLUMNS if any(c in r for r in rows)]
+    l2 = [c for c in L2_COLUMNS if any(c in r for r in rows)]
     head = list(MSPROF_COLUMNS)
     if any(MIX_BLOCK_DIM in r for r in rows):
         head.insert(head.index("Block Dim") + 1, MIX_BLOCK_DIM)
-    return head + cube + list(NPUSIM_COLUMNS)
+    return head + cube + l2 + list(NPUSIM_COLUMNS)
 
 
 def _fmt(value) -> str:
@@ -319,7 +383,8 @@ def format_table(rows, columns, headers=None) -> str:
     return "\n".join(out)
 
 
-__all__ = ["MSPROF_COLUMNS", "CUBE_COLUMNS", "MIX_BLOCK_DIM", "NPUSIM_COLUMNS", "TASK_COLUMNS",
+__all__ = ["MSPROF_COLUMNS", "CUBE_COLUMNS", "L2_COLUMNS", "L2_REQUEST_BYTES", "l2_columns",
+           "l2_counts", "MIX_BLOCK_DIM", "NPUSIM_COLUMNS", "TASK_COLUMNS",
            "kernel_task_type", "kernel_row", "op_summary_rows",
            "op_summary_columns", "write_op_summary", "read_op_summary", "task_rows",
            "write_task_time", "format_table"]

@@ -263,6 +263,18 @@ class SocSpec:
     mmad_head_cycles: int = 22
     mte1_head_cycles: int = 22
     fixpipe_head_cycles: int = 22
+    #: The scalar unit's own work (npusim.ascendc.scalar; docs/calibration.md "Scalar unit"),
+    #: cycles: once per core at kernel entry; per instruction issued to a pipe; per TQue
+    #: AllocTensor/EnQue/DeQue/FreeTensor on top of its flag; per GlobalTensor operator[]
+    #: (GM address arithmetic), plus the extra when the tensor has an L2 cache hint; per
+    #: 64 B line and per 4-byte word of a tiling struct read from GM (GET_TILING_DATA).
+    scalar_entry_cycles: float = 2780.0
+    scalar_issue_cycles: float = 1.83
+    scalar_queue_cycles: float = 4.0
+    scalar_gm_offset_cycles: float = 1.83
+    scalar_gm_hint_cycles: float = 11.0
+    scalar_tiling_line_cycles: float = 100.0
+    scalar_tiling_word_cycles: float = 1.0
 
     @property
     def freq_hz(self) -> float:
@@ -414,7 +426,7 @@ _ASCEND910B1 = SocSpec(
     # 86 = h + 32 r and 278 = h + 128 r give r = 2 cycles/repeat and
     # h = 22 cycles of head cost per instruction.
     vec_head_cycles=22,
-    scalar_cycles=1,  # [R]
+    scalar_cycles=11,  # fit: Add case 0 (docs/calibration.md "Scalar unit")
     host_link_bandwidth=25e9,  # [R] PCIe-class host<->device link
     host_link_latency_us=10.0,  # [R]
     launch_overhead_us=3.0,  # [R] kernel launch fixed cost on the device
@@ -529,7 +541,7 @@ _ASCEND910A = SocSpec(
     cube_k_per_cycle=(("float16", 16), ("int8", 32)),
     dma_latency_cycles=164,  # as 910B1 (derivation there)
     vec_head_cycles=22,  # as 910B1 (derivation there)
-    scalar_cycles=1,  # [R]
+    scalar_cycles=11,  # fit: Add case 0 (docs/calibration.md "Scalar unit")
     host_link_bandwidth=25e9,  # [R]
     host_link_latency_us=10.0,  # [R]
     launch_overhead_us=3.0,  # [R]
@@ -604,7 +616,7 @@ _ASCEND310P3 = SocSpec(
     cube_k_per_cycle=(("float16", 16), ("int8", 32)),
     dma_latency_cycles=164,  # as 910B1 (derivation there)
     vec_head_cycles=22,  # as 910B1 (derivation there)
-    scalar_cycles=1,  # [R]
+    scalar_cycles=11,  # fit: Add case 0 (docs/calibration.md "Scalar unit")
     host_link_bandwidth=25e9,  # [R]
     host_link_latency_us=10.0,  # [R]
     launch_overhead_us=3.0,  # [R]

@@ -49,6 +49,7 @@ first point) and roofline.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import itertools
 import os
 import sys
@@ -202,11 +203,31 @@ class SweepResult:
         return plot_sweep(ok, path, x=x, axes=swept)
 
 
-def _call(runner, point):
+def _call(runner, point, timing_only: bool = False):
     try:
+        if timing_only:
+            with _timing_only_env():
+                return runner(point)
         return runner(point)
     except Exception as exc:          # a failed point is a record, the sweep goes on
         return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+@contextlib.contextmanager
+def _timing_only_env():
+    """``NPUSIM_TIMING_ONLY=1`` while the block runs (in this process; the local pool's
+    workers inherit it when they start). A runner's launches then run timing-only unless
+    it asks otherwise (:mod:`npusim.ascendc.timing_only`)."""
+    from npusim.ascendc.timing_only import ENV
+    saved = os.environ.get(ENV)
+    os.environ[ENV] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = saved
 
 
 def series_key(record: dict, axes) -> tuple:
@@ -244,7 +265,8 @@ def _progress_bar(total: int, enabled, desc: str):
 
 
 def sweep(runner, *, executor=None, scheduler: str | None = None, jobs: int | None = None,
-          progress: bool | None = None, desc: str = "sweep", **axes) -> SweepResult:
+          progress: bool | None = None, desc: str = "sweep", timing_only: bool = False,
+          **axes) -> SweepResult:
     """Run ``runner`` on every point of ``axes``; return the records.
 
     Args:
@@ -256,6 +278,10 @@ def sweep(runner, *, executor=None, scheduler: str | None = None, jobs: int | No
         jobs: workers of the local process pool (default ``os.cpu_count()``).
         progress: show a tqdm progress bar on stderr (default: when stderr is a TTY).
         desc: the progress bar's label.
+        timing_only: run every point's launches timing-only (``NPUSIM_TIMING_ONLY=1`` around
+            each point, wherever it runs; :mod:`npusim.ascendc.timing_only`): the same
+            simulated figures, the results not computed (the operator runners then skip
+            their golden check), in a fraction of the host time.
         **axes: axis name -> list of values (or one value); ``shape`` may be one tuple.
 
     Returns:
@@ -287,7 +313,7 @@ def sweep(runner, *, executor=None, scheduler: str | None = None, jobs: int | No
         if executor == "serial" or (executor is None and (jobs == 1 or len(pts) == 1)):
             where = "serial"
             for i, p in enumerate(pts):
-                results[i] = _call(runner, p)
+                results[i] = _call(runner, p, timing_only)
                 if bar is not None:
                     bar.update(1)
         else:
@@ -301,7 +327,7 @@ def sweep(runner, *, executor=None, scheduler: str | None = None, jobs: int | No
             else:
                 pool = executor
                 where = type(executor).__name__
-            futures = {pool.submit(_call, runner, p): i for i, p in enumerate(pts)}
+            futures = {pool.submit(_call, runner, p, timing_only): i for i, p in enumerate(pts)}
             for fut in cf.as_completed(futures):
                 results[futures[fut]] = fut.result()
                 if bar is not None:

@@ -71,9 +71,12 @@ its options alone.
 from __future__ import annotations
 
 import gc
+import hashlib
 import heapq
+import io
 import itertools
 import math
+import pickle
 from bisect import bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
@@ -102,11 +105,16 @@ class KernelTiming:
     Attributes:
         cycles: from the first instruction to the last, over all cores.
         block_start, block_end: per block (array of len blockDim).
-        pipe_busy: pipe -> array of busy cycles per block (waits excluded).
+        pipe_busy: pipe -> array of busy cycles per block (waits excluded, but for a
+            unitFlag Fixpipe's waits for units, which msprof counts as FIX time).
         spans: per block, a list of ``(pipe, start, end, label, record_index)`` when spans
             were kept (one per instruction; ``record_index`` indexes the block's records).
         hbm_bytes: bytes the launch moved to or from HBM (L2 misses, write-backs, bypasses).
         l2_hit_bytes: bytes read from L2 hits.
+        l2_bytes: the L2's traffic by kind of core, bytes: ``(read hit, read miss, write
+            hit, write miss)`` of the vector cores (and coupled AI cores), then the same four
+            of the cube cores; copies that bypass L2 are in none of them (the profile's
+            msprof L2 columns, :mod:`npusim.profiling`).
     """
 
     cycles: float
@@ -116,6 +124,7 @@ class KernelTiming:
     spans: list | None = field(default=None, repr=False)
     hbm_bytes: float = 0.0
     l2_hit_bytes: float = 0.0
+    l2_bytes: tuple = (0.0,) * 8
 
 
 #: Event priorities, as simpy orders them: at one instant a process starts (URGENT) before
@@ -146,11 +155,12 @@ _FILL_KEEP = 1 << 16
 #: without a second replay. A replay from a cold L2 is a function of the records, the SoC
 #: and the replay's options alone, so the kept timing is the same to the bit (tests
 #: compare the two). Kept (:class:`_KeptReplays`): the most recently used replays, at most
-#: ``REPLAY_KEEP_ENTRIES`` of them holding at most ``REPLAY_KEEP_RECORDS`` records in all
-#: (the records their keys hold, a lockstep group's shared ones once: :func:`_key_size`;
-#: some 150 B each), the least recently used forgotten first. A launch whose records
-#: change with its data (indices) leaves a replay per call that is seldom asked for
-#: again: the bounds cap what such a loop keeps (tens of MiB at most).
+#: ``REPLAY_KEEP_ENTRIES`` of them of at most ``REPLAY_KEEP_RECORDS`` records in all
+#: (a lockstep group's shared ones once: :func:`_key_size`), the least recently used
+#: forgotten first. Each is kept as its timing under a 16-byte digest of its records
+#: (:func:`_digest`), not the records themselves: a few KiB each without spans, so that a
+#: launch whose records change with its data (indices), which leaves a replay per call
+#: that is seldom asked for again, keeps about a MiB at most.
 REPLAY_MEMO = True
 REPLAY_KEEP_RECORDS = 1 << 17
 REPLAY_KEEP_ENTRIES = 256
@@ -962,6 +972,8 @@ class _Memory:
         self.same_address = float(getattr(soc, "same_address_bandwidth", 0.0)) / f
         self.hbm_bytes = 0.0
         self.l2_hit_bytes = 0.0
+        # L2 traffic by kind of core: read hit, read miss, write hit, write miss (AIV, AIC)
+        self.l2_bytes = [0.0] * 8
         # flows in flight, in the order they started: bytes left, rate (B/cycle), and the
         # rest of each flow as a tuple indexed by the _F* constants: limit (B/cycle), bytes
         # per byte on each resource, in the reads' class, whether it reads / writes HBM
@@ -1057,6 +1069,10 @@ class _Memory:
             hit_bytes = nbytes * hit
             miss = nbytes - hit_bytes
             self.l2_hit_bytes += hit_bytes
+            if not bypass:          # msprof's L2 read hit / miss-allocate counts
+                counts, at = self.l2_bytes, 4 if cube else 0
+                counts[at] += hit_bytes
+                counts[at + 1] += miss
             # the MTE's own time: the issue, then its bursts at the request rate of their
             # source or its bytes at the per-core rate, whichever is longer
             # (a row off the grid moves one whole block more: its MTE spends that block's
@@ -1088,8 +1104,11 @@ class _Memory:
                 wait = self._queue(nbytes)
                 on_l2, on_hbm, direction = 0.0, 0.0, 0
             else:
-                _, wb, through = (self.l2.access(l2a, l2s, True) if lines is None
-                                  else self.l2.access_lines(lines[0], lines[1], True, lines[2]))
+                whit, wb, through = (self.l2.access(l2a, l2s, True) if lines is None
+                                     else self.l2.access_lines(lines[0], lines[1], True, lines[2]))
+                counts, at = self.l2_bytes, 6 if cube else 2
+                counts[at] += nbytes * whit
+                counts[at + 1] += nbytes - nbytes * whit
                 self.hbm_bytes += wb + through
                 wait = self._queue(wb + through)
                 on_l2, on_hbm, direction = nbytes, 0.0, 0
@@ -1680,9 +1699,9 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
             records = _relocated_key(blocks, soc.l2_line_bytes)
             if records is None:
                 records = _records_key(blocks)
-            key = (soc, keep_spans, cores, profile_pipes, records)
+            key = _digest((soc, keep_spans, cores, profile_pipes), records)
             kept = _REPLAY_KEPT.get(key)
-        except TypeError:                        # a record that cannot be a key
+        except (TypeError, pickle.PicklingError, AttributeError):   # a record with no value form
             key = kept = None
         if kept is not None:
             return _copy(kept)
@@ -1765,14 +1784,16 @@ _REPLAY_KEPT = _KeptReplays()
 class _Shared:
     """The records a lockstep group's members share, as part of a replay's key: hashed once,
     and compared in full once per lookup, however many members the group has (it remembers
-    the last part found equal)."""
+    the last part found equal); digested once (:func:`_digest`) however many members refer
+    to it."""
 
-    __slots__ = ("items", "hash", "same")
+    __slots__ = ("items", "hash", "same", "digest")
 
     def __init__(self, items: tuple):
         self.items = items
         self.hash = hash(items)
         self.same = None
+        self.digest = None
 
     def __hash__(self):
         return self.hash
@@ -1784,6 +1805,46 @@ class _Shared:
             return False
         self.same = other
         return True
+
+
+def _value_bytes(obj) -> bytes:
+    """``obj`` (tuples of ints, floats, strings, enums, a SocSpec) written by value: pickle
+    without its memo (``Pickler.fast``), so that objects shared or not, interned or not, give
+    the same bytes, and equal bytes mean equal values of the same types."""
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, protocol=5)
+    pickler.fast = True
+    pickler.dump(obj)
+    return buf.getvalue()
+
+
+def _digest(options: tuple, records) -> bytes:
+    """A kept replay's key: the 128-bit BLAKE2b digest of what the replay reads, the
+    options (SoC, spans, cores, pipes) and the records (:func:`_records_key` or
+    :func:`_relocated_key`), each lockstep group's shared part digested once.
+
+    The store keeps this digest, not the records (some 140 B of Python objects per record:
+    a kept replay of a few hundred records held ~60 KiB, and a loop whose records change
+    with its data filled tens of MiB): a kept replay now costs its timing and 16 bytes.
+    Two different record lists meet in one digest with a probability of about 2^-128 per
+    pair, as in any content-addressed store; equal records always meet (their bytes are
+    equal: :func:`_value_bytes`).
+
+    Raises TypeError or pickle.PicklingError for a record that has no value form (the
+    caller then replays without keeping)."""
+    tag = None
+    if len(records) == 2 and records[0] == "relocated":
+        tag, records = records
+    parts = []
+    for block in records:
+        if len(block) == 2 and type(block[0]) is _Shared:
+            part, member = block
+            if part.digest is None:
+                part.digest = hashlib.blake2b(_value_bytes(part.items), digest_size=16).digest()
+            parts.append((part.digest, member))
+        else:
+            parts.append(block)
+    return hashlib.blake2b(_value_bytes((options, tag, tuple(parts))), digest_size=16).digest()
 
 
 def _records_key(blocks) -> tuple:
@@ -1945,7 +2006,7 @@ def _copy(timing: KernelTiming) -> KernelTiming:
     spans = None if timing.spans is None else [list(s) for s in timing.spans]
     return KernelTiming(timing.cycles, timing.block_start.copy(), timing.block_end.copy(),
                         {p: v.copy() for p, v in timing.pipe_busy.items()}, spans,
-                        timing.hbm_bytes, timing.l2_hit_bytes)
+                        timing.hbm_bytes, timing.l2_hit_bytes, timing.l2_bytes)
 
 
 def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
@@ -2027,7 +2088,14 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
                         blocked = True
                 if blocked:
                     waiting[b] = (pipe, label, key)     # described only if it never ends
+                    t0 = loop.now
                     yield
+                    if key[0] == "unit":
+                        # a Fixpipe waiting for the units a unitFlag Mmad releases: msprof
+                        # counts it busy from issue to end (npusim.ascendc.cube.unitflag)
+                        total += loop.now - t0
+                        if out is not None:
+                            out.append((pipe, t0, loop.now, "Fixpipe (unitFlag wait)", idx))
             else:  # BARRIER: PipeBarrier(PIPE_ALL) within the block, or SyncAll across blocks
                 if isinstance(key, tuple):
                     # a mixed launch's SyncAll lists its cores; a vector one joins them all
@@ -2101,4 +2169,4 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
                         line="?")
     cycles = float(block_end.max() - block_start.min()) if n_blocks else 0.0
     return KernelTiming(cycles, block_start, block_end, busy, spans, memory.hbm_bytes,
-                        memory.l2_hit_bytes)
+                        memory.l2_hit_bytes, tuple(memory.l2_bytes))

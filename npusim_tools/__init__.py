@@ -15,9 +15,10 @@ import npusim.sweeps as _sweep
 
 
 def sweep(op: str, *, seed: int = 0, check_golden: bool = True, executor=None,
-          scheduler=None, jobs=None, progress=None, **axes):
+          scheduler=None, jobs=None, progress=None, timing_only: bool = False, **axes):
     """Sweep operator ``op`` over ``axes`` (``cores``, ``tile``, ``dtype``, ``soc``,
-    ``shape``): ``npusim.sweeps.sweep(registry.runner(op), ...)``.
+    ``shape``): ``npusim.sweeps.sweep(registry.runner(op), ...)``; ``timing_only`` runs the
+    points timing-only (the same figures, no golden check).
 
     Returns:
         A :class:`npusim.sweeps.SweepResult` (``.records``, ``.table()``, ``.to_csv()``,
@@ -27,8 +28,9 @@ def sweep(op: str, *, seed: int = 0, check_golden: bool = True, executor=None,
         KeyError: an unknown operator.
     """
     from npusim_tools.registry import runner
-    return _sweep.sweep(runner(op, seed, check_golden), executor=executor, scheduler=scheduler,
-                        jobs=jobs, progress=progress, desc=op, **axes)
+    return _sweep.sweep(runner(op, seed, check_golden, timing_only=timing_only),
+                        executor=executor, scheduler=scheduler, jobs=jobs, progress=progress,
+                        desc=op, timing_only=timing_only, **axes)
 
 
 __all__ = ["sweep"]

@@ -27,6 +27,8 @@ _SLOW = f"head + ceil(n / {vector.RATE_SLOW[4]})"
 _CAST = f"head + ceil(n / {vector.RATE_CAST})"
 _LEVEL0 = "level-0 form: repeatTime x ceil(lanes / rate), whatever the mask"
 _DMA = "dma + bytes over the shared GM bandwidth (MTE2 in, MTE3 out)"
+_MTE1 = ("L1 -> L0A / L0B: mte1_head (22) + ceil(bytes / 256 into L0A, 128 into L0B), one "
+         "instruction per call (LoadData3DParamsV2: a whole base slice)")
 _LIB = "the sum of the vector instructions it issues (see its docstring)"
 _NONE = "nothing (no instruction)"
 
@@ -57,14 +59,33 @@ FAMILIES = {
     "npusim.ascendc.atomic": ("Atomic GM stores", "PIPE_S", "half, float, int32 (SetAtomicAdd)",
                               "scalar; the MTE3 stores then accumulate"),
     "npusim.ascendc.core": ("Block indexing", "PIPE_S", "-", "scalar"),
+    "npusim.ascendc.scalar": ("Tiling", "PIPE_S", "-",
+                              "scalar: a 64 B line missed and one cost per word of the struct"),
     "npusim.ascendc.crosscore": ("Mixed launches: cross-core", "PIPE_S", "-",
                                  "scalar; flags are edges between the cores' timelines"),
-    "npusim.ascendc.cube.datamove": ("Cube: data movement", "PIPE_MTE2 / PIPE_MTE1",
-                                     "half, bfloat16, float, int8", _DMA + "; L1 -> L0 on MTE1"),
+    "npusim.ascendc.cube.datamove": ("Cube: data movement", "PIPE_MTE1 / PIPE_MTE2",
+                                     "half, bfloat16, float, int8", _MTE1 + "; from GM: " + _DMA),
+    "npusim.ascendc.cube.load3d": ("Cube: Load3D registers", "PIPE_S", "-",
+                                   "1 cycle (a register write)"),
     "npusim.ascendc.cube.mmad": ("Cube: Mmad", "PIPE_M", "half, bfloat16, float, int8",
-                                 "one cycle per 16 x 16 x (32 B / sizeof(T)) fractal step"),
+                                 "mmad_head (22) + ceil(m/16) x ceil(n/16) x ceil(k/k0) steps, "
+                                 "k0 = 32 B / sizeof(T); one cycle per step for half/bf16 "
+                                 "(16x16x16) and int8 (16x16x32), two for float (16x16x8 as "
+                                 "16x16x4 a cycle); m, n or k = 0: nothing. unitFlag 3 releases "
+                                 "C's first 16 x 16 fractal after mmad_head + its k steps"),
     "npusim.ascendc.cube.fixpipe": ("Cube: Fixpipe", "PIPE_FIX", "float -> half, bfloat16, float",
-                                    "L0C bytes over the FIX path, then GM bandwidth"),
+                                    "to L1: fixpipe_head (22) + ceil(elements / 64); to GM: a "
+                                    "DMA write on FIX costed as MTE3's (dma_write latency + "
+                                    "bytes over the shared GM bandwidth); a V* mode adds "
+                                    "fixpipe_head + ceil(8 nSize / 32) for its table. unitFlag: "
+                                    "starts on the Mmad's first fractal, ends no earlier than "
+                                    "the Mmad's end + ceil(256 / 64); its waits count as FIX "
+                                    "time (msprof)"),
+    "npusim.ascendc.cube.l0c_copy": ("Cube: Fixpipe registers", "PIPE_S", "-",
+                                     "1 cycle (a register write); DataCopy out of L0C with "
+                                     "DataCopyCO12DstParams costs what Fixpipe does"),
+    "npusim.ascendc.socstate": ("Control registers", "PIPE_S", "-",
+                                "1 cycle per register written (4 on an AIC, 3 on an AIV)"),
     "npusim.ascendc.lib.math": ("High-level math (library)", "PIPE_V", F16_F32, _LIB),
     "npusim.ascendc.lib.normalization": ("High-level normalization (library)", "PIPE_V",
                                          F16_F32, _LIB),
@@ -72,6 +93,7 @@ FAMILIES = {
     "npusim.ascendc.lib.matmul": ("High-level Matmul (library)", "cube pipes",
                                   "half, bfloat16, float", "the cube instructions it issues"),
     "npusim.ascendc.lib.matmul_tiling": ("Matmul tiling (host)", "host", "-", _NONE),
+    "npusim.ascendc.lib.matmul_config": ("Matmul templates (MatmulConfig)", "-", "-", _NONE),
 }
 
 #: API -> (dtypes, cost) where they differ from the family's.
@@ -96,6 +118,8 @@ OVERRIDES = {
     "SetPadValue": ("-", _NONE),
     "GetTPipePtr": ("-", _NONE), "GetGatherMaskRemainCount": ("-", "1 cycle (a register read)"),
     "PipeBarrier": ("-", "0 cycles: the pipe (PIPE_ALL: every pipe) drains first"),
+    "LoadDataWithTranspose": (None, "L1 -> L0A / L0B: mte1_head (22) + ceil(bytes / 256 into "
+                              "L0A, 128 into L0B), one instruction per call"),
 }
 
 #: API -> pipe where it differs from the family's.

@@ -55,6 +55,7 @@ import numpy as np
 
 import aclnn
 import npusim
+from npusim.ascendc import timing_only as _timing_only
 from aclnn import acl, runtime
 from npusim import runlock
 from npusim import trace as npusim_trace
@@ -780,12 +781,15 @@ class RunResult:
 
 
 def run_aclnn(entry: OperatorEntry, case: Case, soc="Ascend910B1", cores: int | None = None,
-              trace: str | None = None, op_summary: str | None = None) -> RunResult:
+              trace: str | None = None, op_summary: str | None = None,
+              timing_only: bool | None = None) -> RunResult:
     """Run ``case`` through the aclnn two-phase API on a fresh simulated device.
 
     Args:
         soc: SoC name; cores: the ``max_cores`` limit (None: every core).
         trace, op_summary: files to write (turns profiling on).
+        timing_only: run the kernels timing-only (the ``"timing_only"`` acl.init key; the
+            outputs are then not computed); None: as ``NPUSIM_TIMING_ONLY`` says.
 
     Raises:
         RunError: a call returned an error status (the message has ACL's text).
@@ -794,6 +798,8 @@ def run_aclnn(entry: OperatorEntry, case: Case, soc="Ascend910B1", cores: int | 
                "keep_records": None}          # every profile of the run (a fresh device)
     if cores is not None:
         section["max_cores"] = int(cores)
+    if timing_only is not None:
+        section["timing_only"] = bool(timing_only)
     if trace or op_summary:
         section["profiling"] = True
         if trace:
@@ -862,10 +868,11 @@ def ub_for_tile(entry: OperatorEntry, soc, case: Case, tile: int, core_num: int)
 
 def run_kernel_level(entry: OperatorEntry, case: Case, soc="Ascend910B1",
                      cores: int | None = None, tile: int | None = None,
-                     trace: str | None = None) -> RunResult:
+                     trace: str | None = None, timing_only: bool | None = None) -> RunResult:
     """Run ``case`` as its kernel on a bare device: the operator's tiling with ``cores``
     (default: all) and, for ``tile``, the UB budget that gives that tile
-    (:func:`ub_for_tile`); ``trace`` writes the Chrome trace of the run.
+    (:func:`ub_for_tile`); ``trace`` writes the Chrome trace of the run; ``timing_only``
+    as :func:`run_aclnn`.
 
     Raises:
         RunError: the tile does not fit, or the kernel failed (its message).
@@ -874,7 +881,8 @@ def run_kernel_level(entry: OperatorEntry, case: Case, soc="Ascend910B1",
         raise RunError(f"{entry.name} has no kernel-level driver (its aclnn executor launches "
                        "a chain of kernels): tile sweeps are not available for it")
     with _RUN_LOCK:
-        dev = npusim.Device(soc, profiling=bool(trace), max_cores=cores, keep_records=None)
+        dev = npusim.Device(soc, profiling=bool(trace), max_cores=cores, keep_records=None,
+                            timing_only=timing_only)
         soc_l = dev.soc
         core_num = soc_l.vector_block_num
         ub = ub_for_tile(entry, soc_l, case, int(tile), core_num) if tile else None
@@ -910,9 +918,13 @@ def _reader(gm, addr: int, out: np.ndarray):
 
 def run_point(entry: OperatorEntry, *, shape=None, dtype="float32", soc="Ascend910B1",
               cores=None, tile=None, seed: int = 0, check_golden: bool = True,
-              **attrs) -> dict:
+              timing_only: bool = False, **attrs) -> dict:
     """The sweep record of one point: the figures (:func:`npusim.sweeps.profile_record`),
     the actual ``cores``, ``tile_len`` and the golden check.
+
+    ``timing_only`` (or ``NPUSIM_TIMING_ONLY=1``): the kernels run timing-only
+    (:mod:`npusim.ascendc.timing_only`): the same figures, no golden check (``check`` is
+    "timing-only": the outputs are not computed).
 
     The aclnn path runs it unless ``tile`` is given (then the kernel-level path). Any
     other keyword sets the operator attribute of that name (an axis of your own, e.g. a
@@ -935,10 +947,14 @@ def run_point(entry: OperatorEntry, *, shape=None, dtype="float32", soc="Ascend9
                            f"attributes: {', '.join(case.attrs) or 'none'}")
         case = dataclasses.replace(case, attrs={**case.attrs, **attrs})
         expected = entry.golden(case) if check_golden else None
+    timing_only = bool(timing_only) or _timing_only.env_timing_only()
+    if timing_only:
+        check_golden = False
+    mode = True if timing_only else None
     if tile:
-        res = run_kernel_level(entry, case, soc, cores, tile)
+        res = run_kernel_level(entry, case, soc, cores, tile, timing_only=mode)
     else:
-        res = run_aclnn(entry, case, soc, cores)
+        res = run_aclnn(entry, case, soc, cores, timing_only=mode)
     rec = {"op": entry.name, "shape": _shape_str(shape), "dtype": dtype_name(case.dtype),
            "soc": res.soc.soc_version, "cores": res.soc.vector_block_num,
            "tile": int(tile) if tile else None, "path": res.path, **attrs}
@@ -949,6 +965,8 @@ def run_point(entry: OperatorEntry, *, shape=None, dtype="float32", soc="Ascend9
         rec["tflops"] = entry.flops(case) / (rec["duration_us"] * 1e-6) / 1e12
     if check_golden:
         rec.update(check(entry, case, res.outputs, expected))
+    elif timing_only:
+        rec["check"] = "timing-only"
     return rec
 
 
@@ -959,9 +977,11 @@ class Runner:
     worker process that does not know the operator yet (a custom operator registered by
     a plugin file)."""
 
-    def __init__(self, op: str, seed: int = 0, check_golden: bool = True, plugins=()):
+    def __init__(self, op: str, seed: int = 0, check_golden: bool = True, plugins=(),
+                 timing_only: bool = False):
         self.op, self.seed, self.check_golden = get(op).name, seed, check_golden
         self.plugins = tuple(plugins)
+        self.timing_only = bool(timing_only)
 
     def __call__(self, point: dict) -> dict:
         point = dict(point)
@@ -969,15 +989,18 @@ class Runner:
         if self.op not in REGISTRY:
             for plugin in self.plugins:
                 load_plugin(plugin)
-        return run_point(get(self.op), check_golden=self.check_golden, **point)
+        return run_point(get(self.op), check_golden=self.check_golden,
+                         timing_only=self.timing_only, **point)
 
     def __repr__(self) -> str:
         return f"Runner({self.op!r}, seed={self.seed})"
 
 
-def runner(op: str, seed: int = 0, check_golden: bool = True, plugins=()) -> Runner:
-    """The sweep runner of operator ``op`` (see :class:`Runner`)."""
-    return Runner(op, seed, check_golden, plugins)
+def runner(op: str, seed: int = 0, check_golden: bool = True, plugins=(),
+           timing_only: bool = False) -> Runner:
+    """The sweep runner of operator ``op`` (see :class:`Runner`; ``timing_only``: its
+    points run timing-only, :func:`run_point`)."""
+    return Runner(op, seed, check_golden, plugins, timing_only)
 
 
 # -- operators of your own -------------------------------------------------------------------

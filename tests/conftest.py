@@ -28,3 +28,21 @@ def replay_each_time(monkeypatch):
 # your own) explores other examples.
 settings.register_profile("reproducible", derandomize=True)
 settings.load_profile("reproducible")
+
+
+@pytest.fixture
+def scalar_issue_off(monkeypatch):
+    """Record without the scalar unit's issue, entry, queue and address work
+    (npusim/ascendc/scalar.py): for tests whose expected records, timelines or cycle counts
+    were stored or derived before it, and which check something else."""
+    from npusim.ascendc import scalar
+    from npusim.soc import SOC_PRESETS
+    monkeypatch.setattr(scalar, "CHARGE", False)
+    # and a UB GetValue/SetValue at its former 1 cycle, on the preset objects themselves
+    # (modules hold them from import time; SocSpec is frozen, hence object.__setattr__)
+    kept = {name: spec.scalar_cycles for name, spec in SOC_PRESETS.items()}
+    for spec in SOC_PRESETS.values():
+        object.__setattr__(spec, "scalar_cycles", 1)
+    yield
+    for name, value in kept.items():
+        object.__setattr__(SOC_PRESETS[name], "scalar_cycles", value)

@@ -165,12 +165,13 @@ def test_timeline_command_writes_a_png(capsys, tmp_path):
     assert cli.main(["run", "Add", "--shape", "4096", "--cores", "2", "--trace", str(trace)]) == 0
     code, out, _ = run(capsys, "timeline", str(trace), "--plot", str(png), "--cores", "1")
     assert code == 0 and png.read_bytes()[:4] == b"\x89PNG"
-    # by default the kernels: streams (1) + core 1: blocks, MTE2, V, MTE3
-    assert out.strip().endswith("(5 rows)"), out
+    # by default the kernels: streams (1) + core 1: blocks, MTE2, V, MTE3, S (the scalar
+    # unit's issue work)
+    assert out.strip().endswith("(6 rows)"), out
     code, out, _ = run(capsys, "timeline", str(trace), "--plot", str(png), "--cores", "1",
                        "--copies")
     # with the copy engines H2D, D2H (2)
-    assert code == 0 and out.strip().endswith("(7 rows)"), out
+    assert code == 0 and out.strip().endswith("(8 rows)"), out
 
 
 def test_the_command_runs_as_a_program():

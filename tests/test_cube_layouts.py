@@ -533,8 +533,8 @@ def test_fixpipe_errors():
         run(fix("l1", (half, FixpipeParamsV220(n, m, 16, n, QuantMode_t.F322F16))))
     with pytest.raises(KernelError, match="needs cbufWorkspace"):
         run(fix("gm", (half, FixpipeParamsV220(n, m, 16, n, QuantMode_t.VDEQF16))), int8_t)
-    with pytest.raises(KernelError, match="unitFlag is not modelled"):
-        run(fix("gm", (float32, FixpipeParamsV220(n, m, 16, n, unitFlag=2))))
+    with pytest.raises(KernelError, match="no Mmad with unitFlag 3 released it"):
+        run(fix("gm", (float32, FixpipeParamsV220(n, m, 16, n, unitFlag=2))))   # test_cube_unitflag
     with pytest.raises(LimitError, match=r"nSize = 4096 is outside \[1, 4095\] \(Fixpipe\.md"):
         run(fix("gm", (float32, FixpipeParamsV220(4096, m, 16, n))))
     with pytest.raises(LimitError, match="dstStride = 0 must be >= 1"):
@@ -563,9 +563,15 @@ def test_l1_and_l0_capacities_enforced_at_init_buffer():
         aic_run(fill(TPosition.B2, 65536), {}, {})
     with pytest.raises(UbError, match="exceed the L0C capacity of 131072 B"):
         aic_run(fill(TPosition.CO1, 131072), {}, {})
-    aic_run(fill(TPosition.A1, 524032 - 32), {}, {})                 # GetCoreMemSize(L1)
+    aic_run(fill(TPosition.A1, 524288 - 32), {}, {})    # a cube-only kernel: all of L1
+    with pytest.raises(UbError, match="exceed the L1 capacity of 524288 B"):
+        aic_run(fill(TPosition.B1, 524288 - 32, 64), {}, {})          # A1 and B1 share L1
+    mix = KernelMetaType.KERNEL_TYPE_MIX_AIC_1_0        # MIX: GetCoreMemSize(L1), 256 B less
+    run_kernel(fill(TPosition.A1, 524032 - 32), 1, ({},), soc=SOC, gm=GlobalMemory(1 << 20),
+               kernel_type=mix)
     with pytest.raises(UbError, match="exceed the L1 capacity of 524032 B"):
-        aic_run(fill(TPosition.B1, 524032 - 32, 64), {}, {})          # A1 and B1 share L1
+        run_kernel(fill(TPosition.A1, 524032 - 32, 64), 1, ({},), soc=SOC,
+                   gm=GlobalMemory(1 << 20), kernel_type=mix)
     with pytest.raises(UbError, match="exceed the BT capacity of 1024 B"):
         aic_run(fill(TPosition.C2, 1024), {}, {})
     with pytest.raises(UbError, match="L0C capacity of 262144 B"):    # the 910A's 256 KiB L0C

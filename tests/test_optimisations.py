@@ -22,6 +22,10 @@ from npusim.ascendc.core import current_core
 from npusim.ascendc.types import Pipe
 from npusim.ascendc.vector import _bank_conflict
 
+# records, timelines and cycle counts as they were before the scalar unit charged its
+# issue work (tests/conftest.py scalar_issue_off)
+pytestmark = pytest.mark.usefixtures("scalar_issue_off")
+
 SOC = get_soc("Ascend910B1")
 
 

@@ -148,7 +148,9 @@ def test_tracing_is_off_by_default_and_costs_no_spans():
     dev.launch(dev.default_stream, read_kernel, 1, (src, 8192), name="r")
     dev.synchronize_stream(dev.default_stream)
     p2 = dev.profiles[-1]
-    assert len(p2.timing.spans[0]) == 1 and p2.lines[0][0].startswith("test_profiling.py:")
+    # the DataCopy, and the scalar unit's kernel entry and issue work (PIPE_S)
+    assert [sp[3] for sp in p2.timing.spans[0]] == ["KernelEntry", "scalar", "DataCopy"]
+    assert p2.lines[0][0].startswith("test_profiling.py:")
     assert p2.duration_us == p.duration_us                  # tracing changes no figure
 
 
@@ -264,8 +266,11 @@ def test_op_summary_csv_columns_and_values(tmp_path):
     assert row["Bytes Read(B)"] == str(2 * n * 4) and row["Bytes Written(B)"] == "0"
     assert row["HBM Bytes(B)"] == str(n * 4)
     assert row["HBM Floor(us)"] == "0.123"
-    # a block reads 6 DataCopies back to back: MTE2 is busy the whole block
-    assert float(row["aiv_mte2_ratio"]) == pytest.approx(1.0, abs=1e-3)
+    # a block reads 6 DataCopies back to back: MTE2 is busy the whole block but for the
+    # scalar unit's kernel entry and first address, before the first copy is issued
+    head_us = (SOC.scalar_entry_cycles + SOC.scalar_gm_offset_cycles) / SOC.freq_hz * 1e6
+    assert float(row["aiv_time(us)"]) == pytest.approx(
+        float(row["aiv_mte2_time(us)"]) + head_us, abs=2e-3)
     assert row["Bound"] == p.bound
 
 
@@ -317,3 +322,71 @@ def test_python_functions_write_the_files(tmp_path):
     runtime.write_trace(tmp_path / "t.json")
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     assert any(e.get("cat") == "DMA" for e in events)
+
+
+L2_NAMES = ["aiv_write_cache_hit", "aiv_write_cache_miss_allocate", "aiv_r0_read_cache_hit",
+            "aiv_r0_read_cache_miss_allocate", "aiv_r1_read_cache_hit",
+            "aiv_r1_read_cache_miss_allocate", "aiv_write_hit_rate(%)", "aiv_read_hit_rate(%)",
+            "aiv_total_hit_rate(%)"]          # msOpProf L2Cache.csv, atlasopdev_16_0094
+
+
+def test_op_summary_has_msprof_s_l2_counts(tmp_path):
+    dev = Device(SOC)
+    n = 8192 * 6
+    src = dev.gm.malloc(n * 4)
+    dev.launch(dev.default_stream, read_kernel, 2, (src, n), name="reader")
+    dev.synchronize_stream(dev.default_stream)
+    path = tmp_path / "op_summary.csv"
+    profiling.write_op_summary(path, dev)
+    with open(path, newline="") as f:
+        header = next(csv.reader(f))
+    i = header.index("aiv_mte3_ratio")
+    assert header[i + 1:i + 1 + len(L2_NAMES)] == L2_NAMES
+    assert not any(h.startswith("aic_") for h in header)
+    (row,) = profiling.read_op_summary(path)
+    # one block's 196608 B miss, the other's hit (HBM Bytes above): 1536 requests of
+    # 128 B each, split between the channels r0 and r1; nothing written
+    assert (row["aiv_r0_read_cache_hit"], row["aiv_r1_read_cache_hit"]) == ("768", "768")
+    assert (row["aiv_r0_read_cache_miss_allocate"],
+            row["aiv_r1_read_cache_miss_allocate"]) == ("768", "768")
+    assert row["aiv_write_cache_hit"] == row["aiv_write_cache_miss_allocate"] == "0"
+    # the DataCopy best practice's rate: (r0_hit + r1_hit) / (hits + miss-allocates)
+    assert row["aiv_read_hit_rate(%)"] == "50.000" == row["aiv_total_hit_rate(%)"]
+    assert row["aiv_write_hit_rate(%)"] == "0.000"
+
+
+def test_l2_counts_from_bytes_split_over_the_channels():
+    c = profiling.l2_counts((1280.0, 3 * 128.0, 256.0, 0.0, 0, 0, 0, 0), "aiv")
+    assert (c["aiv_r0_read_cache_hit"], c["aiv_r1_read_cache_hit"]) == (5, 5)
+    assert (c["aiv_r0_read_cache_miss_allocate"], c["aiv_r1_read_cache_miss_allocate"]) == (2, 1)
+    assert (c["aiv_write_cache_hit"], c["aiv_write_cache_miss_allocate"]) == (2, 0)
+    assert c["aiv_read_hit_rate(%)"] == pytest.approx(100 * 10 / 13)
+    assert c["aiv_write_hit_rate(%)"] == 100.0
+    assert c["aiv_total_hit_rate(%)"] == pytest.approx(100 * 12 / 15)
+    empty = profiling.l2_counts((0.0,) * 8, "aic")
+    assert empty["aic_read_hit_rate(%)"] == 0.0 and empty["aic_r0_read_cache_hit"] == 0
+
+
+def test_cube_launch_has_aicore_time_and_aic_l2_counts():
+    from npusim.ascendc import KernelMetaType, LocalTensor, TPosition, half
+
+    def kernel(src):
+        g = GlobalTensor(half)
+        g.SetGlobalBuffer(src, 4096)
+        a = LocalTensor.at(half, TPosition.A1, 0, 4096)
+        DataCopy(a, g, 4096)
+        DataCopy(a, g, 4096)        # the same 8 KiB again: L2 hits
+
+    dev = Device(SOC)
+    src = dev.gm.malloc(8192)
+    dev.launch(dev.default_stream, kernel, 1, (src,), name="cube",
+               kernel_type=KernelMetaType.KERNEL_TYPE_AIC_ONLY)
+    dev.synchronize_stream(dev.default_stream)
+    (row,) = profiling.op_summary_rows(dev)
+    assert row["aicore_time(us)"] == row["aic_time(us)"] > 0
+    assert row["aic_r0_read_cache_miss_allocate"] + row["aic_r1_read_cache_miss_allocate"] == 64
+    assert row["aic_r0_read_cache_hit"] + row["aic_r1_read_cache_hit"] == 64
+    assert row["aic_read_hit_rate(%)"] == 50.0
+    assert not any(k.startswith("aiv_r0") for k in row)
+    cols = profiling.op_summary_columns([row])
+    assert cols.index("aicore_time(us)") == cols.index("aic_total_cycles") + 1

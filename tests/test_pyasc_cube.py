@@ -226,3 +226,41 @@ def test_coverage_lists_the_matmul_methods():
                  "adv.register_matmul", "set_sys_workspace"):
         assert name in cov["mapped"], name
     assert "adv.Matmul.iterate_batch" in cov["missing"]
+
+
+@asc.jit(matmul_cube_only=True)
+def mdl_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress,
+                      tiling: asc.adv.TCubeTiling, workspace: asc.GlobalAddress):
+    """C = A B on one cube core with the MDL template (asc.adv.get_mdl_config)."""
+    if asc.ascend_is_aic():
+        asc.set_sys_workspace(workspace)
+        ag = asc.GlobalTensor()
+        bg = asc.GlobalTensor()
+        cg = asc.GlobalTensor()
+        ag.set_global_buffer(a)
+        bg.set_global_buffer(b)
+        cg.set_global_buffer(c)
+        pipe = asc.TPipe()
+        mm = asc.adv.Matmul(a=asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, ag.dtype),
+                            b=asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, bg.dtype),
+                            c=asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, cg.dtype),
+                            matmul_config=asc.adv.get_mdl_config(en_unit_flag=False))
+        asc.adv.register_matmul(pipe, workspace, mm, tiling)
+        mm.set_tensor_a(ag)
+        mm.set_tensor_b(bg)
+        mm.iterate_all(cg)
+        mm.end()
+
+
+def test_matmul_with_the_mdl_config():
+    """asc.adv.Matmul(..., matmul_config=asc.adv.get_mdl_config()) runs npusim's MDL template."""
+    m, n, k = 32, 64, 128
+    tiling = tiling_for(m, n, k, 1, bias=False)
+    rng = np.random.default_rng(2)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    mdl_matmul_kernel[1, rt.current_stream()](a, b, c, tiling, np.zeros(1024, np.uint8))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+    assert "adv.get_mdl_config" in npusim_pyasc.coverage()["mapped"]

@@ -436,13 +436,14 @@ def test_torch_tensors_and_runtime_answer_from_npusim():
     x = torch.rand(2 * 512, dtype=torch.float32)
     y = torch.rand(2 * 512, dtype=torch.float32)
     z = torch.zeros_like(x)
+    used = npusim_pyasc.session().device().gm.used   # torch's own npu tensors may hold some
     rec = launch(binary_kernel, 2, x, y, z, 512, 128, asc.add)
     assert torch.equal(z, x + y)                      # copied back into the CPU tensor
     assert rt.current_platform() == "Ascend910B1"
     assert rt.device_info(rt.DeviceModuleType.RT_MODULE_TYPE_VECTOR_CORE,
                           rt.DeviceInfoType.INFO_TYPE_CORE_NUM) == 48
     dev = npusim_pyasc.session().device()
-    assert dev.profiles[-1] is rec.profile and dev.gm.used == 0     # arguments freed
+    assert dev.profiles[-1] is rec.profile and dev.gm.used == used  # arguments freed
     assert rec.kernel_type.name == "KERNEL_TYPE_AIV_ONLY" and rec.frontend_s > 0
     assert "AscendC::Add" in rec.ascendc                 # pyasc's generated Ascend C
 
@@ -546,3 +547,29 @@ def test_coverage_maps_the_vector_surface():
     for name in ("add", "data_copy", "set_flag", "whole_reduce_sum", "cast", "adv.softmax",
                  "BinaryRepeatParams", "mmad", "load_data", "fixpipe"):
         assert name in cov["mapped"], name
+
+
+def test_the_current_device_is_per_thread():
+    """asc.lib.runtime.set_device binds the device to the calling thread, as pyACL's
+    aclrtSetDevice does: another thread's choice does not move this one's."""
+    import threading
+    s = npusim_pyasc.session()
+    old = s.device_count
+    s.device_count = 2
+    try:
+        s.set_device(0)
+        seen = {}
+
+        def other():
+            seen["before"] = s.current_id
+            s.set_device(1)
+            seen["after"] = s.current_id
+
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert seen == {"before": 0, "after": 1}
+        assert s.current_id == 0 and s.device().device_id == 0
+    finally:
+        s.device_count = old
+        s.reset_device(1)

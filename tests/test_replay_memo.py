@@ -311,3 +311,21 @@ def test_the_store_forgets_the_least_recently_used_beyond_its_count(monkeypatch)
     assert len(kept) == 1 and kept.records == 90
     kept.put("d", "D2", 50)                     # a key kept again: its size replaced
     assert kept.records == 50 and kept.get("d") == "D2"
+
+
+def test_a_kept_replay_is_held_by_a_digest_of_its_records_by_value(device):
+    """The store keeps 16 bytes per replay, not the records; the digest is of the records'
+    values (objects shared or not give the same digest) and sees every value."""
+    gm, xa, za, n, replays = device
+    timing._REPLAY_KEPT.clear()
+    launch(gm, xa, za, n)
+    (key,) = timing._REPLAY_KEPT.items
+    assert type(key) is bytes and len(key) == 16
+    rec = (OP, Pipe.PIPE_V, "Adds", 12345678901, 7.5)
+    shared = ((rec, rec),)
+    apart = (((OP, Pipe.PIPE_V, "Ad" + "ds", 12345678901 + int("0"), 7.5), rec),)
+    opts = (SOC, False, None, ())
+    assert timing._digest(opts, shared) == timing._digest(opts, apart)
+    assert timing._digest(opts, shared) != timing._digest(opts, (((*rec[:4], 7.25), rec),))
+    assert timing._digest(opts, shared) != timing._digest((SOC, True, None, ()), shared)
+    assert timing._digest(opts, shared) != timing._digest(opts, ("relocated", shared))

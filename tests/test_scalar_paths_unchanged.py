@@ -27,10 +27,13 @@ from npusim.ascendc.core import DMA_OUT, OP, SET, WAIT
 from npusim.ascendc.types import Pipe
 from kernel_helpers import assert_same_timing, run_embedding_grad_v2
 
+# records, timelines and cycle counts as they were before the scalar unit charged its
+# issue work (tests/conftest.py scalar_issue_off)
+
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
 # these tests replay the same records under different settings of the replay
-pytestmark = pytest.mark.usefixtures("replay_each_time")
+pytestmark = pytest.mark.usefixtures("replay_each_time", "scalar_issue_off")
 
 
 def _capture(monkeypatch):

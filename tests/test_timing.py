@@ -12,7 +12,7 @@ SOC = get_soc("Ascend910B1")
 US_PER_CYCLE = 1e6 / SOC.freq_hz
 
 
-def test_one_dma_costs_latency_plus_bytes_over_rate():
+def test_one_dma_costs_latency_plus_bytes_over_rate(scalar_issue_off):
     def k(src):
         pipe = TPipe()
         buf = TBuf()
@@ -67,7 +67,7 @@ def test_queue_handoffs_order_the_pipes():
     assert mte2[1][1] >= vec[0][2]          # single buffer: next copy-in waits for FreeTensor
 
 
-def test_double_buffering_overlaps_copy_and_compute():
+def test_double_buffering_overlaps_copy_and_compute(scalar_issue_off):
     single = _run_stream(1, 1)
     double = _run_stream(2, 1)
     # (0.81 since copies overlap their latencies in the single-buffered kernel too)

@@ -11,6 +11,10 @@ import pytest
 
 from npusim import get_soc
 
+# records, timelines and cycle counts as they were before the scalar unit charged its
+# issue work (tests/conftest.py scalar_issue_off)
+pytestmark = pytest.mark.usefixtures("scalar_issue_off")
+
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("calibrate_add",
                                                ROOT / "benchmarks" / "calibrate_add.py")

@@ -52,4 +52,5 @@ def test_row_softmax_kernel_example():
     module = load_example("row_softmax_kernel")
     y, err, profile = module.main(blocks=2, rows_per_block=16)
     assert err < 1e-6 and y.shape == (32, 64)
-    assert profile.bound in ("vector", "latency")
+    # a small launch: the scalar unit's kernel entry can be its largest pipe time
+    assert profile.bound in ("vector", "latency", "scalar")

@@ -58,6 +58,7 @@ import ctypes
 import numpy as np
 
 import npusim
+from npusim.ascendc import timing_only as _timing_only
 from npusim.device import DeadlockError
 from npusim.errors import DeviceError, InvalidDevicePointer, OutOfDeviceMemory
 
@@ -617,8 +618,10 @@ def _prepare_copy(api: str, dst, dest_max, src, count, kind):
                               "read-only before the copy ran")
         if dst_dev and src_dev:
             gm.view(dst_p, count)[:] = gm.view(src_p, count)
+            _timing_only.device_copied(gm, dst_p, src_p, count)
         elif dst_dev:
             ctypes.memmove(gm.view(dst_p, count).ctypes.data, src_p, count)
+            _timing_only.host_wrote(gm, dst_p, dst_p + count)
         elif src_dev:
             ctypes.memmove(dst_p, gm.view(src_p, count).ctypes.data, count)
         else:
@@ -725,6 +728,7 @@ def _prepare_memset(api: str, dev_ptr, max_count, value, count):
 
     def apply():
         dev.gm.view(ptr, count)[:] = byte
+        _timing_only.host_wrote(dev.gm, ptr, ptr + count)
     return ACL_SUCCESS, (dev, apply)
 
 

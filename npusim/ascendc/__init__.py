@@ -21,12 +21,16 @@ from npusim.ascendc.sort import (CreateVecIndex, Extract, GetMrgSortResult, Inde
 from npusim.ascendc.core import GetBlockIdx, GetBlockNum
 from npusim.ascendc.datacopy import DataCopy, DataCopyPad
 from npusim.ascendc.pipe import GetTPipePtr, TBuf, TPipe, TQue
+from npusim.ascendc.scalar import GET_TILING_DATA
 from npusim.ascendc.sync import PipeBarrier, SetFlag, WaitFlag
+from npusim.ascendc import sync as _sync
+from npusim.ascendc.socstate import InitSocState
 from npusim.ascendc.syncall import SyncAll
 from npusim.ascendc.tensor import GlobalTensor, LocalTensor
 from npusim.ascendc.types import (MAX_REPEAT_TIMES, ONE_BLK_SIZE, ONE_REPEAT_BYTE_SIZE, PIPE_ALL,
                                   PIPE_FIX, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_S,
                                   PIPE_V, CacheMode, DataCopyExtParams, DataCopyPadExtParams,
+                                  DataCopyPadParams,
                                   DataCopyParams, HardEvent, Pipe, QuePosition, RoundMode,
                                   TPosition, bfloat16_t, float32, half, int8_t, int16_t,
                                   int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
@@ -50,10 +54,11 @@ __all__ = [
     "GetCmpMask", "SetCmpMask",
     "CacheMode", "DisableDmaAtomic", "SetAtomicAdd", "SetAtomicNone", "SyncAll",
     "GetBlockIdx", "GetBlockNum", "DataCopy", "DataCopyPad", "GetTPipePtr", "TBuf", "TPipe",
-    "TQue", "PipeBarrier", "SetFlag", "WaitFlag", "GlobalTensor", "LocalTensor",
+    "TQue", "PipeBarrier", "SetFlag", "WaitFlag", "GlobalTensor", "LocalTensor", "GET_TILING_DATA",
     "MAX_REPEAT_TIMES", "ONE_BLK_SIZE", "ONE_REPEAT_BYTE_SIZE", "PIPE_ALL", "PIPE_FIX",
     "PIPE_M", "PIPE_MTE1", "PIPE_MTE2", "PIPE_MTE3", "PIPE_S", "PIPE_V", "DataCopyExtParams",
-    "DataCopyPadExtParams", "DataCopyParams", "HardEvent", "Pipe", "QuePosition", "RoundMode",
+    "DataCopyPadExtParams", "DataCopyPadParams", "DataCopyParams", "HardEvent", "Pipe",
+    "QuePosition", "RoundMode",
     "TPosition", "bfloat16_t", "float32", "half", "int8_t", "int16_t", "int32_t", "int64_t",
     "uint8_t", "uint16_t", "uint32_t", "uint64_t",
     # numpy's spellings of the same types (docs/kernels.md "Data types")
@@ -65,7 +70,10 @@ __all__ = [
 __all__ += [*_repeat.__all__, *_arith.__all__, *_reduce.__all__, *_gather.__all__, *_transpose.__all__,
             *_lib.__all__]
 from npusim.ascendc.datacopy import Copy, CopyRepeatParams, SetPadValue  # noqa: E402
-__all__ += ["Copy", "CopyRepeatParams", "SetPadValue"]
+__all__ += ["Copy", "CopyRepeatParams", "SetPadValue", "InitSocState"]
+from npusim.ascendc.sync import (EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3,  # noqa: E402
+                                 EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7)
+__all__ += [n for n in _sync.__all__ if n.startswith("EVENT_ID")]
 from npusim.ascendc.cube import *           # noqa: E402,F401,F403  (the cube half)
 from npusim.ascendc import cube as _cube    # noqa: E402
 __all__ += _cube.__all__

@@ -43,6 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from npusim.ascendc import core as _core
+from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc.repeat import BinaryRepeatParams, UnaryRepeatParams
 from npusim.ascendc.vector import (RATE_SIMPLE, _compute, check_dtype, elementwise, run_forms,
                                    same_dtype)
@@ -214,7 +215,7 @@ def Axpy(dst, src, scalarValue, *args, isSetMask=True):
     """
     ctx = _core.current_core()
     dt = _check_fma_pair(ctx, "Axpy", dst, src)
-    scalar = src.dtype.type(scalarValue)
+    scalar = _timing_only.scalar(src.dtype, scalarValue)   # UNCOMPUTED: timing-only
 
     def axpy(s, d, out):
         _mul_add(ctx, dt, s, scalar, d, out)

@@ -58,6 +58,7 @@ import enum
 import numpy as np
 
 from npusim.ascendc import core as _core
+from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc import repeat as _repeat
 from npusim.ascendc.tensor import LocalTensor
 from npusim.ascendc.types import ONE_REPEAT_BYTE_SIZE, PIPE_V
@@ -389,7 +390,7 @@ def _select(ctx, dst, sel, src0, src1, mode: SELMODE, mask, repeat_time, params,
     # the mask stream depends on how many repeats run: resolve the call here
     call = _repeat.resolve(ctx, name, _lanes(dt), mask, repeat_time, is_set_mask)
     bits = _select_bits(ctx, name, sel, mode, call)
-    other = dt.type(src1) if scalar_mode else None
+    other = _timing_only.scalar(dt, src1) if scalar_mode else None   # UNCOMPUTED: timing-only
 
     def pick(a, *b, out, rows):
         np.copyto(out, np.where(bits[rows], a, other if scalar_mode else b[0]))

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npusim.ascendc.types import TPosition
+from npusim.ascendc.types import PIPE_ALL, PIPE_S, TPosition
 from npusim.errors import KernelError, kernel_source_line
 
 OP, DMA_IN, DMA_OUT, SET, WAIT, BARRIER = range(6)
@@ -154,14 +154,57 @@ class CoreContext:
         self.rsvd_cnt = 0             # elements the last GatherMask kept (GetGatherMaskRemainCount)
         self.pad_value = None         # SetPadValue: DataCopyPad's fill when isPad is false
         self.cmp_mask = np.zeros(16, dtype=np.uint8)   # the 128-bit CMPMASK register (compare.py)
+        # the scalar unit's issue work not yet recorded (npusim.ascendc.scalar): the kernel
+        # entry's until the first instruction, then each instruction's issue cost
+        if _scalar.CHARGE:
+            self.scalar_issue = float(soc.scalar_issue_cycles)
+            self.scalar_debt = float(soc.scalar_entry_cycles)
+            self.scalar_queue = float(soc.scalar_queue_cycles)
+            self.scalar_offset = float(soc.scalar_gm_offset_cycles)
+            self.scalar_hinted = self.scalar_offset + float(soc.scalar_gm_hint_cycles)
+        else:
+            self.scalar_issue = self.scalar_debt = self.scalar_queue = 0.0
+            self.scalar_offset = self.scalar_hinted = 0.0
 
     def record(self, kind: int, pipe: int, cycles: float = 0.0, nbytes: int = 0,
                key=None, name: str = "") -> None:
+        if self.scalar_debt or self.scalar_issue:
+            cycles = self.issue(kind, pipe, cycles)
         self.records.append((kind, pipe, cycles, nbytes, key, name))
         if self.tracker is not None:
             self.tracker.on_record(kind, pipe, key)
         if self.trace_lines is not None:      # tracing: remember the kernel line too
             self.trace_lines.append(kernel_source_line())
+
+    def issue(self, kind: int, pipe, cycles):
+        """The scalar unit's part of issuing a record (npusim.ascendc.scalar): the kernel
+        entry's work is recorded before the first instruction; an instruction for another
+        pipe adds its issue cost to the owed scalar work, which is recorded on PIPE_S
+        before the next PIPE_S record (a PIPE_S instruction takes it into its own cycles)
+        or PipeBarrier(PIPE_ALL). Returns the record's cycles."""
+        if not self.records and self.scalar_debt:
+            self.flush_scalar("KernelEntry")
+        on_s = pipe == PIPE_S
+        if kind != OP or not on_s:
+            self.scalar_debt += self.scalar_issue
+        if on_s or (kind == BARRIER and pipe == PIPE_ALL):
+            if kind == OP and on_s and type(cycles) in (int, float):
+                cycles = cycles + self.scalar_debt
+                self.scalar_debt = 0.0
+            else:
+                self.flush_scalar()
+        return cycles
+
+    def flush_scalar(self, name: str = "scalar") -> None:
+        """Record the owed scalar work as one PIPE_S instruction (nothing if none)."""
+        owed = self.scalar_debt
+        if owed:
+            self.scalar_debt = 0.0
+            self.records.append((OP, PIPE_S, owed, 0, None, name))
+            if self.tracker is not None:
+                self.tracker.on_record(OP, PIPE_S, None)
+            if self.trace_lines is not None:
+                self.trace_lines.append(kernel_source_line())
 
     def warn(self, message: str) -> None:
         self.warnings.append(f"core {self.block_idx}: {message}")
@@ -240,3 +283,6 @@ def GetBlockNum() -> int:
     """blockDim of the launch (in a mixed launch the number of blocks, on the AICs and the
     AIVs alike: the AIVs number ``GetBlockNum() * GetTaskRation()``)."""
     return current_core().block_num
+
+
+from npusim.ascendc import scalar as _scalar   # noqa: E402  (it imports this module)

@@ -28,6 +28,7 @@ import numpy as np
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import checker
+from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc import core as _core
 from npusim.ascendc import nans as _nans
 from npusim.ascendc import repeat as _repeat
@@ -227,6 +228,7 @@ def DataCopy(dst, src, count_or_params) -> None:
                                rows, row, ub_pitch)
         nbytes = rows * row
         span = (rows - 1) * gm_pitch + row
+        ub_span = (rows - 1) * ub_pitch + row
         _track(ctx, src_is_gm, ub, rows, row, ub_pitch, 0, "DataCopy")
     else:
         count = int(count_or_params)
@@ -245,7 +247,7 @@ def DataCopy(dst, src, count_or_params) -> None:
         else:
             gm_view = gm.bytes_view(nbytes, "DataCopy", pipe)
             ub_view = ub.bytes_view(nbytes, "DataCopy", pipe)
-        span = nbytes
+        span = ub_span = nbytes
         rows, row, gm_pitch = 1, nbytes, nbytes
         _track(ctx, src_is_gm, ub, 1, nbytes, nbytes, 0, "DataCopy")
     if ctx.is_group:
@@ -254,6 +256,8 @@ def DataCopy(dst, src, count_or_params) -> None:
         ub_view[...] = gm_view
     else:
         _write_gm(ctx, gm_view, ub_view)
+    if _timing_only.ACTIVE:
+        _timing_only.copy_gm_ub(ctx, src_is_gm, gm, span, ub.offset, ub.offset + ub_span)
     _dma(ctx, src_is_gm, nbytes, "DataCopy", gm, span, strided_runs(rows, row, gm_pitch))
 
 
@@ -295,6 +299,10 @@ def _copy_ub_to_ub(ctx, dst: LocalTensor, src: LocalTensor, count) -> None:
         dst_view = _strided(dst.bytes_view((rows - 1) * dst_pitch + row, "DataCopy", "PIPE_V"),
                             rows, row, dst_pitch)
     dst_view[...] = src_view.copy()          # read everything first, as the unit does
+    if _timing_only.ACTIVE:
+        _timing_only.set_ub(ctx, dst.offset, dst.offset + (rows - 1) * dst_pitch + row,
+                            _timing_only.ub_flagged(ctx, src.offset,
+                                                    src.offset + (rows - 1) * src_pitch + row))
     if ctx.tracker is not None:
         _track_rows(ctx, src.offset, rows, row, src_pitch, "DataCopy", write=False)
         _track_rows(ctx, dst.offset, rows, row, dst_pitch, "DataCopy", write=True)
@@ -383,6 +391,9 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
                left * isz if fill is None else 0, "DataCopyPad")
         _group_copy(ctx, src_is_gm, ub, gm, rows, row, gm_pitch, ub_row, ub_pitch, left * isz,
                     "DataCopyPad", pipe, fill)
+        if _timing_only.ACTIVE:
+            _timing_only.copy_gm_ub(ctx, src_is_gm, gm, (rows - 1) * gm_pitch + row, ub.offset,
+                                    ub.offset + (rows - 1) * ub_pitch + ub_row)
         _dma(ctx, src_is_gm, rows * row, "DataCopyPad", gm, (rows - 1) * gm_pitch + row,
              strided_runs(rows, row, gm_pitch))
         return
@@ -405,6 +416,9 @@ def DataCopyPad(dst, src, params: DataCopyExtParams,
             _fill_row_padding(ub_all, fill, left * isz, left * isz + row, isz)
     else:
         _write_gm(ctx, gm_view, ub_data)
+    if _timing_only.ACTIVE:
+        _timing_only.copy_gm_ub(ctx, src_is_gm, gm, (rows - 1) * gm_pitch + row, ub.offset,
+                                ub.offset + (rows - 1) * ub_pitch + ub_row)
     _dma(ctx, src_is_gm, rows * row, "DataCopyPad", gm, (rows - 1) * gm_pitch + row,
          strided_runs(rows, row, gm_pitch))
 

@@ -18,8 +18,10 @@ V->MTE3 and MTE3->V. The cube positions hand over the same way along the cube's 
 LoadData), A2/B2/C2 MTE1->M (LoadData, then Mmad), CO1 M->FIX (Mmad, then Fixpipe).
 
 Each position's buffers live in its physical memory (:func:`npusim.ascendc.core.position_memory`):
-UB buffers fit in the usable UB, L1 buffers in GetCoreMemSize(L1) (``l1_size - 256`` on
-910B/A3, §1.7), L0A/L0B/L0C/BT/FB buffers in the whole memory (§1.6). A buffer starts at
+UB buffers fit in the usable UB, L1 buffers in the whole L1 in a cube-only launch
+(AIC_ONLY) and in GetCoreMemSize(L1) (``l1_size - 256`` on 910B/A3, §1.7: the reserve
+carries a MIX launch's AIC-AIV messages) in a mixed one, L0A/L0B/L0C/BT/FB buffers in the
+whole memory (§1.6). A buffer starts at
 its memory's alignment (UB/L1 32 B, L0A/L0B 512 B, L0C/BT/FB 64 B; 通用说明和约束.md): its
 length is rounded up to it. A position whose memory the core lacks (a VECIN queue on an
 AIC, an A1 queue on an AIV) is an error, and so is CO2 on A2/A3, which is GM there.
@@ -121,7 +123,10 @@ class TPipe:
         if num <= 0 or length <= 0:
             raise KernelError("InitBuffer", f"num ({num}) and len ({length}) must be positive")
         self._check_counts(que, num)
-        cap = ctx.soc.l1_usable if mem == _core.L1 else _core.memory_size(ctx.soc, mem)
+        # L1: the 256 B the 910B/A3 reserve (GetCoreMemSize) carry the MIX launches' AIC-AIV
+        # messages; a cube-only kernel (AIC_ONLY) has the whole L1 (docs/reference/hardware.md §1.7)
+        cap = (ctx.soc.l1_usable if ctx.mix is not None else ctx.soc.l1_size) \
+            if mem == _core.L1 else _core.memory_size(ctx.soc, mem)
         used = self.used_mem.get(mem, 0)
         need = num * length
         if used + need > cap:
@@ -221,6 +226,7 @@ class TQue:
         if not self._free:
             raise KernelError("AllocTensor", f"all {len(self._buffers)} buffers of this "
                               f"{self.position.name} queue are in use (FreeTensor missing?)")
+        self.ctx.scalar_debt += self.ctx.scalar_queue   # the queue's book-keeping (scalar.py)
         index = self._free.popleft()
         if index in self._pending_free:
             self._pending_free.discard(index)
@@ -254,6 +260,7 @@ class TQue:
         if owner is None or owner[0] is not self:
             raise KernelError("EnQue", "the tensor was not allocated from this queue "
                               "(TBuf buffers cannot be enqueued)")
+        self.ctx.scalar_debt += self.ctx.scalar_queue   # the queue's book-keeping (scalar.py)
         pipes = _QUEUE_PIPES.get(self.position)
         if pipes is not None:
             self.ctx.record(_core.SET, pipes[0], 0.0, 0, self._key(owner[1], "data"), "EnQue")
@@ -265,6 +272,7 @@ class TQue:
         if not self._queue:
             raise SyncError("DeQue", "the queue is empty: DeQue without a matching EnQue "
                             "hangs on hardware")
+        self.ctx.scalar_debt += self.ctx.scalar_queue   # the queue's book-keeping (scalar.py)
         tensor = self._queue.popleft()
         pipes = _QUEUE_PIPES.get(self.position)
         if pipes is not None:
@@ -281,6 +289,7 @@ class TQue:
         index = owner[1]
         if index in self._free:
             raise KernelError("FreeTensor", "the buffer was already freed")
+        self.ctx.scalar_debt += self.ctx.scalar_queue   # the queue's book-keeping (scalar.py)
         pipes = _QUEUE_PIPES.get(self.position)
         if pipes is not None:
             self.ctx.record(_core.SET, pipes[1], 0.0, 0, self._key(index, "free"), "FreeTensor")

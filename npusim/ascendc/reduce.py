@@ -59,6 +59,7 @@ from fractions import Fraction
 import numpy as np
 
 from npusim.ascendc import core as _core
+from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc import nans as _nans
 from npusim.ascendc import repeat as _repeat
 from npusim.ascendc.sync import SetFlag, WaitFlag
@@ -209,6 +210,10 @@ def _reduce_instruction(name: str, op: str, dst, src, mask, repeat_time, dst_rep
     try:
         for rows in _repeat_batches(call, dst, d_idx, src, s_idx):
             sub = _repeat.Level0(rows.stop - rows.start, lanes, call.active[rows])
+            if _timing_only.ACTIVE:
+                _skip_repeats(ctx, name, raw_dst, d_idx[rows], src, s_idx[rows], sub, group,
+                              width, per_repeat)
+                continue
             vals = _repeat.read(src, s_idx[rows], sub, name)         # ([G,] repeat, lanes)
             lead = vals.shape[:-2]
             active = np.broadcast_to(sub.active, vals.shape).reshape(-1, lanes)
@@ -224,6 +229,20 @@ def _reduce_instruction(name: str, op: str, dst, src, mask, repeat_time, dst_rep
     # the source's strides decide which UB bank groups a repeat reads (ubbank.py)
     issue_vector(ctx, name, call.count, rate_table[isz], None, (src,), repeats=call.repeat,
                  lanes=lanes, tracked=True, strides=((1, 8), (src_blk_stride, src_rep_stride)))
+
+
+def _skip_repeats(ctx, name, raw_dst, d_idx, src, s_idx, sub, group, width, per_repeat):
+    """A reduction's repeats in a timing-only launch: the bounds and the checker's reads
+    and writes of a functional run (the results written where the mask leaves a group a
+    lane), no arithmetic; the results are flagged not computed."""
+    _repeat.lanes_view(src, s_idx, sub, name)
+    _repeat._track(ctx, src, s_idx, sub, name, write=False)
+    written = sub.active.reshape(sub.repeat, -1, group).any(axis=-1)
+    out_call = _repeat.Level0(sub.repeat, per_repeat, np.repeat(written, width, axis=1))
+    if out_call.active.any():
+        _repeat.lanes_view(raw_dst, d_idx, out_call, name)
+        _repeat._track(ctx, raw_dst, d_idx, out_call, name, write=True)
+        _timing_only.flag_index(ctx, raw_dst, d_idx[out_call.active])
 
 
 def _repeat_batches(call, dst, d_idx, src, s_idx):
@@ -610,12 +629,16 @@ def _rebuild_index(tmp, starts, src_rep: int, itemsize: int) -> int:
     raw = tmp.ReinterpretCast(_RAW[itemsize])
     lanes = ONE_REPEAT_BYTE_SIZE // itemsize
     pair = 0
+    lost = False        # timing-only: a lane not computed (the walk reads as many values)
     for level in range(len(starts) - 1, 0, -1):     # levels above the first
-        lane = int(raw.GetValue(starts[level] + 2 * pair + 1))
-        pair = (pair * lanes + lane) // 2
-    lane = int(raw.GetValue(starts[0] + 2 * pair + 1))
-    return (pair * src_rep * ONE_BLK_SIZE // itemsize + lane) & (0xFFFF if itemsize == 2
-                                                                  else 0xFFFFFFFF)
+        lane = raw.GetValue(starts[level] + 2 * pair + 1)
+        lost = lost or lane is _timing_only.UNCOMPUTED
+        pair = (pair * lanes + (0 if lost else int(lane))) // 2
+    lane = raw.GetValue(starts[0] + 2 * pair + 1)
+    if lost or lane is _timing_only.UNCOMPUTED:
+        return _timing_only.UNCOMPUTED
+    return (pair * src_rep * ONE_BLK_SIZE // itemsize + int(lane)) & (
+        0xFFFF if itemsize == 2 else 0xFFFFFFFF)
 
 
 def _extreme_tail(ctx, instr, dst, src, tmp, offset: int, tail: int, cal_index: bool) -> None:
@@ -628,15 +651,20 @@ def _extreme_tail(ctx, instr, dst, src, tmp, offset: int, tail: int, cal_index: 
     _extreme_passes(ctx, instr, dst, src[offset], tmp, tail, 1, 8, cal_index)
     handoff(ctx, HardEvent.V_S)
     tail_value = dst.GetValue(0)
-    tail_index = int(raw_dst.GetValue(1)) if cal_index else 0
+    tail_index = raw_dst.GetValue(1) if cal_index else 0
+    if tail_index is not _timing_only.UNCOMPUTED:
+        tail_index = int(tail_index)
     tmp.SetValue(0, body_value)
     tmp.SetValue(1, tail_value)
     handoff(ctx, HardEvent.S_V)
     _extreme_passes(ctx, instr, dst, tmp, tmp, 2, 1, 8, cal_index)
     if cal_index:
         handoff(ctx, HardEvent.V_S)
-        which = int(raw_dst.GetValue(1))
-        raw_dst.SetValue(1, offset + tail_index if which == 1 else body_index)
+        which = raw_dst.GetValue(1)
+        if which is _timing_only.UNCOMPUTED:      # timing-only: the index is not computed
+            raw_dst.SetValue(1, which)
+        else:
+            raw_dst.SetValue(1, offset + tail_index if int(which) == 1 else body_index)
         _scalar_done(ctx)
 
 

@@ -35,6 +35,10 @@ from npusim.ascendc import checker
 from npusim.errors import LimitError, SyncError, kernel_source_line
 
 
+#: The eventID names of Ascend C's samples (``EVENT_ID0`` ... ``EVENT_ID7``: plain
+#: eventIDs 0-7; kernel_event.h). The first-generation 910 has 0-3 only.
+EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7 = range(8)
+
 #: eventIDs the TPipe framework keeps for its own synchronisation on SoCs with 8 IDs
 #: (docs/reference/hardware.md §3: "IDs 6 and 7 are reserved; 7 is used by TPipe auto-sync").
 RESERVED_EVENT_IDS = (6, 7)
@@ -166,4 +170,5 @@ def PipeBarrier(pipe: Pipe) -> None:
     ctx.record(_core.BARRIER, Pipe(pipe), 0.0, 0, None, "PipeBarrier")
 
 
-__all__ = ["SetFlag", "WaitFlag", "PipeBarrier", "PIPE_ALL"]
+__all__ = ["SetFlag", "WaitFlag", "PipeBarrier", "PIPE_ALL", "EVENT_ID0", "EVENT_ID1",
+           "EVENT_ID2", "EVENT_ID3", "EVENT_ID4", "EVENT_ID5", "EVENT_ID6", "EVENT_ID7"]

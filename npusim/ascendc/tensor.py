@@ -9,20 +9,27 @@ PIPE_S and reach the UB only.
 """
 from __future__ import annotations
 
+import functools
 import operator
 
 import numpy as np
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import core as _core
+from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc.types import PIPE_S, CacheMode, TPosition, tensor_dtype
 from npusim.errors import GmAccessError, KernelError, UbError, kernel_source_line
 
 #: Cycles of one scalar GM access (a load through the scalar unit's data cache path).
 #: Not published (docs/reference/hardware.md §5); 100 cycles, like one DMA latency [R].
 GM_SCALAR_ACCESS_CYCLES = 100
+_NORMAL = CacheMode.CACHE_MODE_NORMAL
 
 _UB_POSITIONS = _core._UB_POSITIONS
+
+#: The pipe GetValue passes to :meth:`LocalTensor.elements` for its one value: "PIPE_S",
+#: as a distinct string object, so that elements tells it from a fast path's scan.
+_ONE_VALUE = "".join(["PIPE_", "S"])
 
 #: Sub-tensors a LocalTensor keeps for reuse: a kernel indexes the same few offsets every
 #: tile, and a kept sub-tensor keeps its numpy view too.
@@ -104,6 +111,10 @@ class GlobalTensor:
                       else max(rest, 0))
         sub._alloc = self._alloc
         sub.cache_mode = self.cache_mode
+        cur = _core.current_core_or_none()
+        if cur is not None:      # the scalar unit's address arithmetic (npusim.ascendc.scalar)
+            cur.scalar_debt += (cur.scalar_offset if self.cache_mode is _NORMAL
+                                else cur.scalar_hinted)
         return sub
 
     def GetSize(self) -> int:
@@ -151,10 +162,15 @@ class GlobalTensor:
         index = _index(index, "GlobalTensor.GetValue")
         if cur.is_group:       # one value per member block: a BlockVector where they differ
             rows = _lockstep.gm_rows(cur, self[index], 1, isz, isz, False)
+            if _timing_only.ACTIVE and _timing_only.gm_flagged(cur, self[index], isz):
+                return _timing_only.read_value(kernel_source_line)
             data = np.array([r.reshape(-1) for r in rows]) if isinstance(rows, list) else \
                 np.ascontiguousarray(rows.reshape(cur.size, isz))
             return _lockstep.collapse(cur.members, data.view(self.dtype)[:, 0])
-        return self[index].bytes_view(isz, "GetValue", "PIPE_S").view(self.dtype)[0]
+        value = self[index].bytes_view(isz, "GetValue", "PIPE_S").view(self.dtype)[0]
+        if _timing_only.ACTIVE and _timing_only.gm_flagged(cur, self[index], isz):
+            return _timing_only.read_value(kernel_source_line)
+        return value
 
     def SetValue(self, index: int, value) -> None:
         """Write one element through the scalar unit (PIPE_S)."""
@@ -165,6 +181,9 @@ class GlobalTensor:
         index = _index(index, "GlobalTensor.SetValue")
         cur.gm_writes.append((self.address + index * isz, isz, 0, 1, cur.sync_all_count,
                               kernel_source_line()))     # the checker names the line
+        if _timing_only.ACTIVE and _timing_only.holds_uncomputed(value):
+            _timing_only.set_value_gm(cur, self[index], isz)
+            return
         if cur.is_group:
             rows = _lockstep.gm_rows(cur, self[index], 1, isz, isz, True)
             for j in range(cur.size):
@@ -185,8 +204,15 @@ class LocalTensor:
     __slots__ = ("ctx", "dtype", "offset", "length", "limit", "position", "owner", "_view",
                  "_subs", "mem")
 
-    def __init__(self, ctx, dtype, offset: int, length: int, limit: int,
+    def __init__(self, ctx, dtype=None, offset: int = 0, length: int = 0, limit: int = 0,
                  position: TPosition = TPosition.VECCALC, owner=None, mem: str | None = None):
+        if isinstance(ctx, TPosition):
+            # C++'s static-tensor constructor LocalTensor<T>(pos, addr, tileSize): the element
+            # type is a template argument, which Python spells LocalTensor[T]
+            raise TypeError(f"LocalTensor({ctx!r}, addr, tileSize) needs the element type "
+                            "that C++ gives as LocalTensor<T>: write LocalTensor[half]"
+                            f"(TPosition.{ctx.name}, addr, tileSize) or LocalTensor.at(half, "
+                            f"TPosition.{ctx.name}, addr, tileSize)")
         self.ctx = ctx
         self.dtype = np.dtype(dtype)
         self.offset = int(offset)
@@ -200,6 +226,12 @@ class LocalTensor:
         self.mem = mem
         self._view = None          # (count, numpy view) of the last elements() call
         self._subs = None          # index -> sub-tensor, for operator[] (tensors never change)
+
+    def __class_getitem__(cls, dtype):
+        """``LocalTensor[T]``: C++'s ``LocalTensor<T>``, called as the static-tensor
+        constructor: ``LocalTensor[half](TPosition.A1, addr, tileSize)`` is
+        :meth:`at` ``(half, TPosition.A1, addr, tileSize)``."""
+        return functools.partial(cls.at, dtype)
 
     @classmethod
     def at(cls, dtype, position: TPosition, addr: int, tile_size: int) -> "LocalTensor":
@@ -285,11 +317,21 @@ class LocalTensor:
         index = _index(index, "GetValue")
         if self.ctx.is_group:
             return self._group_get(int(index))
-        value = self.elements(int(index) + 1, "GetValue", "PIPE_S")[int(index)]
+        value = self.elements(int(index) + 1, "GetValue", _ONE_VALUE)[int(index)]
         if self.ctx.tracker is not None:
             isz = self.dtype.itemsize
             self.ctx.tracker.read(self.ctx, PIPE_S, self.offset + int(index) * isz, isz, "GetValue")
         self.ctx.record(_core.OP, PIPE_S, self.ctx.soc.scalar_cycles, 0, None, "GetValue")
+        if _timing_only.ACTIVE:
+            return self._timing_only_value(int(index), value)
+        return value
+
+    def _timing_only_value(self, index: int, value):
+        """In a timing-only launch: ``value``, or UNCOMPUTED where its bytes were not
+        computed (npusim.ascendc.timing_only)."""
+        lo = self.offset + index * self.dtype.itemsize
+        if _timing_only.ub_flagged(self.ctx, lo, lo + self.dtype.itemsize):
+            return _timing_only.read_value(kernel_source_line)
         return value
 
     def SetValue(self, index: int, value) -> None:
@@ -299,12 +341,23 @@ class LocalTensor:
         index = _index(index, "SetValue")
         if self.ctx.is_group:
             return self._group_set(int(index), value)
-        self.elements(int(index) + 1, "SetValue", "PIPE_S")[int(index)] = value
+        view = self.elements(int(index) + 1, "SetValue", "PIPE_S")
+        if _timing_only.ACTIVE:
+            self._timing_only_set(int(index), value)
+        if not (_timing_only.ACTIVE and value is _timing_only.UNCOMPUTED):
+            view[int(index)] = value
         if self.ctx.tracker is not None:
             isz = self.dtype.itemsize
             self.ctx.tracker.write(self.ctx, PIPE_S, self.offset + int(index) * isz, isz,
                                    "SetValue")
         self.ctx.record(_core.OP, PIPE_S, self.ctx.soc.scalar_cycles, 0, None, "SetValue")
+
+    def _timing_only_set(self, index: int, value) -> None:
+        """A SetValue in a timing-only launch: the element is computed unless the value
+        is not (UNCOMPUTED, for any member of a group)."""
+        lo = self.offset + index * self.dtype.itemsize
+        _timing_only.set_ub(self.ctx, lo, lo + self.dtype.itemsize,
+                            _timing_only.holds_uncomputed(value))
 
     def _group_get(self, index: int):
         """GetValue in a lockstep group: one value per member (a BlockVector where the
@@ -312,13 +365,15 @@ class LocalTensor:
         ctx = self.ctx
         ctx.batch_ok = True
         try:
-            col = self.elements(index + 1, "GetValue", "PIPE_S")[:, index]
+            col = self.elements(index + 1, "GetValue", _ONE_VALUE)[:, index]
         finally:
             ctx.batch_ok = False
         if ctx.tracker is not None:        # the group's tracker: the members' offsets agree
             isz = self.dtype.itemsize
             ctx.tracker.read(ctx, PIPE_S, self.offset + index * isz, isz, "GetValue")
         ctx.record(_core.OP, PIPE_S, ctx.soc.scalar_cycles, 0, None, "GetValue")
+        if _timing_only.ACTIVE:
+            return self._timing_only_value(index, _lockstep.collapse(ctx.members, col))
         return _lockstep.collapse(ctx.members, col)
 
     def _group_set(self, index: int, value) -> None:
@@ -327,8 +382,12 @@ class LocalTensor:
         ctx.batch_ok = True
         try:
             view = self.elements(index + 1, "SetValue", "PIPE_S")
+            if _timing_only.ACTIVE:
+                self._timing_only_set(index, value)
             for j in range(ctx.size):
-                view[j, index] = _lockstep.pick(value, j)
+                v = _lockstep.pick(value, j)
+                if v is not _timing_only.UNCOMPUTED:
+                    view[j, index] = v
         finally:
             ctx.batch_ok = False
         if ctx.tracker is not None:
@@ -342,7 +401,18 @@ class LocalTensor:
         return self.ctx.ub if mem == _core.UB else self.ctx.memory(mem, instruction)
 
     def elements(self, count: int, instruction: str, pipe: str = "PIPE_V") -> np.ndarray:
-        """Numpy view of the first ``count`` elements, bounds-checked against the buffer."""
+        """Numpy view of the first ``count`` elements, bounds-checked against the buffer.
+
+        ``instruction`` "GetValue" on "PIPE_S": a simulator fast path reading the values
+        through the scalar unit (a kernel's scalar loop over a tile, modelled at once); in a
+        timing-only launch such a read of bytes the launch did not compute raises
+        TimingOnlyError (npusim.ascendc.timing_only). GetValue itself reads one value and
+        returns UNCOMPUTED instead."""
+        if pipe == "PIPE_S" and _timing_only.ACTIVE and instruction == "GetValue" \
+                and pipe is not _ONE_VALUE:
+            lo = self.offset
+            _timing_only.check_ub_read(self.ctx, lo, lo + count * self.dtype.itemsize,
+                                       instruction)
         cached = self._view
         if cached is not None and cached[0] == count:
             return cached[1]

@@ -212,6 +212,18 @@ class DataCopyExtParams:
 
 
 @dataclass
+class DataCopyPadParams:
+    """DataCopyPad's padding in the form that goes with DataCopyParams (blockLen in bytes
+    for DataCopyPad): isPad, leftPadding / rightPadding elements (each at most 32 B),
+    paddingValue (kernel_struct_data_copy.h). The same rules as DataCopyPadExtParams."""
+
+    isPad: bool = False
+    leftPadding: int = 0
+    rightPadding: int = 0
+    paddingValue: int = 0
+
+
+@dataclass
 class DataCopyPadExtParams:
     """Padding of DataCopyPad GM->UB: counts in elements, each at most 32 B."""
 
@@ -312,8 +324,9 @@ class MmadParams:
     m, n, k: [0, 4095] (any 0: the instruction is not executed). cmatrixInitVal: True starts
     C at 0; False takes C's start from cmatrixSource: False = the CO1 tensor itself
     (accumulate), True = the bias table (C2). kDirectionAlign: float only, A2's k fractals
-    padded to 16. isBias is deprecated (True means accumulate onto CO1). fmOffset,
-    enSsparse, enWinogradA/B and unitFlag are reserved / not modelled (must stay default).
+    padded to 16. isBias is deprecated (True means accumulate onto CO1). unitFlag: 0 off,
+    2 / 3 the L0C hand-off to Fixpipe (:mod:`npusim.ascendc.cube.unitflag`). fmOffset,
+    enSsparse and enWinogradA/B are reserved / not modelled (must stay default).
     """
 
     def __init__(self, m: int = 0, n: int = 0, k: int = 0, unitFlag: int = 0,
@@ -379,8 +392,9 @@ class FixpipeParamsV220:
     destination row; NZ out, 32 B blocks between adjacent column blocks. quantPre /
     deqScalar: conversion (bits [31:13] of deqScalar hold a float scale). ndNum [1, 65535]
     matrices, srcNdStride [1, 512] x 1024 B apart in L0C and dstNdStride [1, 65535]
-    elements apart in the destination. reluEn: ReLU on the way out. unitFlag and
-    isChannelSplit: not modelled (must stay 0 / False).
+    elements apart in the destination. reluEn: ReLU on the way out. unitFlag: 0 off, 3 (or
+    2) takes L0C from a unitFlag Mmad (:mod:`npusim.ascendc.cube.unitflag`).
+    isChannelSplit: not modelled (must stay False).
     """
 
     nSize: int = 0

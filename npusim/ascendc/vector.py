@@ -96,6 +96,7 @@ from npusim.ascendc import core as _core
 from npusim.ascendc import nans as _nans
 from npusim.ascendc import portable_math as _pmath
 from npusim.ascendc import repeat as _repeat
+from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc import ubbank as _ubbank
 from npusim.ascendc.tensor import LocalTensor
 from npusim.ascendc.types import PIPE_V, RoundMode
@@ -335,7 +336,9 @@ def run_forms(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args, rate: flo
         run_level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask, batch=batch)
         return
     count = int(args[0] if type(args) is tuple else args)
-    if ctx.is_group and batch:
+    if _timing_only.ACTIVE:           # the operands' bounds checked, the arithmetic skipped
+        _skip_level2(ctx, name, dst, srcs, count, batch)
+    elif ctx.is_group and batch:
         ctx.batch_ok = True
         try:
             fn(*[src.elements(count, name) for src in srcs], out=dst.elements(count, name))
@@ -345,6 +348,20 @@ def run_forms(ctx, name: str, fn, dst: LocalTensor, srcs: tuple, args, rate: flo
         fn(*[src.elements(count, name) for src in srcs], out=dst.elements(count, name))
     level2_done(ctx)
     issue_vector(ctx, name, count, rate, dst, srcs)
+
+
+def _skip_level2(ctx, name: str, dst: LocalTensor, srcs: tuple, count: int, batch: bool):
+    """A timing-only level-2 call: the operands' views (their bounds checks; a group that
+    is not batch-aware splits as a functional run would), no arithmetic; dst's elements
+    are flagged not computed."""
+    if ctx.is_group and batch:
+        ctx.batch_ok = True
+    try:
+        for t in (*srcs, dst):
+            t.elements(count, name)
+    finally:
+        ctx.batch_ok = False
+    _timing_only.flag_elements(ctx, dst, count)
 
 
 def _compute(ctx, ufunc, ins, scalar, dt, out) -> None:
@@ -442,6 +459,13 @@ def _level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask, lanes, pass_rows,
     if kind == "partial" or (kind == "sequential" and
                              (name not in _ACCUMULATE or len(srcs) < 2)):
         _repeat.report_overlap(ctx, name, kind)
+    if _timing_only.ACTIVE:           # bounds and overlap checked above: no arithmetic
+        _level0_timing_only(name, dst, d_idx, srcs, s_idx, call, lanes, kind,
+                            kind == "sequential" and not pass_rows
+                            and _accumulates(dst, d_idx, srcs, s_idx, call))
+        issue_vector(ctx, name, call.count, rate, dst, srcs, repeats=call.repeat, lanes=lanes,
+                     tracked=True, strides=strides)
+        return call
     if kind == "sequential" and not pass_rows and _accumulates(dst, d_idx, srcs, s_idx, call):
         _accumulate(name, fn, dst, d_idx, srcs[0], s_idx[0], call)
         issue_vector(ctx, name, call.count, rate, dst, srcs, repeats=call.repeat, lanes=lanes,
@@ -465,6 +489,32 @@ def _level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask, lanes, pass_rows,
     issue_vector(ctx, name, call.count, rate, dst, srcs, repeats=call.repeat, lanes=lanes,
                  tracked=True, strides=strides)
     return call
+
+
+def _level0_timing_only(name, dst, d_idx, srcs, s_idx, call, lanes, kind,
+                        accumulates) -> None:
+    """What a level-0 call does in a timing-only launch: the checker sees the lanes read
+    and written in the order the functional run reads and writes them (repeat by repeat
+    when a later repeat reads an earlier one's result); dst's lanes are flagged not
+    computed."""
+    track = _repeat._track
+    if accumulates:
+        first = _repeat.Level0(1, call.lanes, call.active[:1])
+        track(dst.ctx, dst, d_idx[:1], first, name, write=False)
+        track(srcs[0].ctx, srcs[0], s_idx[0], call, name, write=False)
+        track(dst.ctx, dst, d_idx[:1], first, name, write=True)
+    elif dst.ctx.tracker is not None:
+        steps = [(call, slice(None))] if kind is None else \
+            [(_repeat.Level0(1, lanes, call.active[r:r + 1]), slice(r, r + 1))
+             for r in range(call.repeat)]
+        for sub, rows in steps:
+            if not sub.active.any():
+                continue
+            for s, i in zip(srcs, s_idx):
+                track(s.ctx, s, i[rows], sub, name, write=False)
+            track(dst.ctx, dst, d_idx[rows], sub, name, write=True)
+    if call.active.any():
+        _timing_only.flag_index(dst.ctx, dst, d_idx[call.active])
 
 
 def _accumulates(dst, d_idx, srcs, s_idx, call) -> bool:
@@ -741,10 +791,13 @@ def Duplicate(dst, scalar, *args, isSetMask=True):
     if dst.dtype.itemsize not in (2, 4):
         raise DtypeError("Duplicate", f"{dst.dtype.name} is not a 16- or 32-bit type", pipe="PIPE_V")
     level0 = len(args) > 1
-    # (G, 1[, 1]) in a group whose members read different values: it broadcasts over the
-    # stacked [G, count] (level 2) or [G, repeat, lanes] (level 0) lanes
-    value = _lockstep.member_scalar(dst.dtype, scalar, 3 if level0 else 2)
     rate = RATE_SIMPLE[dst.dtype.itemsize]
+    if _timing_only.ACTIVE and _timing_only.holds_uncomputed(scalar):
+        value = None                   # a fill with a value not computed: skipped below
+    else:
+        # (G, 1[, 1]) in a group whose members read different values: it broadcasts over
+        # the stacked [G, count] (level 2) or [G, repeat, lanes] (level 0) lanes
+        value = _lockstep.member_scalar(dst.dtype, scalar, 3 if level0 else 2)
     if level0:
         mask, repeat_time = args[0], args[1]
         blk, rep = (int(args[2]), int(args[3])) if len(args) > 3 else (1, 8)
@@ -752,11 +805,14 @@ def Duplicate(dst, scalar, *args, isSetMask=True):
                    (mask, repeat_time, ((blk, rep),)), rate, isSetMask, batch=True)
         return
     count = int(args[0])
-    ctx.batch_ok = ctx.is_group        # element by element: a lockstep group runs it at once
-    try:
-        dst.elements(count, "Duplicate")[...] = value
-    finally:
-        ctx.batch_ok = False
+    if value is None:
+        _skip_level2(ctx, "Duplicate", dst, (), count, True)
+    else:
+        ctx.batch_ok = ctx.is_group    # element by element: a lockstep group runs it at once
+        try:
+            dst.elements(count, "Duplicate")[...] = value
+        finally:
+            ctx.batch_ok = False
     level2_done(ctx)
     issue_vector(ctx, "Duplicate", count, rate, dst)
 
@@ -788,13 +844,17 @@ def Power(dst, src, exponent, count=None):
     dt = same_dtype("Power", dst, src)
     check_dtype(ctx, "Power", dt, _FLOATS)
     count = src.length if count is None else int(count)
-    exponent = _lockstep.member_scalar(dt, exponent, 2)
-    ctx.batch_ok = ctx.is_group        # element by element: a lockstep group runs it at once
-    try:
-        with np.errstate(all="ignore"):
-            _pmath.power(src.elements(count, "Power"), exponent, out=dst.elements(count, "Power"))
-    finally:
-        ctx.batch_ok = False
+    if _timing_only.ACTIVE:
+        _skip_level2(ctx, "Power", dst, (src,), count, True)
+    else:
+        exponent = _lockstep.member_scalar(dt, exponent, 2)
+        ctx.batch_ok = ctx.is_group    # element by element: a lockstep group runs it at once
+        try:
+            with np.errstate(all="ignore"):
+                _pmath.power(src.elements(count, "Power"), exponent,
+                             out=dst.elements(count, "Power"))
+        finally:
+            ctx.batch_ok = False
     issue_vector(ctx, "Power.Ln", count, RATE_SLOW[dt.itemsize], dst, (src,))
     issue_vector(ctx, "Power.Muls", count, RATE_SIMPLE[dt.itemsize], dst, (src,))
     issue_vector(ctx, "Power.Exp", count, RATE_SLOW[dt.itemsize], dst, (src,))
@@ -931,11 +991,14 @@ def Cast(dst, src, round_mode: RoundMode, *args, isSetMask=True):
         run_level0(ctx, "Cast", convert, dst, (src,), args, rate, isSetMask, batch=True)
         return
     count = int(args[0])
-    ctx.batch_ok = ctx.is_group        # element by element: a lockstep group runs it at once
-    try:
-        convert(src.elements(count, "Cast"), dst.elements(count, "Cast"))
-    finally:
-        ctx.batch_ok = False
+    if _timing_only.ACTIVE:
+        _skip_level2(ctx, "Cast", dst, (src,), count, True)
+    else:
+        ctx.batch_ok = ctx.is_group    # element by element: a lockstep group runs it at once
+        try:
+            convert(src.elements(count, "Cast"), dst.elements(count, "Cast"))
+        finally:
+            ctx.batch_ok = False
     level2_done(ctx)
     issue_vector(ctx, "Cast", count, rate, dst, (src,))
 

@@ -106,7 +106,23 @@ def enable(soc: str = "Ascend910B1", *, frontend: bool = True, profiling: bool =
                       device_count=device_count)
     _state["saved"] = _patch.install(session)
     _state["session"] = session
+    _attach_torch(session, soc, device_count, profiling)
     return session
+
+
+def _attach_torch(session, soc: str, device_count: int, profiling: bool) -> None:
+    """Where torch is installed, register its device "npu" (``aclnn.torch_npu``) and run
+    the session on its devices, so that a kernel given an npu tensor works on it in
+    place, as pyasc's tests and tutorials do on hardware with torch_npu."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return
+    import importlib
+    torch_npu = importlib.import_module("aclnn.torch_npu")
+    torch_npu.enable(soc, device_count=device_count, profiling=profiling)
+    from aclnn.torch_npu import _runtime
+    session.device_provider = _runtime.device_of
 
 
 def disable() -> None:

@@ -341,7 +341,7 @@ SPECIAL = {
     "static_assert": static_assert, "ceildiv": V.ceildiv,
     "range": pyasc_range, "static_range": pyasc_range,
     "GlobalTensor": V.GlobalTensor, "LocalTensor": V.LocalTensor, "GlobalAddress": V.GlobalAddress,
-    "TPipe": V.TPipe, "TQue": V.TQue, "TQueBind": V.TQueBind, "TBuf": V.TBuf,
+    "TPipe": V.TPipe, "LocalTensorAuto": V.LocalTensorAuto, "TQue": V.TQue, "TQueBind": V.TQueBind, "TBuf": V.TBuf,
     "get_tpipe_ptr": V.get_tpipe_ptr,
 }
 

@@ -10,7 +10,8 @@ cube code, ``KERNEL_TYPE_MIX_AIC_1_2``) that makes the AIC a server of its two A
 as on the device: the AIVs' ``set_tensor_a``, ``iterate_all``, ``iterate`` +
 ``get_tensor_c`` (to GM, or to a LocalTensor when C's MatmulType is VECIN/VECCALC) are
 messages their AIC executes; with ``matmul_cube_only=True`` (``KERNEL_TYPE_AIC_ONLY``) the AIC
-calls the API itself. What npusim's Matmul does not model (MatmulConfig templates, the
+calls the API itself. ``asc.adv.MatmulConfig``, ``get_mdl_config`` and ``get_normal_config``
+give npusim's MatmulConfig (keywords only). What npusim's Matmul does not model (the
 asynchronous iterate/get_tensor_c, get_tensor_c returning a GlobalTensor) raises its error
 at the call.
 
@@ -41,12 +42,12 @@ class Matmul:
 
     def __init__(self, a, b, c, bias=None, matmul_config=None, matmul_policy=0):
         from npusim.ascendc.lib.matmul import Matmul as NpMatmul
-        if matmul_config is not None:
-            raise not_supported("asc.adv.Matmul", "matmul_config (the MDL/NORM templates)")
         if matmul_policy:
             raise not_supported("asc.adv.Matmul", f"matmul_policy={matmul_policy}")
+        from npusim.ascendc.lib.matmul_config import CFG_NORM
         self.mm = NpMatmul(_matmul_type(a), _matmul_type(b), _matmul_type(c),
-                           _matmul_type(bias) if bias is not None else None)
+                           _matmul_type(bias) if bias is not None else None,
+                           CFG_NORM if matmul_config is None else matmul_config)
 
     def init(self, tiling) -> None:
         self.mm.Init(_tiling(tiling))
@@ -130,5 +131,35 @@ def register_matmul(pipe, *args) -> None:
     REGIST_MATMUL_OBJ(pipe.p, workspace, *objects)
 
 
+def tcube_tiling(**fields) -> V.StructView:
+    """``asc.adv.TCubeTiling(m=..., base_m=..., ...)`` built in a kernel: pyasc's own Struct
+    with those fields (the others at pyasc's defaults), read as a kernel reads a tiling
+    argument (``tiling.base_m``...) and given to ``matmul.init`` as one."""
+    from asc.language.adv.tiling import TCubeTiling
+    return V.StructView(TCubeTiling(**{k: int(v) for k, v in fields.items()}))
+
+
 #: asc.adv names bound here rather than by name lookup.
-ADV = {"Matmul": Matmul, "register_matmul": register_matmul}
+def _snake_call(api: str, target):
+    """pyasc's snake_case keywords -> ``target``'s camelCase parameters (asc.adv.MatmulConfig,
+    get_mdl_config, get_normal_config: the same fields as tiling.h's)."""
+    import inspect
+    names = {n.replace("_", "").lower(): n for n in inspect.signature(target).parameters}
+
+    def call(**kwargs):
+        unknown = [k for k in kwargs if k.replace("_", "").lower() not in names]
+        if unknown:
+            raise not_supported(api, ", ".join(unknown))
+        return target(**{names[k.replace("_", "").lower()]: v for k, v in kwargs.items()})
+    return call
+
+
+def _adv_configs() -> dict:
+    from npusim.ascendc.lib import matmul_config as C
+    return {"MatmulConfig": _snake_call("asc.adv.MatmulConfig", C.MatmulConfig),
+            "get_mdl_config": _snake_call("asc.adv.get_mdl_config", C.GetMDLConfig),
+            "get_normal_config": _snake_call("asc.adv.get_normal_config", C.GetNormalConfig)}
+
+
+ADV = {"Matmul": Matmul, "register_matmul": register_matmul, "TCubeTiling": tcube_tiling,
+       **_adv_configs()}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import inspect
 import os
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -120,8 +121,22 @@ class Session:
         self.device_count = device_count
         self.devices: dict[int, Device] = {}
         self.streams: dict[int, tuple] = {}     # handle -> (device id, npusim Stream)
-        self.current_id = 0
+        self._current = threading.local()       # per thread, as aclrtSetDevice binds it
         self.launches: list[Launch] = []
+        #: device id -> Device, when another front end owns the devices (torch's "npu"
+        #: device: its tensors and the kernels launched on them share one memory); taken
+        #: once per session and device, where its SoC is the one asked for
+        self.device_provider = None
+
+    @property
+    def current_id(self) -> int:
+        """This thread's current device (``asc.lib.runtime.set_device`` sets it per thread,
+        as pyACL's ``aclrtSetDevice`` does; 0 in a thread that set none)."""
+        return getattr(self._current, "device_id", 0)
+
+    @current_id.setter
+    def current_id(self, device_id: int) -> None:
+        self._current.device_id = device_id
 
     # -- devices and streams (used by the runtime library) ------------------------------------
     def soc_name(self) -> str:
@@ -133,6 +148,11 @@ class Session:
         if dev is None:
             from asc.lib.runtime import state
             soc = state.soc_verison.value if state.model else self.soc
+            if self.device_provider is not None:     # the other front end's, if its SoC
+                shared = self.device_provider(device_id)
+                if get_soc(shared.soc.soc_version).soc_version == get_soc(soc).soc_version:
+                    dev = self.devices[device_id] = shared
+                    return dev
             # every record kept, as the session keeps every launch: its report, trace and
             # op summary cover the whole script
             dev = self.devices[device_id] = Device(soc, device_id, profiling=self.profiling,

@@ -214,7 +214,7 @@ class LocalTensor:
     (``que.alloc_tensor(t)``, ``que.deque(t)``).
     """
 
-    __slots__ = ("t", "dtype")
+    __slots__ = ("t", "dtype", "user_tag")
 
     def __init__(self, dtype=None, pos=TPosition.VECIN, addr=None, tile_size=0, *, t=None):
         if t is None and addr is not None:
@@ -247,6 +247,29 @@ class LocalTensor:
     def set_value(self, index, value) -> None:
         self.t.SetValue(int(index), value)
 
+    def set_size(self, size) -> None:
+        """``SetSize``: the tensor now has ``size`` elements (its buffer's end is still the
+        limit the checker holds its accesses to)."""
+        t = self.t
+        self.t = _tensor.LocalTensor(t.ctx, t.dtype, t.offset, int(size), t.limit, t.position,
+                                     t.owner, t.mem)
+
+    def set_buffer_len(self, data_len) -> None:
+        """``SetBufferLen``: the buffer length the tensor records (npusim checks accesses
+        against the buffer the queue or TBuf gave it instead)."""
+
+    def set_user_tag(self, tag) -> None:
+        self.user_tag = int(tag)
+
+    def get_user_tag(self) -> Int:
+        return Int(getattr(self, "user_tag", 0) or 0)
+
+    def set_addr_with_offset(self, src: "LocalTensor", offset) -> None:
+        """``SetAddrWithOffset(src, offset)``: this tensor now starts ``offset`` elements
+        (of this tensor's type) into ``src``'s buffer."""
+        dtype = self.t.dtype if self.t is not None else np_dtype(self.dtype)
+        self._fill(src.t.ReinterpretCast(dtype)[int(offset)])
+
     def reinterpret_cast(self, dtype) -> "LocalTensor":
         return LocalTensor(t=self.t.ReinterpretCast(np_dtype(dtype)))
 
@@ -256,6 +279,72 @@ class LocalTensor:
 
     def __repr__(self) -> str:
         return f"asc.{self.t!r}"
+
+
+class LocalTensorAuto(LocalTensor):
+    """``asc.LocalTensorAuto(dtype, shape)``: a UB tensor the compiler places (pyasc's
+    auto-sync tensors, ``create_asc_LocalTensorAutoOp``), with the synchronisation its uses
+    need inserted (the launch's ``auto_sync``, which pyasc turns on for them).
+
+    Placement: each creation site of the kernel (the chain of calls that reaches it, as
+    pyasc inlines device functions) gets its own VECCALC buffer in the block's TPipe (one
+    made if the kernel has none), reused by every iteration of a loop around it, as one
+    operation of the IR is one buffer; the flags auto-sync inserts order the reuse.
+    """
+
+    __slots__ = ("shape_info",)
+
+    def __init__(self, dtype=None, shape=None, *, t=None):
+        if t is None:
+            t = _auto_tensor(dtype, shape)
+        super().__init__(t=t)
+        self.shape_info = None
+
+    def set_shape_info(self, shape_info) -> None:
+        self.shape_info = shape_info
+
+    def get_shape_info(self):
+        return self.shape_info
+
+
+_NPUSIM_DIR = __file__.rsplit("/", 2)[0]
+
+
+def _creation_site() -> tuple:
+    """The kernel's call chain to a LocalTensorAuto (code objects and instruction offsets
+    of the frames outside npusim)."""
+    import sys
+    key = []
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(_NPUSIM_DIR):
+            if name.endswith("_session.py"):
+                break
+        else:
+            key.append((frame.f_code, frame.f_lasti))
+        frame = frame.f_back
+    return tuple(key)
+
+
+def _auto_tensor(dtype, shape):
+    ctx = _core.current_core()
+    n = 1
+    for d in (shape if isinstance(shape, (tuple, list)) else (shape,)):
+        n *= int(d)
+    np_dt = np_dtype(dtype)
+    nbytes = max(n * np_dt.itemsize, 32)
+    table = getattr(ctx, "pyasc_auto_tensors", None)
+    if table is None:
+        table = ctx.pyasc_auto_tensors = {}
+    key = _creation_site()
+    buf = table.get(key)
+    if buf is None or buf[1] < nbytes:
+        pipe = ctx.pipe if ctx.pipe is not None else _pipe.TPipe()
+        tbuf = _pipe.TBuf(TPosition.VECCALC)
+        pipe.InitBuffer(tbuf, nbytes)
+        buf = table[key] = (tbuf, nbytes)
+    return buf[0].Get(np_dt, n)
 
 
 def wrap(value):
@@ -339,13 +428,19 @@ class TPipe:
     def __init__(self, p: _pipe.TPipe | None = None):
         self.p = p if p is not None else _pipe.TPipe()
 
-    def init_buffer(self, que, num=0, len=0) -> None:              # noqa: A002 (pyasc's name)
-        """``init_buffer(que, num, len)``, or ``init_buffer(buf, num)`` for a TBuf (num is
-        then its length in bytes, as in pyasc)."""
+    def init_buffer(self, que=None, num=0, len=0, buf=None) -> None:   # noqa: A002 (pyasc's)
+        """``init_buffer(que, num, len)``, or ``init_buffer(buf, num)`` /
+        ``init_buffer(buf=tbuf, num=n)`` for a TBuf (num is then its length in bytes, as in
+        pyasc's ``TPipe.init_buffer`` overloads)."""
+        que = buf if buf is not None else que
         if isinstance(que, TBuf):
             self.p.InitBuffer(que.q, int(num))
         else:
             self.p.InitBuffer(que.q, int(num), int(len))
+
+    def init(self) -> None:
+        """``TPipe::Init``: a pipe constructed in the kernel is ready; after ``destroy`` its
+        UB starts empty again (npusim's Destroy already did that)."""
 
     def alloc_event_id(self, event=HardEvent.V_S) -> Int:
         return Int(self.p.AllocEventID(HardEvent[event.name]))
@@ -357,7 +452,13 @@ class TPipe:
         self.p.ReleaseEventID(HardEvent[event.name], int(id))
 
     def destroy(self) -> None:
+        """``Destroy``: the pipe's buffers are released (its UB and its buffer counts: a
+        kernel may then ``init``/``init_buffer`` them again, as pyasc's tests do per tile)."""
         self.p.Destroy()
+        self.p.buffer_count = 0
+        self.p.que_buffers_by_position.clear()
+
+    reset = destroy
 
 
 def get_tpipe_ptr() -> TPipe:

@@ -9,7 +9,8 @@ cube half")::
        --Fixpipe, FIX--> GM (ND or NZ; half/bf16/int8... converted on the way)
 
 Modules: :mod:`.datamove` (DataCopy's GM <-> L1, ND -> NZ and L1 -> bias-table paths,
-LoadData, LoadDataWithTranspose), :mod:`.mmad`, :mod:`.fixpipe`; :mod:`.common` holds the
+LoadData, LoadDataWithTranspose), :mod:`.load3d` (LoadData3DParamsV2, SetFmatrix and the
+Load3D registers), :mod:`.mmad`, :mod:`.fixpipe`; :mod:`.common` holds the
 fractal geometry, operand checks and costs. ``DataCopy`` itself stays in
 :mod:`npusim.ascendc.datacopy` and hands these paths to :func:`.datamove.data_copy`.
 
@@ -19,6 +20,10 @@ for the timing replay.
 """
 from npusim.ascendc.cube.datamove import LoadData, LoadDataWithTranspose
 from npusim.ascendc.cube.fixpipe import Fixpipe
+from npusim.ascendc.cube.load3d import *  # noqa: F401,F403  (Load3Dv2 and its registers)
+from npusim.ascendc.cube import load3d as _load3d
+from npusim.ascendc.cube.l0c_copy import *  # noqa: F401,F403  (DataCopy out of L0C, FB)
+from npusim.ascendc.cube import l0c_copy as _l0c_copy
 from npusim.ascendc.cube.mmad import Mmad
 from npusim.ascendc.types import (CFG_NZ, CFG_ROW_MAJOR, CO2Layout, FixpipeConfig,
                                   FixpipeParamsV220, KernelMetaType, LoadData2DParams,
@@ -28,4 +33,4 @@ from npusim.ascendc.types import (CFG_NZ, CFG_ROW_MAJOR, CO2Layout, FixpipeConfi
 __all__ = ["LoadData", "LoadDataWithTranspose", "Mmad", "Fixpipe", "Nd2NzParams",
            "LoadData2DParams", "LoadData2dTransposeParams", "MmadParams", "FixpipeParamsV220",
            "QuantMode_t", "CO2Layout", "FixpipeConfig", "CFG_NZ", "CFG_ROW_MAJOR",
-           "KernelMetaType"]
+           "KernelMetaType", *_load3d.__all__, *_l0c_copy.__all__]

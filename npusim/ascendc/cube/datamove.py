@@ -29,8 +29,11 @@ from numpy.lib.stride_tricks import as_strided
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import checker
+from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc import core as _core
 from npusim.ascendc import datacopy as _dc
+from npusim.ascendc.cube import l0c_copy as _l0c
+from npusim.ascendc.cube import load3d as _load3d
 from npusim.ascendc.cube.common import (FRACTAL_BYTES, byte_addr, ceil_div, check_range,
                                         mte1_cycles, not_modelled, record_op, require_aligned,
                                         require_local, shadow, stacked)
@@ -74,6 +77,8 @@ def data_copy(dst, src, params) -> None:
     * GM -> L1 or VECIN with ``Nd2NzParams``: ND -> NZ conversion on PIPE_MTE2
       (:func:`nd2nz`).
     * L1 -> GM on PIPE_MTE3: the reverse of GM -> L1.
+    * L0C (CO1) -> GM or L1 with ``DataCopyCO12DstParams``, and L1 (C1) -> the Fixpipe
+      buffer (C2PIPE2GM): the register form of Fixpipe (:mod:`.l0c_copy`).
     * L1 (C1) -> bias table (C2) on PIPE_MTE1 at 32 B/cycle: ``DataCopyParams`` whose
       blockLen counts 64 B units on A2/A3 (the mmad sample's "C1->C2 blockLen unit 64B"),
       or ``count`` elements forming whole 64 B blocks.
@@ -93,10 +98,20 @@ def data_copy(dst, src, params) -> None:
     elif (isinstance(dst, LocalTensor) and isinstance(src, LocalTensor) and dst.mem == _BT
           and src.mem == _L1):
         _l1_to_bt(ctx, dst, src, params)
+    elif isinstance(params, _l0c.DataCopyCO12DstParams) or (isinstance(src, LocalTensor)
+                                                             and src.mem == _core.L0C):
+        if not isinstance(params, _l0c.DataCopyCO12DstParams):
+            raise KernelError("DataCopy", "L0C (CO1) leaves by Fixpipe or by DataCopy with "
+                              "DataCopyCO12DstParams")
+        _l0c.copy_out(dst, src, params)
+    elif (isinstance(dst, LocalTensor) and isinstance(src, LocalTensor)
+          and dst.mem == _core.FB and src.mem == _L1):
+        _l0c.l1_to_fb(ctx, dst, src, params)
     else:
         raise KernelError("DataCopy", f"there is no DataCopy path {_where(src)} -> {_where(dst)} "
-                          "(GM <-> L1, L1 -> BT, ND2NZ into L1/VECIN; L0C leaves through "
-                          "Fixpipe; AIC and AIV exchange data only through GM)")
+                          "(GM <-> L1, L1 -> BT, L1 -> FB, ND2NZ into L1/VECIN; L0C leaves "
+                          "through Fixpipe or DataCopyCO12DstParams; AIC and AIV exchange "
+                          "data only through GM)")
 
 
 def _where(t) -> str:
@@ -137,6 +152,8 @@ def _gm_l1(ctx, l1: LocalTensor, gm: GlobalTensor, params, to_l1: bool) -> None:
         l1_view[...] = gm_view
     else:
         _dc._write_gm(ctx, gm_view, l1_view)
+    if _timing_only.ACTIVE:
+        (_timing_only.gm_to_cube if to_l1 else _timing_only.cube_to_gm)(ctx, gm, gm_span)
     _dc._dma(ctx, to_l1, rows * row, "DataCopy", gm, gm_span,
              _dc.strided_runs(rows, row, gm_pitch))
 
@@ -224,6 +241,8 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
         runs = ((0, d * isz, s_d * isz, nd * n),)
     else:
         runs = tuple((i * s_nd * isz, d * isz, s_d * isz, n) for i in range(nd))
+    if _timing_only.ACTIVE:
+        _timing_only.gm_to_cube(ctx, src, span * isz)
     _dc._dma(ctx, True, nd * n * d * isz, name, src, span * isz, runs)
 
 
@@ -281,8 +300,13 @@ def _l1_to_bt(ctx, dst: LocalTensor, src: LocalTensor, params) -> None:
 
 # -- LoadData (Load2D) --------------------------------------------------------------------------
 
-def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams) -> None:
+def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams,
+             config=_load3d.IS_RESER_LOAD3D_DEFAULT_CONFIG) -> None:
     """``LoadData(dst, src, LoadData2DParams)``: move 512 B fractals into L0A/L0B (or L1).
+
+    With ``LoadData3DParamsV2`` (and ``config``, the ``IsResetLoad3dConfig`` template
+    argument): img2col v2 L1 -> L0A/L0B, :mod:`npusim.ascendc.cube.load3d`.
+    ``LoadData2DParamsV2`` is refused on A2/A3, as their library does.
 
     Repeat ``r`` copies the source fractal ``startIndex + r*srcStride`` (512 B units from
     ``src``; srcStride 0 re-reads one fractal) to ``r*(1 + dstGap)`` fractals from ``dst``;
@@ -305,6 +329,10 @@ def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams) -> None:
         an L1 operand not 32 B aligned. UbError /
         GmAccessError: a fractal outside its buffer or allocation.
     """
+    if isinstance(loadDataParams, _load3d.LoadData3DParamsV2):
+        return _load3d.load3dv2(dst, src, loadDataParams, config)
+    if isinstance(loadDataParams, _load3d.LoadData2DParamsV2):
+        raise _load3d.not_on_a2_2dv2()
     ctx = _core.current_core()
     name = "LoadData"
     p = loadDataParams
@@ -553,6 +581,8 @@ def _cost(ctx, dst: LocalTensor, src, nbytes: int, last_unit: int, pipe, name: s
     """Record the move; ``last_unit``: the furthest source unit read (GM span)."""
     if isinstance(src, GlobalTensor):           # GM -> L1/L0: a DMA read on MTE2
         span = (last_unit + 1) * FRACTAL_BYTES
+        if _timing_only.ACTIVE:
+            _timing_only.gm_to_cube(ctx, src, span)
         _dc._dma(ctx, True, nbytes, name, src, span)
     else:
         ctx.record(_core.OP, pipe, float(mte1_cycles(ctx.soc, nbytes, dst.mem)), 0, None, name)

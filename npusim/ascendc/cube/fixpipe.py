@@ -19,9 +19,11 @@ import numpy as np
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import checker
+from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc import datacopy as _dc
 from npusim.ascendc import core as _core
 from npusim.ascendc import nans as _nans
+from npusim.ascendc.cube import unitflag as _unitflag
 from npusim.ascendc.cube.common import (BLOCK_CUBE, byte_addr, ceil_div, check_range,
                                         fixpipe_cycles, not_modelled, record_op, require_aligned,
                                         require_local, shadow, stacked)
@@ -46,7 +48,8 @@ _VECTOR_MODES = frozenset({Q.VDEQF16, Q.VQF322B8_PRE, Q.VREQ8})
 _SCALAR_MODES = frozenset({Q.DEQF16, Q.QF322B8_PRE, Q.REQ8})
 
 
-def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR) -> None:
+def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR,
+            _table_in_fb: bool = False) -> None:
     """``Fixpipe<T, U, config>(dst, src, [cbufWorkspace,] FixpipeParamsV220)``: move the
     ``mSize x nSize`` top-left part of an NZ matrix out of L0C, converting it.
 
@@ -64,6 +67,10 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR)
     int32->int32; F322F16 float->half; F322BF16 float->bfloat16; (V)DEQF16 int32->half;
     (V)QF322B8_PRE float->int8/uint8; (V)REQ8 int32->int8/uint8 (module docstring).
 
+    unitFlag (0, 2, 3): 3 reads the L0C units a Mmad with unitFlag 3 releases as they
+    are computed, and hands them back to the next Mmad (:mod:`.unitflag`; FIX time then
+    includes the waits for units).
+
     Cost: to GM a DMA write on PIPE_FIX of the converted bytes (costed like MTE3 writes;
     SetAtomicAdd applies); to L1 ``fixpipe_head_cycles + ceil(elements / 64)`` on PIPE_FIX
     (docs/reference/hardware.md §2.1: 64 elements/cycle); a V* mode first copies its table to
@@ -76,7 +83,8 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR)
     Raises:
         KernelError: the SoC has no Fixpipe (910A, 310P), src not in CO1, dst not GM/L1,
         a V* mode without cbufWorkspace (or a table with another mode), ND output into L1,
-        or unitFlag / isChannelSplit set (not modelled). DtypeError: src, quantPre and dst
+        or isChannelSplit set (not modelled). LimitError: unitFlag 1 (reserved).
+        SyncError (checker): a unitFlag hand-off that does not pair (:mod:`.unitflag`). DtypeError: src, quantPre and dst
         types do not match. LimitError: a field out of range. AlignmentError: a misaligned
         operand or an NZ nSize not a multiple of 16.
         UbError / GmAccessError: out of bounds.
@@ -93,7 +101,7 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR)
         raise KernelError(name, f"{ctx.soc.soc_version} has no Fixpipe (support_fixpipe is an "
                           "A2/A3 ini key; FixpipeParamsV220 is A2/A3 only)", pipe=pipe)
     nd_out = FixpipeConfig(config.format).format == CO2Layout.ROW_MAJOR
-    _check(ctx, dst, src, table, p, nd_out)
+    _check(ctx, dst, src, table, p, nd_out, _table_in_fb)
     m = check_range(name, "mSize", p.mSize, 1, 8192 if nd_out else 65535, pipe)
     n = check_range(name, "nSize", p.nSize, 1, 4095, pipe)
     src_stride = check_range(name, "srcStride", p.srcStride, 0, 65535, pipe)
@@ -127,6 +135,9 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR)
     else:      # NZ: column block j at j*dstStride 32 B blocks, rows of 16 elements
         per_block = 32 // dst.dtype.itemsize
         d_idx = ((c // 16) * int(p.dstStride) * per_block + r * 16 + c % 16)[None]
+    flag = int(p.unitFlag)
+    handoff = _unitflag.before_fixpipe(ctx, flag, src.offset, src.offset + (int(s_idx.max()) + 1)
+                                       * src.dtype.itemsize)     # waits for released units
     sh = shadow(ctx, src)
     if sh is not None:
         sh.read_elements(ctx, int(PIPE_FIX), src.offset, s_idx, src.dtype.itemsize, name)
@@ -134,11 +145,13 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR)
         _to_gm(ctx, dst, d_idx, out, m, n, count, dst_nd, p, nd_out)
     else:
         _to_l1(ctx, dst, d_idx, out)
-    if table is not None:        # the V* table goes L1 -> Fixpipe buffer first (FIX, 32 B/cycle)
+    if table is not None and not _table_in_fb:   # the V* table goes L1 -> FB first (32 B/cycle)
         record_op(ctx, PIPE_FIX, ctx.soc.fixpipe_head_cycles + ceil_div(n * 8, 32), name)
+    _unitflag.after_fixpipe(ctx, flag, handoff)
 
 
-def _check(ctx, dst, src, table, p: FixpipeParamsV220, nd_out: bool) -> None:
+def _check(ctx, dst, src, table, p: FixpipeParamsV220, nd_out: bool,
+           table_in_fb: bool = False) -> None:
     name, pipe = "Fixpipe", "PIPE_FIX"
     require_local(src, {_core.L0C}, name, "src", "CO1")
     require_aligned(src, 64, name, "src", pipe, "Fixpipe.md: src 64 B aligned")
@@ -153,8 +166,7 @@ def _check(ctx, dst, src, table, p: FixpipeParamsV220, nd_out: bool) -> None:
                              "(fixpipe_l0c2l1 sample: A2/A3 L1 output is never float)", pipe=pipe)
     elif not isinstance(dst, GlobalTensor):
         raise KernelError(name, "dst must be a GlobalTensor or an L1 LocalTensor", pipe=pipe)
-    if int(p.unitFlag) != 0:
-        raise not_modelled(name, "FixpipeParamsV220.unitFlag", pipe)
+    _unitflag.check_value(name, "FixpipeParamsV220.unitFlag", p.unitFlag, pipe)
     if p.isChannelSplit:
         raise not_modelled(name, "FixpipeParamsV220.isChannelSplit", pipe)
     mode = Q(p.quantPre)
@@ -172,7 +184,10 @@ def _check(ctx, dst, src, table, p: FixpipeParamsV220, nd_out: bool) -> None:
         raise KernelError(name, f"quantPre {mode.name} {'needs' if table is None else 'takes no'}"
                           " cbufWorkspace (the per-column uint64 table in A1)", pipe=pipe)
     if table is not None:
-        require_local(table, {_core.L1}, name, "cbufWorkspace", "A1")
+        if table_in_fb:     # DataCopy out of L0C: the table SetFixPipeConfig named
+            require_local(table, {_core.FB}, name, "the quant table", "C2PIPE2GM")
+        else:
+            require_local(table, {_core.L1}, name, "cbufWorkspace", "A1")
         if table.dtype != uint64_t:
             raise DtypeError(name, "cbufWorkspace is LocalTensor<uint64_t>", pipe=pipe)
 
@@ -239,6 +254,8 @@ def _to_gm(ctx, dst: GlobalTensor, d_idx, out, m, n, count, dst_nd, p, nd_out) -
     checker.note_gm(ctx, True, dst.address, rows, name, PIPE_FIX)     # the rows, exactly
     nbytes = out[0].size * isz
     ctx.bytes_written += nbytes
+    if _timing_only.ACTIVE:
+        _timing_only.cube_to_gm(ctx, dst, span)
     ctx.record(_core.DMA_OUT, PIPE_FIX, 0.0, nbytes, _dc.gm_key(ctx, dst, span, rows), name)
 
 

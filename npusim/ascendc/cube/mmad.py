@@ -3,12 +3,12 @@
 Numerics (our rendering of the cube's order; Mmad.md gives the layouts and types, not the
 adder tree): inputs are used as stored; k is walked in fractal steps of k0 = 32 B /
 sizeof(T) (16 for half/bf16, 8 for float, 32 for int8). For float outputs each step's k0
-products (exact in float64) are summed in float64 — exactly where the operands' bits allow
-it (most half and bfloat16 data), else as exact partial sums added in a fixed order
-(:mod:`npusim.ascendc.cube.step_products`: the same bits whatever BLAS the host has) —
-and rounded once to fp32, then added to the fp32 accumulator, one rounding per step, in k
-order; int8 products are summed exactly into
-int32 (wrapping like the 32-bit adder). Elements beyond ``k`` in the last k fractal are
+products (exact in float64) are summed exactly, the sum rounded to float64 and then to fp32,
+and added to the fp32 accumulator, one rounding per step, in k order (the whole tile's
+steps in one BLAS product whose every element is shown to round as the exact sum does, or
+summed again: :mod:`npusim.ascendc.cube.step_sums`, the same bits whatever BLAS the host
+has); a step whose sum is zero adds +0.0. int8 products are summed exactly into int32
+(wrapping like the 32-bit adder). Elements beyond ``k`` in the last k fractal are
 ignored, as the page says ("无效数据在计算中会被忽略"); rows beyond ``m`` and columns
 beyond ``n`` are computed from whatever the padding holds and stay in L0C's padding.
 A NaN in a float C (``inf * 0`` in a product, ``inf + -inf`` in a sum, a NaN operand) is
@@ -23,10 +23,13 @@ import numpy as np
 
 from npusim.ascendc import core as _core
 from npusim.ascendc import nans as _nans
+from npusim.ascendc import timing_only as _timing_only
 from npusim.ascendc.cube.common import (BLOCK_CUBE, ceil_div, check_range, k0_of,
-                                        mmad_cycles, not_modelled, record_op, require_aligned,
+                                        mmad_cycles, not_modelled, require_aligned,
                                         require_local, shadow, stacked)
-from npusim.ascendc.cube.step_products import step_products
+from npusim.ascendc.cube.mmad_timing_only import mmad_timing_only
+from npusim.ascendc.cube import unitflag as _unitflag
+from npusim.ascendc.cube.step_sums import mmad_steps
 from npusim.ascendc.types import PIPE_M, MmadParams, bfloat16_t, float32, half, int8_t, int32_t
 from npusim.errors import DtypeError, KernelError
 
@@ -57,6 +60,10 @@ def Mmad(dst, fm, filter, *args) -> None:
     does the deprecated ``isBias``). ``kDirectionAlign`` (float): A's k fractals are
     counted in pairs (k aligned to 16), as LoadDataWithTranspose leaves them.
 
+    unitFlag (0, 2, 3): the fine-grained hand-off of L0C to Fixpipe (:mod:`.unitflag`):
+    the k-loop's Mmads take 2, the last 3, which releases C fractal by fractal to a
+    Fixpipe with unitFlag 3; the bytes are those of the flag-synchronised form.
+
     Cost: PIPE_M, ``mmad_head_cycles + ceil(m/16)*ceil(n/16)*ceil(k/k0)*(k0/k_per_cycle)``
     (docs/reference/hardware.md §2.1: half/bf16 16x16x16, int8 16x16x32, float 16x16x4 per
     cycle). m, n or k = 0: not executed, no cost.
@@ -65,8 +72,9 @@ def Mmad(dst, fm, filter, *args) -> None:
     docs/python-api asc.language.basic.mmad; mmad sample (kDirectionAlign, bias forms).
 
     Raises:
-        KernelError: an operand outside its position, or a reserved field (unitFlag,
-        fmOffset, enSsparse, enWinograd) set. DtypeError: a type combination the SoC's cube
+        KernelError: an operand outside its position, or a reserved field (fmOffset,
+        enSsparse, enWinograd) set. LimitError: unitFlag 1 (reserved). SyncError (checker):
+        a unitFlag hand-off that does not pair (:mod:`.unitflag`). DtypeError: a type combination the SoC's cube
         lacks. LimitError: m/n/k outside [0, 4095]. AlignmentError: a misaligned operand.
         UbError: a fractal beyond its buffer.
     """
@@ -87,29 +95,47 @@ def Mmad(dst, fm, filter, *args) -> None:
     k0 = k0_of(fm.dtype)
     M1, N1, K1 = ceil_div(m, BLOCK_CUBE), ceil_div(n, BLOCK_CUBE), ceil_div(k, k0)
     k1a = 2 * ceil_div(k, 16) if (p.kDirectionAlign and fm.dtype == float32) else K1
+    if _timing_only.ACTIVE:     # no product: npusim.ascendc.cube.mmad_timing_only
+        mmad_timing_only(ctx, dst, fm, filter, bias, p, m, n, k, M1, N1, K1, k1a, k0)
+        return
     # every operand with a leading axis of one entry per member block (a lockstep group's,
     # or a plain block's one): each member's product computed as a block's own would be
-    if m > 1 and k1a * k0 == k and dst.dtype == float32:
-        # whole k fractals of a float product: the fractals straight into the per-step
-        # operands (the same products and sums as below, without the ND matrices)
-        zz = stacked(ctx, fm.elements, M1 * K1 * 16 * k0, name, pipe_name)
-        zn = stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name, pipe_name)
-        init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1, zero_as_none=True)
-        result = [_multiply_fractals(zz[j], zn[j], None if init is None else init[j], M1, N1,
-                                     K1, k0) for j in range(len(zz))]
+    out = _to_nz(stacked(ctx, dst.elements, M1 * N1 * 256, name, pipe_name), M1, N1)
+    flag = int(p.unitFlag)
+    c_lo, c_hi = dst.offset, dst.offset + M1 * N1 * 256 * dst.dtype.itemsize
+    _unitflag.before_mmad(ctx, flag, c_lo, c_hi)        # the hand-back from a unitFlag Fixpipe
+    if dst.dtype == float32:
+        if m > 1 and k1a * k0 == k:
+            # whole k fractals: the fractals straight into the per-step operands
+            a_s = _zz_steps(stacked(ctx, fm.elements, M1 * K1 * 16 * k0, name, pipe_name),
+                            M1, K1, k0)
+            b_s = _zn_steps(stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name, pipe_name),
+                            K1, N1, k0)
+        else:
+            a_s, b_s = _nd_steps(_read_a(ctx, fm, m, k, M1, k1a, k0, name, pipe_name),
+                                 _from_zn(stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name,
+                                                  pipe_name), K1, N1, k0)[:, :k], k0)
+        init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1, nz=True)
+        if ctx.tracker is not None:
+            _track(ctx, dst, fm, filter, _a_index(m, k, M1, k1a, k0)[:m],
+                   _zn_index(K1, N1, k0)[:k, :n], init_reads, out[0].nbytes)
+        # the sums straight into L0C's NZ fractals (column block, row, column): onto
+        # themselves when Mmad accumulates
+        mmad_steps(a_s, b_s, init, out.reshape(len(out), N1, M1 * 16, 16))
+        _nans.canonical(out)                            # one NaN, whatever the host made
     else:
         a = _read_a(ctx, fm, m, k, M1, k1a, k0, name, pipe_name)
         b = _from_zn(stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name, pipe_name), K1, N1,
                      k0)[:, :k]
         init, init_reads = _initial(ctx, dst, bias, p, m, n, M1, N1)
-        result = [_multiply(a[j], b[j], init[j], k0) for j in range(len(a))]
-    out = _to_nz(stacked(ctx, dst.elements, M1 * N1 * 256, name, pipe_name), M1, N1)
-    if ctx.tracker is not None:
-        _track(ctx, dst, fm, filter, _a_index(m, k, M1, k1a, k0)[:m],
-               _zn_index(K1, N1, k0)[:k, :n], init_reads, out[0].nbytes)
-    for j, c in enumerate(result):   # member by member: each product's operands stay in cache
-        out[j] = _as_nz(_nans.canonical(c), M1, N1)     # one NaN, whatever the host made
-    record_op(ctx, PIPE_M, mmad_cycles(ctx.soc, m, n, k, fm.dtype), name)
+        if ctx.tracker is not None:
+            _track(ctx, dst, fm, filter, _a_index(m, k, M1, k1a, k0)[:m],
+                   _zn_index(K1, N1, k0)[:k, :n], init_reads, out[0].nbytes)
+        prod = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)   # exact
+        for j in range(len(out)):                    # wraps like the 32-bit adder
+            out[j] = _as_nz((init[j].astype(np.int64) + prod[j]).astype(np.int32), M1, N1)
+    _unitflag.record_mmad(ctx, flag, c_lo, c_hi, mmad_cycles(ctx.soc, m, n, k, fm.dtype), m, n,
+                          k, fm.dtype)
 
 
 def _check_operands(ctx, dst, fm, filter, bias, p: MmadParams) -> None:
@@ -124,7 +150,8 @@ def _check_operands(ctx, dst, fm, filter, bias, p: MmadParams) -> None:
     require_aligned(filter, 512, name, "filter", pipe, "Mmad.md: filter 512 B aligned")
     require_aligned(dst, 256 * dst.dtype.itemsize, name, "dst", pipe,
                     "Mmad.md: dst 256 elements aligned")
-    for field, default in (("unitFlag", 0), ("fmOffset", 0), ("enSsparse", False),
+    _unitflag.check_value(name, "MmadParams.unitFlag", p.unitFlag, pipe)
+    for field, default in (("fmOffset", 0), ("enSsparse", False),
                            ("enWinogradA", False), ("enWinogradB", False)):
         if getattr(p, field) != default:
             raise not_modelled(name, f"MmadParams.{field}", pipe)
@@ -213,24 +240,30 @@ def _nz_index(M1: int, N1: int) -> np.ndarray:
 
 
 def _initial(ctx, dst, bias, p: MmadParams, m: int, n: int, M1: int, N1: int,
-             zero_as_none: bool = False):
+             nz: bool = False):
     """C's starting value (M1*16 x N1*16, the L0C type) and what it was read from: (tensor,
     element index, whether the checker requires those bytes written); with
-    ``zero_as_none`` a start of zeros (cmatrixInitVal) is None, not an array. A bias-table row is
+    ``nz`` a start of zeros (cmatrixInitVal) is None, and any other start is
+    (G, N1, M1*16, 16), L0C's NZ order (from L0C: a view of its fractals, not a copy). A bias-table row is
     read for all n columns, but kernels pad n (int8: to 32, as the mmad sample does) past
     the bias they loaded: those columns only feed C's padding, so they are not flagged."""
     name, pipe = "Mmad", "PIPE_M"
     g = ctx.size if ctx.is_group else 1
     shape = (g, M1 * 16, N1 * 16)
     if bias is None and p.cmatrixInitVal and not p.isBias:
-        return (None if zero_as_none else np.zeros(shape, dtype=dst.dtype)), []
+        return (None if nz else np.zeros(shape, dtype=dst.dtype)), []
     if bias is None and p.cmatrixSource and not p.isBias:   # the bias table, address 0 [R]
         bias = _bias_table_start(ctx, dst.dtype)
     if bias is not None and bias.mem == _core.BT:
         init = np.zeros(shape, dtype=dst.dtype)
         init[:, :, :n] = stacked(ctx, bias.elements, n, name, pipe)[:, None]
+        if nz:
+            init = init.reshape(g, M1 * 16, N1, 16).transpose(0, 2, 1, 3)
         return init, [(bias, np.arange(n), False)]
     src = dst if bias is None else bias                      # accumulate, or a CO1 bias matrix
+    if nz:
+        return (stacked(ctx, src.elements, M1 * N1 * 256, name, pipe).reshape(g, N1, M1 * 16, 16),
+                [(src, _nz_index(M1, N1)[:m, :n], True)])
     init = np.empty(shape, dtype=dst.dtype)                  # one gathering copy of L0C's NZ
     init.reshape(g, M1, 16, N1, 16)[...] = _to_nz(
         stacked(ctx, src.elements, M1 * N1 * 256, name, pipe), M1, N1).transpose(0, 2, 3, 1, 4)
@@ -247,50 +280,32 @@ def _bias_table_start(ctx, dtype):
                        _core.BT)
 
 
-def _multiply(a: np.ndarray, b: np.ndarray, init: np.ndarray, k0: int) -> np.ndarray:
-    """``init + a @ b`` in the cube's order (module docstring); a: (rows, k), b: (k, cols)."""
-    rows, k = a.shape
-    if init.dtype == np.int32:
-        prod = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)   # exact
-        return (init.astype(np.int64) + prod).astype(np.int32)   # wraps like the 32-bit adder
+def _nd_steps(a: np.ndarray, b: np.ndarray, k0: int) -> tuple:
+    """A (G, rows, k) and B (G, k, cols) as the steps' operands (G, steps, rows, k0) and
+    (G, steps, k0, cols); the ignored tail of the last k fractal: zeros."""
+    G, rows, k = a.shape
     steps = ceil_div(k, k0)
-    if steps * k0 == k:                     # whole k fractals: the operands as they are
-        a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    else:
-        a64 = np.zeros((rows, steps * k0))  # the ignored tail of the last k fractal: zeros
-        a64[:, :k] = a
-        b64 = np.zeros((steps * k0, b.shape[1]))
-        b64[:k] = b
-    partial = step_products(a64.reshape(rows, steps, k0).transpose(1, 0, 2),
-                            b64.reshape(steps, k0, -1), a.dtype)
-    partial = partial.astype(np.float32)                              # one rounding per step
-    acc = init.copy()
-    for step in partial:         # float32 adds in k order (np.add.accumulate over axis 0 is
-        acc += step              # ~10x slower for the same roundings)
-    return acc
+    a_p = np.zeros((G, rows, steps * k0), dtype=a.dtype)
+    a_p[:, :, :k] = a
+    b_s = np.zeros((G, steps, k0, b.shape[-1]), dtype=b.dtype)
+    b_s.reshape(G, steps * k0, -1)[:, :k] = b
+    return np.ascontiguousarray(a_p.reshape(G, rows, steps, k0).transpose(0, 2, 1, 3)), b_s
 
 
-def _multiply_fractals(zz: np.ndarray, zn: np.ndarray, init: np.ndarray | None, M1: int,
-                       N1: int, K1: int, k0: int) -> np.ndarray:
-    """:func:`_multiply` of A's ZZ fractals (``zz``: M1 x K1 fractals of 16 x k0) by B's ZN
-    fractals (``zn``: K1 x N1 fractals of k0 x 16, column by column) when k fills its
-    fractals and C is float: step s multiplies A's column block s (M1*16 x k0) by B's row
-    block s (k0 x N1*16), exactly (float64), rounded once to fp32, added in k order onto
-    ``init`` (None: zeros; ``step + 0.0`` is ``0.0 + step`` bit for bit, -0.0 included)."""
-    a64 = np.empty((K1, M1, 16, k0))        # step, row block, row, k: converted as gathered
-    a64[...] = zz.reshape(M1, K1, 16, k0).transpose(1, 0, 2, 3)
-    b64 = np.empty((K1, k0, N1, 16))        # step, k, column block, column
-    b64[...] = zn.reshape(K1, N1, 16, k0).transpose(0, 3, 1, 2)
-    partial = step_products(a64.reshape(K1, M1 * 16, k0), b64.reshape(K1, k0, N1 * 16),
-                            zz.dtype).astype(np.float32)     # one rounding a step
-    if init is None:
-        acc = partial[0]         # a fresh array: accumulated in place
-        acc += np.float32(0)
-    else:
-        acc = init + partial[0]
-    for step in partial[1:]:     # float32 adds in k order
-        acc += step
-    return acc
+def _zz_steps(zz: np.ndarray, M1: int, K1: int, k0: int) -> np.ndarray:
+    """A's ZZ fractals (``zz``: [G, M1 x K1 fractals of 16 x k0]) as the steps' operands
+    (G, K1, M1*16, k0): step s is A's column block s."""
+    g = len(zz)
+    return np.ascontiguousarray(zz.reshape(g, M1, K1, 16, k0).transpose(0, 2, 1, 3, 4)).reshape(
+        g, K1, M1 * 16, k0)
+
+
+def _zn_steps(zn: np.ndarray, K1: int, N1: int, k0: int) -> np.ndarray:
+    """B's ZN fractals (``zn``: [G, K1 x N1 fractals of k0 x 16, each column by column]) as
+    the steps' operands (G, K1, k0, N1*16): step s is B's row block s."""
+    g = len(zn)
+    return np.ascontiguousarray(zn.reshape(g, K1, N1, 16, k0).transpose(0, 1, 4, 2, 3)).reshape(
+        g, K1, k0, N1 * 16)
 
 
 def _track(ctx, dst, fm, filter, a_idx, b_idx, init_reads, c_nbytes: int) -> None:

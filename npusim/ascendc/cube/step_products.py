@@ -1,5 +1,10 @@
 """The cube's per-step float64 sums of products, the same bits whatever BLAS the host has.
 
+Mmad no longer uses this per-step rendering (a dgemm per step, chunk or slice): it takes
+:mod:`npusim.ascendc.cube.step_sums`, one product of the whole tile whose elements are
+checked, which gives these bits after the fp32 rounding on half and bfloat16 data; the
+module stays as the reference tests/test_cube_step_sums.py holds the new one to.
+
 Mmad sums each k fractal step's k0 products in float64 before rounding them to fp32
 (:mod:`npusim.ascendc.cube.mmad`). A BLAS ``dgemm``/``dgemv`` adds them in an order of its
 own (OpenBLAS's Haswell, Sandybridge and Nehalem kernels give three different results for

@@ -8,7 +8,9 @@ comes out of the timing model rather than a table.
 * :mod:`.normalization` — LayerNorm, RmsNorm and their host tilings;
 * :mod:`.matmul_tiling` — the Matmul host tiling (``matmul_tiling`` namespace:
   MatmulApiTiling, MultiCoreMatmulTiling, TCubeTiling, CubeFormat, DataType);
-* :mod:`.matmul` — the Matmul object (Matmul, MatmulType, REGIST_MATMUL_OBJ).
+* :mod:`.matmul` — the Matmul object (Matmul, MatmulType, REGIST_MATMUL_OBJ);
+* :mod:`.matmul_config` — its templates (MatmulConfig, CFG_NORM, CFG_MDL, GetMMConfig,
+  GetMatmulApiTiling, MatmulApiStaticTiling).
 """
 from npusim.ascendc.lib.math import *            # noqa: F401,F403
 from npusim.ascendc.lib.normalization import *   # noqa: F401,F403
@@ -18,7 +20,9 @@ from npusim.ascendc.lib import matmul_tiling                    # C++: matmul_ti
 from npusim.ascendc.lib.matmul_tiling import (CubeFormat, MatmulApiTiling,  # noqa: F401
                                               MultiCoreMatmulTiling, TCubeTiling)
 from npusim.ascendc.lib.matmul import Matmul, MatmulType, REGIST_MATMUL_OBJ  # noqa: F401
+from npusim.ascendc.lib.matmul_config import *   # noqa: F401,F403
+from npusim.ascendc.lib import matmul_config as _mc
 
 __all__ = [*_m.__all__, *_s.__all__, *_n.__all__, "matmul_tiling", "MatmulApiTiling",
            "MultiCoreMatmulTiling", "TCubeTiling", "CubeFormat", "Matmul", "MatmulType",
-           "REGIST_MATMUL_OBJ"]
+           "REGIST_MATMUL_OBJ", *_mc.__all__]

@@ -22,8 +22,15 @@ step of K:
    ``stepM*baseM x stepKa*baseK`` into A1 and a B chunk of ``stepKb*baseK x stepN*baseN``
    into B1, unless that chunk is still in L1 (A1/B1 hold ``depthA1 / (stepM*stepKa)`` and
    ``depthB1 / (stepN*stepKb)`` chunks, reused least recently loaded first);
-2. MTE1, ``LoadData`` / ``LoadDataWithTranspose``: the step's ``baseM x baseK`` of A into
-   L0A (ZZ) and ``baseK x baseN`` of B into L0B (ZN), ``dbL0A`` / ``dbL0B`` buffers;
+   A chunk is freed after its last k step is loaded when K spans several chunks, so the
+   next chunk's copy overlaps this chunk's loads (scheduler_mdl_base.h ClearL1BufferCache);
+   a chunk holding the whole K stays for the next blocks;
+2. MTE1, the step's ``baseM x baseK`` of A into L0A (ZZ) and ``baseK x baseN`` of B into
+   L0B (ZN), ``dbL0A`` / ``dbL0B`` buffers, with the instructions the A2 library picks
+   (``stage/split/load_to_l0_utils.h`` GetLoadInstrType, ``load_to_l0b/load_to_l0b_loadInstr.h``):
+   one ``LoadData3DParamsV2`` for a 16/32-bit A slice (transposed or not) and for a
+   16-bit B kept K x N; one ``LoadData`` (2D) with repeats for a B kept N x K whose slice
+   is its chunk's whole N; otherwise the per-block forms below;
 3. M, ``Mmad``: the first step starts C at 0 (or at the bias, from the bias table, which
    MTE2 -> C1 -> MTE1 -> C2 filled), the later ones accumulate in L0C (``dbL0C`` buffers);
 
@@ -32,8 +39,8 @@ the way (the one rounding of the product). The hand-offs between the pipes are T
 hand-offs (A1/B1: MTE2 -> MTE1, A2/B2/C2: MTE1 -> M, CO1: M -> FIX, and back when a buffer
 is freed), so double buffers overlap in the replay as on hardware.
 
-How each operand reaches its L0 fractals (ours [R], from the instructions' documented
-semantics; the library's own sequence is not published): a fractal of L0A (ZZ) or L0B (ZN)
+The per-block forms (int8, float B kept K x N, float A kept K x M, a partial B slice;
+ours [R], from the instructions' documented semantics): a fractal of L0A (ZZ) or L0B (ZN)
 is 16 rows of the non-K axis by C0 = 32 B / sizeof(T) of K. When GM holds the operand with
 K innermost (A, or B transposed) its NZ fractals in L1 are those fractals: plain
 ``LoadData``. Otherwise (A transposed, B) the NZ fractals are transposed on the way:
@@ -50,8 +57,14 @@ Types (Matmul使用说明 table 2, A2/A3): A/B half, bfloat16, float -> C float,
 bfloat16 (bias float); int8 -> C int32 (bias int32). Not modelled (KernelError at the call):
 A/B/bias not in GM or NZ input, C NZ or in CO1/L1, a half bias (its L1 -> bias-table
 conversion), quantised outputs, enAtomic 2/3, enPartialSum, the asynchronous Iterate /
-GetTensorC (SetWorkspace), the batch interfaces, the MDL/SpecialMDL/IBShare templates
-(MatmulConfig) and the SoCs without Fixpipe (910A, 310P).
+GetTensorC (SetWorkspace), the batch interfaces, the SpecialMDL/IBShare/basic-block
+templates and the SoCs without Fixpipe (910A, 310P).
+
+Templates (``Matmul(A, B, C, BIAS, MM_CFG)``, :mod:`.matmul_config`): CFG_NORM (default)
+and CFG_MDL, or a MatmulApiStaticTiling (constant tiling) registered with a null tiling:
+``REGIST_MATMUL_OBJ(pipe, ws, mm, None)``. NORM and MDL run the data path above (NORM's
+separate cache of base blocks is not distinguished); enUnitFlag is not applied to the
+API's Mmad/Fixpipe hand-off (a TQue hand-off).
 
 Where it runs (REGIST_MATMUL_OBJ; kernel_kfc.h ``REGIST_CUBE_OBJ``):
 
@@ -98,9 +111,11 @@ from npusim.ascendc.atomic import DisableDmaAtomic, SetAtomicAdd
 from npusim.ascendc.crosscore import KernelReturn
 from npusim.ascendc.cube.common import ceil_div, k0_of
 from npusim.ascendc.cube.datamove import LoadData, LoadDataWithTranspose
+from npusim.ascendc.cube.load3d import LoadData3DParamsV2
 from npusim.ascendc.cube.fixpipe import Fixpipe
 from npusim.ascendc.cube.mmad import Mmad
 from npusim.ascendc.datacopy import DataCopy
+from npusim.ascendc.lib.matmul_config import CFG_NORM, config_of
 from npusim.ascendc.lib.matmul_tiling import CubeFormat, TCubeTiling
 from npusim.ascendc.pipe import GetTPipePtr, TQue
 from npusim.ascendc.tensor import GlobalTensor, LocalTensor
@@ -132,8 +147,9 @@ KFC_QUEUE_BYTES = 64 * 1024
 @dataclass(frozen=True)
 class MatmulType:
     """``MatmulType<POSITION, CubeFormat, TYPE, ISTRANS>``: where an operand lives, its
-    layout, its element type, and whether it may be transposed (ISTRANS: SetTensorA/B's
-    isTranspose is allowed only then). Source: hiascend "MatmulType"."""
+    layout, its element type, and whether it may be transposed (ISTRANS). SetTensorA/B's
+    isTranspose is taken whatever ISTRANS says, as the library's cube side does.
+    Source: hiascend "MatmulType"."""
 
     position: TPosition = TPosition.GM
     format: CubeFormat = CubeFormat.ND
@@ -149,7 +165,9 @@ class MatmulType:
 def REGIST_MATMUL_OBJ(tpipe, workspace, *objects, ASCENDC_CUBE_ONLY: bool = False) -> None:
     """``REGIST_MATMUL_OBJ(tpipe, workspace, mm[, tiling], mm2, tiling2, ...)``: set up each
     Matmul object with its TCubeTiling; with one object the tiling may be left out and
-    given to ``Init`` later. At most 4 objects.
+    given to ``Init`` later. A tiling of ``None`` (C++ ``(TCubeTiling*)nullptr``) registers
+    the constant-tiling form: the object's MatmulApiStaticTiling is its tiling, nothing is
+    read from GM (with a plain MatmulConfig: as if left out). At most 4 objects.
 
     Where it runs decides what it does (kernel_kfc.h ``REGIST_CUBE_OBJ``; module docstring):
 
@@ -213,12 +231,14 @@ def _registered_pairs(objects) -> list:
         mm = objects[i]
         if not isinstance(mm, Matmul):
             raise KernelError("REGIST_MATMUL_OBJ", f"argument {i + 3} is not a Matmul object")
-        tiling = objects[i + 1] if i + 1 < len(objects) else None
-        if isinstance(tiling, Matmul) or tiling is None:
-            tiling = None
-            i += 1
-        else:
+        if i + 1 < len(objects) and not isinstance(objects[i + 1], Matmul):
+            tiling = objects[i + 1]     # a TCubeTiling, or None: (TCubeTiling*)nullptr
             i += 2
+            if tiling is None:
+                tiling = _constant_tiling(mm, i - 1)
+        else:
+            tiling = None               # left out: Init(tiling) later
+            i += 1
         pairs.append((mm, tiling))
     if len(pairs) > _MAX_OBJECTS:
         raise LimitError("REGIST_MATMUL_OBJ", f"{len(pairs)} Matmul objects: at most "
@@ -227,6 +247,20 @@ def _registered_pairs(objects) -> list:
         raise KernelError("REGIST_MATMUL_OBJ", "with several Matmul objects each must be "
                           "followed by its tiling")
     return pairs
+
+
+def _constant_tiling(mm: "Matmul", arg: int):
+    """An explicit null tiling (C++ ``(TCubeTiling*)nullptr``): the constant-tiling form,
+    whose tiling comes from the object's MatmulApiStaticTiling (not read from GM); with a
+    plain MatmulConfig the tiling is left to Init, as when it is left out."""
+    static = mm.static_tiling
+    if static is None:
+        return None
+    if not static.is_complete:
+        raise KernelError("REGIST_MATMUL_OBJ", f"argument {arg + 3} is a null tiling but the "
+                          "object's MatmulApiStaticTiling has no shapes: GetMatmulApiTiling "
+                          "of a config with MatmulShapeParams (singleCoreM/N/K and basicM/N/K)")
+    return static.to_cube_tiling()
 
 
 @dataclass
@@ -286,6 +320,10 @@ class Matmul:
     Args:
         aType, bType, cType, biasType: :class:`MatmulType` of A (M x K, or K x M when
             transposed), B (K x N, or N x K), C (M x N) and the bias (N; default: C's type).
+        MM_CFG: a :class:`~npusim.ascendc.lib.matmul_config.MatmulConfig` (CFG_NORM,
+            CFG_MDL, GetMMConfig) or a MatmulApiStaticTiling (GetMatmulApiTiling), whose
+            tiling a null REGIST_MATMUL_OBJ tiling takes. KernelError for templates and
+            options not modelled.
 
     Raises (at Init or at the call): KernelError for what is not modelled (module
     docstring) and for calls out of order (Iterate before SetTensorA/B, GetTensorC
@@ -296,8 +334,10 @@ class Matmul:
     """
 
     def __init__(self, aType: MatmulType, bType: MatmulType, cType: MatmulType,
-                 biasType: MatmulType | None = None):
+                 biasType: MatmulType | None = None, MM_CFG=CFG_NORM):
         self.aType, self.bType, self.cType = aType, bType, cType
+        # the template (MatmulConfig) or a constant tiling (MatmulApiStaticTiling)
+        self.config, self.static_tiling = config_of(MM_CFG)
         self.biasType = biasType if biasType is not None else MatmulType(
             TPosition.GM, CubeFormat.ND, cType.dtype)
         self._pipe = None
@@ -442,13 +482,15 @@ class Matmul:
         self._b.release()
 
     def SetTensorA(self, gm: GlobalTensor, isTransposeA: bool = False) -> None:
-        """A's start in GM; isTransposeA: GM holds A as K x M (needs MatmulType isTrans)."""
+        """A's start in GM; isTransposeA: GM holds A as K x M (whatever MatmulType isTrans
+        says, as the library accepts it)."""
         if self._kfc is not None:
             return self._client_operand("SetTensorA", True, gm, isTransposeA)
         self._set_operand("SetTensorA", self._a, self.aType, gm, isTransposeA)
 
     def SetTensorB(self, gm: GlobalTensor, isTransposeB: bool = False) -> None:
-        """B's start in GM; isTransposeB: GM holds B as N x K (needs MatmulType isTrans)."""
+        """B's start in GM; isTransposeB: GM holds B as N x K (whatever MatmulType isTrans
+        says, as the library accepts it)."""
         if self._kfc is not None:
             return self._client_operand("SetTensorB", False, gm, isTransposeB)
         self._set_operand("SetTensorB", self._b, self.bType, gm, isTransposeB)
@@ -468,8 +510,8 @@ class Matmul:
         if gm.dtype != mtype.dtype:
             raise DtypeError(name, f"the GlobalTensor holds {gm.dtype.name}, the MatmulType says "
                              f"{mtype.dtype.name}")
-        if trans and not mtype.isTrans:
-            raise KernelError(name, f"transposing {role} needs MatmulType isTrans = true")
+        # a transpose is taken whatever the MatmulType's isTrans says: the library's cube
+        # side accepts SetTensorB(b, true) on a B declared plainly (code in the wild does)
         t = self._tiling
         direct = bool(trans) != is_a
         base_x = t.baseM if is_a else t.baseN
@@ -588,13 +630,16 @@ class Matmul:
         return True
 
     def _walk(self):
-        """The base blocks (mi, ni, rows, cols) in iterateOrder (0: M moves first)."""
+        """The base blocks (mi, ni, rows, cols) in iterateOrder (0: M moves first): the
+        config's when it sets one, else the tiling's."""
         t = self._tiling
         sm, sn = self._single[0], self._single[1]
         m_iter, n_iter = ceil_div(sm, t.baseM), ceil_div(sn, t.baseN)
-        for outer in range(n_iter if t.iterateOrder == 0 else m_iter):
-            for inner in range(m_iter if t.iterateOrder == 0 else n_iter):
-                mi, ni = (inner, outer) if t.iterateOrder == 0 else (outer, inner)
+        # MatmulConfig.iterateOrder ORDER_M / ORDER_N overrides the tiling's (UNDEF: keep it)
+        order = t.iterateOrder if self.config.iterateOrder == 2 else int(self.config.iterateOrder)
+        for outer in range(n_iter if order == 0 else m_iter):
+            for inner in range(m_iter if order == 0 else n_iter):
+                mi, ni = (inner, outer) if order == 0 else (outer, inner)
                 yield (mi, ni, min(t.baseM, sm - mi * t.baseM), min(t.baseN, sn - ni * t.baseN))
 
     def _compute(self, mi: int, ni: int, mb: int, nb: int):
@@ -617,6 +662,7 @@ class Matmul:
                 Mmad(co1, a2, b2, params)
             a.q2.FreeTensor(a2)
             b.q2.FreeTensor(b2)
+            self._done_with_chunks(g, sk)
         if bias is not None:
             self._qc2.FreeTensor(bias)
         self._qco1.EnQue(co1)
@@ -840,6 +886,22 @@ class Matmul:
         op.cache[key] = chunk
         return chunk
 
+    def _done_with_chunks(self, g: int, sk: int) -> None:
+        """After k step ``g``: free each operand's chunk whose last k step it was, when K
+        does not fit one chunk, so the next chunk's copy (MTE2) waits only for this chunk's
+        loads (MTE1), not for the chunk loaded after it: the L1 double buffer prefetches.
+        The library frees it there (scheduler_mdl_base.h ClearL1BufferCache: "if next
+        outerKaIdx is not equal to curKaOuterIdx, clear left matrix's data in L1 buffer";
+        NORM: cube_in_buffer_normal.h FreeTensor after the step). A chunk holding the whole
+        K stays cached for the next blocks (IsAKL1FullLoad / IsBKL1FullLoad)."""
+        k_iter = ceil_div(sk, self._tiling.baseK)
+        for op in (self._a, self._b):
+            if op.step_k >= k_iter or ((g + 1) % op.step_k and g + 1 < k_iter):
+                continue
+            kc = g // op.step_k
+            for key in [key for key in op.cache if key[1] == kc]:
+                op.q1.FreeTensor(op.cache.pop(key).tensor)
+
     def _ld(self, op: _Operand) -> int:
         """Elements between G's rows in GM (SetOrgShape / the tiling's M, N, Ka, Kb)."""
         org_m, org_n, org_ka, org_kb, _ = self._org
@@ -906,9 +968,15 @@ class Matmul:
             k1 = 2 * ceil_div(kb, 16)                  # kDirectionAlign: k fractals in pairs
         # fractal (x, kf) of the L0 grid: A (ZZ) x * k1 + kf, B (ZN) kf * x1 + x
         dx, dk = (k1, 1) if op.is_a else (1, x1)
-        {"direct": self._load_direct, "trans16": self._load_trans16,
-         "trans8": self._load_trans8, "trans32": self._load_trans32}[op.mode](
-            l0, chunk, x_off, k_off, x1, k1, dx, dk, kb, c0)
+        load = {"direct": self._load_direct, "trans16": self._load_trans16,
+                "trans8": self._load_trans8, "trans32": self._load_trans32}[op.mode]
+        if op.dtype.itemsize > 1 and (op.mode == "trans16" or (op.is_a and op.direct)):
+            _load3dv2(l0, chunk, op, x_off, k_off, x1, k1, c0)   # GetLoadInstrType: LOAD3DV2
+            op.q2.EnQue(l0)
+            return l0
+        if not op.is_a and op.direct and x_off == 0 and x1 * 16 == chunk.rows:
+            load = _load2d_whole                       # the B slice is the chunk's width
+        load(l0, chunk, x_off, k_off, x1, k1, dx, dk, kb, c0)
         op.q2.EnQue(l0)
         return l0
 
@@ -1144,6 +1212,29 @@ class _KfcServer:
         holder = self.state.ctxs[self.lock].name if self.lock is not None else "?"
         return (f"{name} of {aiv.name}, which waits for the Matmul server of {self.aic.name}: "
                 f"it serves {holder}'s Iterate/GetTensorC sequence until that AIV calls End")
+
+
+def _load3dv2(l0, ch, op, x_off, k_off, x1, k1, c0):
+    """One LoadData3DParamsV2 for the whole base slice (asc-devkit
+    ``impl/adv_api/detail/matmul/stage/split/load_to_l0_utils.h`` GetLoadInstrType /
+    GetLoadL0bInstrType: LOAD3DV2 on A2 for A and for B kept K x N). The NZ chunk is a
+    feature map of H = 1: W its rows, its columns the channels. A (M x K in L1): img2col's
+    M = M, K = K into L0A's ZZ; A^T (K x M in L1): M = K, K = M, enTranspose into ZZ;
+    B (K x N in L1): M = K, K = N into L0B's ZN."""
+    if op.direct:                                   # A: M x K
+        m0, mext, k0, kext = x_off, x1 * 16, k_off, k1 * c0
+    else:                                           # A^T or B: K x M / K x N, 16 x 16 fractals
+        m0, mext, k0, kext = k_off, k1 * 16, x_off, x1 * 16
+    LoadData(l0, ch.tensor, LoadData3DParamsV2(
+        l1H=1, l1W=ch.rows, channelSize=ch.cols, kExtension=kext, mExtension=mext,
+        kStartPt=k0, mStartPt=m0, enTranspose=op.is_a and not op.direct))
+
+
+def _load2d_whole(l0, ch, x_off, k_off, x1, k1, dx, dk, kb, c0):
+    """B kept N x K in L1 (B transposed) whose slice is the chunk's whole N: its NZ
+    fractals are L0B's ZN fractals in order, so one LoadData2D with x1 * k1 repeats
+    (load_to_l0b_loadInstr.h TransLoadDataToL0, "loop=1")."""
+    _load2d(l0, 0, ch.tensor, (k_off // c0) * (ch.rows // 16), x1 * k1, 1, 0, False)
 
 
 def _load2d(l0, dst_frac: int, src, start: int, repeat: int, src_stride: int, dst_gap: int,

@@ -1,0 +1,288 @@
+"""The cube's per-step sums, rounded to fp32, from one BLAS product of all the steps: the
+same bits on every host.
+
+Mmad sums each k fractal step's k0 products in float64 and rounds the sum once to fp32
+(:mod:`npusim.ascendc.cube.mmad`). The value this module gives for a step is
+``fp32(float64(exact sum of the k0 products))``: the exact sum rounded to float64 (as
+``math.fsum`` rounds it), then to fp32. The products of half, bfloat16 and float values
+are exact in float64 (float x float needs 48 bits).
+
+A BLAS ``dgemm`` adds the products in an order of its own (OpenBLAS's x86 kernels differ),
+and a float64 sum that is not exact depends on the order. Instead of handing BLAS only sums
+that are exact (the per-step rendering, :mod:`npusim.ascendc.cube.step_products`: a dgemm
+per step or per slice), one ``matmul`` computes every step of a tile (of several members of
+a lockstep group) in whatever order the host's BLAS has, and each element is then shown to
+be the value above, or computed again:
+
+* Exact by its bits. A row of A is below ``2**top_A`` (above its largest magnitude) and on
+  a grid of ``2**low_A`` (the last bit its type allows its smallest nonzero magnitude:
+  half ``2**(e - 10)``, ``2**-24`` at least; bfloat16 ``2**(e - 7)``; float
+  ``2**(e - 23)``); a column of B likewise. Every partial sum of an element of the row
+  and the column is a multiple of ``2**(low_A + low_B)`` below ``k0 * 2**(top_A +
+  top_B)``, so every order gives the exact sum when ``top_A - low_A + top_B - low_B +
+  log2(k0) <= 53``: most half and bfloat16 data (a row's and a column's figures come from
+  their elements' bits, a few integer passes over the operands).
+* Rounded alike. For the other elements, any order's float64 sum ``r`` lies within
+  ``e = (k0 - 1) u / (1 - (k0 - 1) u) * sum |p|`` of the exact sum (u = 2**-53; Higham,
+  *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §4.2, for any order of the
+  additions, with or without fused multiply-adds, as the products are exact), and
+  ``sum |p| <= k0 * 2**(top_A + top_B)``. Rounding to float64 and then to fp32 is
+  monotone, so when ``fp32(r - E)`` equals ``fp32(r + E)`` for a float64 ``E >= e``, the
+  exact sum's float64-then-fp32 rounding is that value too. Only an element within ``E``
+  of an fp32 rounding boundary fails (about 2**-20 of float data).
+* Computed again: an element that fails both, by ``math.fsum`` of its k0 products.
+* Operands that hold inf or NaN: the elements of their rows and columns are the float64
+  sums in k order (every order gives the same there: NaN if a product is NaN or the
+  products hold +inf and -inf, else the infinity; finite products cannot overflow float64).
+
+Where these bits differ from the per-step rendering's: nowhere for half and bfloat16 data
+that it summed in one or two pieces (the exact sum rounded once, as here); for float data,
+where its fixed-order sum of exact slices was not the exact sum rounded once to float64
+and that float64 difference moved the fp32 rounding (it was within an ulp or two of it).
+
+The sign of an exactly-zero step is the host's (BLAS may start from +0.0): :func:`mmad_steps`
+makes every zero +0.0, as an accumulator started at +0.0 does [R: the simulator's choice].
+
+Cost (host): the ``matmul``; per element of a half or bfloat16 product one cast to fp32,
+of a float product five passes (``r -/+ E``, two casts, a comparison); the row and column
+figures (about 1/N and 1/M of the product's passes); an fsum per element computed again.
+Work arrays are kept between calls (:func:`_scratch`).
+"""
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+__all__ = ["mmad_steps", "rounded_step_sums"]
+
+#: the magnitude bits, mantissa bits, exponent bias and all-ones exponent of each type
+_FORMATS = {np.dtype(np.float16): (np.uint16, 10, 15, 31),
+            np.dtype(ml_dtypes.bfloat16): (np.uint16, 7, 127, 255),
+            np.dtype(np.float32): (np.uint32, 23, 127, 255)}
+_NONFINITE = 30000          # the ``top`` of a row holding inf or NaN
+_EMPTY = 30000              # minus the ``top`` and the ``low`` of a row of zeros
+
+
+def _row_bits(x: np.ndarray) -> tuple:
+    """``(top, low)`` of each row of ``x`` (..., k, rows) along axis -2, int32 arrays:
+    ``|x| < 2**top`` (:data:`_NONFINITE` with inf or NaN) and every element a multiple
+    of ``2**low`` (the last bit of the smallest magnitude's binade: the type's precision,
+    not the element's own bits)."""
+    uint, m, bias, emax = _FORMATS[x.dtype]
+    v = np.bitwise_and(x.view(uint), (1 << (8 * x.itemsize - 1)) - 1)  # |x| grows with these
+    hi = v.max(axis=-2).astype(np.int32)
+    v -= 1                                    # zeros wrap to the largest: min() skips them
+    lo = v.min(axis=-2) + 1                   # a row of zeros wraps back to 0
+    lo = lo.astype(np.int32)
+    e_hi, e_lo = hi >> m, lo >> m
+    top = np.where(e_hi == emax, _NONFINITE, np.maximum(e_hi, 1) - bias + 1)
+    low = np.maximum(e_lo, 1) - bias - m
+    return np.where(hi == 0, -_EMPTY, top), np.where(lo == 0, _EMPTY, low)
+
+
+_SCRATCH: dict = {}
+
+#: the float64 product of the steps (numpy's, that is the host BLAS's; a test puts other
+#: summation orders here)
+_MATMUL = np.matmul
+
+
+def _scratch(key: str, shape, dtype=np.float64) -> np.ndarray:
+    """A work array of ``shape`` kept from call to call (a fresh temporary of a few MiB
+    costs more in page faults on a virtual machine than the arithmetic on it). Launches run
+    one at a time (:data:`npusim.runlock.LOCK`) and an instruction does not yield, so one
+    set serves every Mmad."""
+    size = math.prod(shape)
+    buf = _SCRATCH.get(key)
+    if buf is None or buf.size < size or buf.dtype != dtype:
+        buf = _SCRATCH[key] = np.empty(size, dtype)
+    return buf[:size].reshape(shape)
+
+
+def rounded_step_sums(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Per step, ``fp32(float64(exact a @ b))`` (module docstring).
+
+    Args:
+        a: (S, M, k0) of half, bfloat16 or float.
+        b: (S, k0, N) of ``a``'s dtype.
+        out: (S, M, N) float32 C-contiguous to write into, or None (a new array).
+
+    Returns:
+        ``out``: each step's exact sum rounded to float64, then to fp32, the same bits on
+        every host, BLAS and thread count; an exactly-zero sum may be -0.0 or +0.0 (the
+        host's; :func:`mmad_steps` makes it +0.0).
+    """
+    if out is None:
+        out = np.empty(a.shape[:2] + b.shape[-1:], np.float32)
+    plan = _Plan(a, b)
+    plan.steps(0, a.shape[0], out)
+    return out
+
+
+#: float64 elements of one ``matmul`` in :func:`mmad_steps` (members of a lockstep group
+#: are taken together up to this: 2 MiB, which stays in cache)
+_CHUNK = 1 << 18
+
+
+def mmad_steps(a: np.ndarray, b: np.ndarray, init: np.ndarray | None,
+               out: np.ndarray) -> np.ndarray:
+    """Mmad's float result for each member: ``init + step 0 + step 1 + ...`` in fp32, k
+    order, each step :func:`rounded_step_sums`'s (module docstring).
+
+    Args:
+        a: (G, S, M, k0) half, bfloat16 or float: member, step, row, k.
+        b: (G, S, k0, N) of ``a``'s dtype.
+        init: C's start, float32 of ``out``'s shape (it may be ``out`` itself: Mmad
+            accumulating in L0C), or None for zeros.
+        out: float32 (G, N / 16, M, 16), C in L0C's NZ order (column block, row,
+            column), written.
+
+    Returns:
+        ``out``. A sum that is exactly zero is +0.0 (-0.0 from BLAS or from a -0.0 start
+        becomes +0.0 at the first step).
+    """
+    G, S, M, k0 = a.shape
+    N = b.shape[-1]
+    plan = _Plan(a.reshape(G * S, M, k0), b.reshape(G * S, k0, N))
+    per = max(1, _CHUNK // (S * M * N))
+    for g0 in range(0, G, per):
+        g1 = min(G, g0 + per)
+        p = plan.steps(g0 * S, g1 * S, _scratch("p", ((g1 - g0) * S, M, N), np.float32))
+        p = p.reshape(g1 - g0, S, M, N // 16, 16).transpose(0, 1, 3, 2, 4)   # NZ order
+        c = out[g0:g1]
+        if init is None:
+            np.add(p[:, 0], np.float32(0), out=c)         # -0.0 + 0.0 is +0.0
+        else:
+            np.add(init[g0:g1], p[:, 0], out=c)
+            c += np.float32(0)
+        for s in range(1, S):        # float32 adds in k order
+            c += p[:, s]
+    return out
+
+
+class _Plan:
+    """The per-row figures of all the steps of ``a`` (S, M, k0) and ``b`` (S, k0, N), and
+    the elements that are not exact by them; :meth:`steps` computes a range of steps."""
+
+    def __init__(self, a: np.ndarray, b: np.ndarray):
+        self.a, self.b = a, b
+        S, M, k0 = a.shape
+        self.lk = lk = max(k0 - 1, 1).bit_length()          # ceil(log2(k0))
+        # the reduced axis ahead of the rows' (a contiguous copy: numpy reduces a short
+        # last axis row by row)
+        ta, la = _row_bits(np.ascontiguousarray(a.transpose(0, 2, 1)))
+        tb, lb = _row_bits(np.ascontiguousarray(b))
+        span_a, span_b = ta - la, tb - lb
+        self.bad_a, self.bad_b = bad_a, bad_b = ta >= _NONFINITE, tb >= _NONFINITE
+        self.nonfinite = bool(bad_a.any() or bad_b.any())
+        if self.nonfinite:            # rows / columns with inf or NaN: set apart
+            ta, span_a = np.where(bad_a, -_EMPTY, ta), np.where(bad_a, -2 * _EMPTY, span_a)
+            tb, span_b = np.where(bad_b, -_EMPTY, tb), np.where(bad_b, -2 * _EMPTY, span_b)
+        self.ta, self.tb = ta, tb
+        # the rows that may meet a column whose sums need not be exact, then their elements
+        limit = 53 - lk
+        rows = span_a + span_b.max(axis=1)[:, None] > limit
+        n_rows = int(np.count_nonzero(rows))
+        self.check_all = n_rows * 4 > rows.size   # many: check every element
+        self.wide = None
+        if n_rows and not self.check_all:
+            s_r, m_r = np.nonzero(rows)
+            j, n_i = np.nonzero(span_a[s_r, m_r][:, None] + span_b[s_r] > limit)
+            self.wide = (s_r[j], m_r[j], n_i)             # in step order
+
+    def steps(self, s0: int, s1: int, out: np.ndarray) -> np.ndarray:
+        """``out`` (s1 - s0, M, N) float32: steps ``s0 .. s1 - 1``."""
+        a64 = _scratch("a", (s1 - s0,) + self.a.shape[1:])
+        a64[...] = self.a[s0:s1]
+        b64 = _scratch("b", (s1 - s0,) + self.b.shape[1:])
+        b64[...] = self.b[s0:s1]
+        with np.errstate(invalid="ignore"):             # inf * 0: set apart below
+            r = _MATMUL(a64, b64, out=_scratch("r", out.shape))   # any order: settled below
+        ta, tb, lk = self.ta[s0:s1], self.tb[s0:s1], self.lk
+        fails = None
+        if self.check_all:
+            fails = _check_all(out, r, ta, tb, lk)
+        else:
+            np.copyto(out, r, casting="same_kind")
+            if self.wide is not None:
+                s = self.wide[0]
+                i0, i1 = np.searchsorted(s, (s0, s1))
+                if i1 > i0:
+                    fails = _check(r, (s[i0:i1] - s0, self.wide[1][i0:i1],
+                                       self.wide[2][i0:i1]), ta, tb, lk)
+        bad_a, bad_b = self.bad_a[s0:s1], self.bad_b[s0:s1]
+        if fails is not None and len(fails[0]):
+            if self.nonfinite:        # inf/NaN elements are set below
+                keep = ~(bad_a[fails[0], fails[1]] | bad_b[fails[0], fails[2]])
+                fails = tuple(i[keep] for i in fails)
+            _recompute(out, a64, b64, fails)
+        if self.nonfinite:
+            _nonfinite(out, a64, b64, bad_a, bad_b)
+        return out
+
+
+def _bounds(ta, tb, lk: int) -> tuple:
+    """Factors of ``E >= e`` for rows with ``top`` ``ta`` and columns with ``tb``:
+    ``E = 2**(ta + 2 lk - 52) * 2**tb`` (``(k0 - 1) u / (1 - (k0 - 1) u) * k0 < k0**2 *
+    2**-52``), float64 powers of two (0 for zero rows and columns; the product exact)."""
+    return np.ldexp(1.0, np.maximum(ta + 2 * lk - 52, -1074)), np.ldexp(1.0, tb)
+
+
+def _check(r, idx, ta, tb, lk: int) -> tuple:
+    """The elements ``idx`` of ``r`` not shown to round as their exact sums (an index
+    tuple)."""
+    s, m, n = idx
+    rr = r[idx]
+    ea, eb = _bounds(ta[s, m], tb[s, n], lk)
+    e = ea * eb
+    fails = (rr - e).astype(np.float32) != (rr + e).astype(np.float32)
+    return s[fails], m[fails], n[fails]
+
+
+def _check_all(out, r, ta, tb, lk: int) -> tuple:
+    """``out`` = fp32 of ``r`` where shown to round as the exact sum, every element
+    checked, first against its row's largest bound (a broadcast, not a product per
+    element), then the few that fail it against their own (:func:`_check`); returns the
+    elements not shown."""
+    ea, eb = _bounds(ta, tb, lk)
+    e = (ea * eb.max(axis=1)[:, None])[:, :, None]
+    hi = np.add(r, e, out=_scratch("hi", r.shape, np.float32), casting="same_kind")
+    np.subtract(r, e, out=out, casting="same_kind")       # float64 results, then fp32
+    fails = np.not_equal(out, hi, out=_scratch("ne", r.shape, np.bool_))
+    rows = np.flatnonzero(fails.reshape(-1, r.shape[-1]).any(axis=1))
+    if len(rows) == 0:
+        return rows, rows, rows
+    j, n = np.nonzero(fails.reshape(-1, r.shape[-1])[rows])
+    s, m = np.divmod(rows[j], r.shape[1])
+    idx = (s, m, n)
+    out[idx] = r[idx]                                  # fp32(r), checked again
+    return _check(r, idx, ta, tb, lk)
+
+
+def _recompute(out, a64, b64, idx) -> None:
+    """``out[idx]``: fp32 of ``math.fsum`` of each element's products (the exact sum
+    rounded once to float64)."""
+    s, m, n = idx
+    prods = a64[s, m, :] * b64[s, :, n]                  # (count, k0), exact
+    out[idx] = np.array([math.fsum(p) for p in prods.tolist()]).astype(np.float32)
+
+
+def _nonfinite(out, a64, b64, bad_a, bad_b) -> None:
+    """The elements of rows of ``a`` and columns of ``b`` holding inf or NaN: the float64
+    sums in k order (every order gives the same there: module docstring)."""
+    k0 = a64.shape[-1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        s, m = np.nonzero(bad_a)
+        if len(s):
+            acc = a64[s, m, 0:1] * b64[s, 0, :]
+            for j in range(1, k0):
+                acc = acc + a64[s, m, j:j + 1] * b64[s, j, :]
+            out[s, m, :] = acc
+        s, n = np.nonzero(bad_b)
+        if len(s):
+            acc = a64[s, :, 0] * b64[s, 0, n][:, None]
+            for j in range(1, k0):
+                acc = acc + a64[s, :, j] * b64[s, j, n][:, None]
+            out[s, :, n] = acc

@@ -1,0 +1,263 @@
+"""The C++ front end (npusim.cpp): the intrinsic layer's own pieces without any headers, then
+asc-devkit's TPipe/TQue Add sample compiled against the user's headers and run on the engine.
+
+The sample tests need a C++ compiler and asc-devkit's headers: ``NPUSIM_ASC_DEVKIT``, else
+the snapshot ``../shared/asc-devkit/asc-devkit-*.tar.xz`` unpacked to ``~/.cache/npusim``.
+They skip, saying which is missing, otherwise. Builds are cached (~/.cache/npusim/cpp): the
+first run of a session compiles once (about a minute with the precompiled header), later runs
+load the library.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from npusim.cpp import builder, dispatch
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAPSHOTS = sorted((ROOT.parent / "shared" / "asc-devkit").glob("asc-devkit-*.tar.xz"))
+ADD_SAMPLE = "examples/01_simd_cpp_api/00_introduction/01_add/add_tpipe_tque"
+
+
+def _compiler():
+    try:
+        return builder.find_compiler()
+    except builder.CppBuildError:
+        return None
+
+
+def _devkit() -> Path | None:
+    env = os.environ.get("NPUSIM_ASC_DEVKIT")
+    if env:
+        return Path(env) if (Path(env) / "include").is_dir() else None
+    if not SNAPSHOTS:
+        return None
+    snap = SNAPSHOTS[-1]
+    target = Path.home() / ".cache" / "npusim" / snap.name[:-len(".tar.xz")]
+    if not (target / "include" / "kernel_operator.h").is_file():
+        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+        with tarfile.open(snap) as tf:
+            tf.extractall(tmp)
+        if not target.exists():
+            os.replace(tmp, target)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+needs_compiler = pytest.mark.skipif(_compiler() is None, reason="no C++ compiler (g++/clang++)")
+
+
+@pytest.fixture(scope="module")
+def devkit():
+    if _compiler() is None:
+        pytest.skip("no C++ compiler (g++/clang++) found")
+    d = _devkit()
+    if d is None:
+        pytest.skip("no asc-devkit headers: set NPUSIM_ASC_DEVKIT or provide "
+                    "../shared/asc-devkit/asc-devkit-*.tar.xz")
+    return d
+
+
+# -- the layer's own pieces -------------------------------------------------------------------
+def test_scalar_bit_intrinsics_are_exact():
+    """sff0/sff1/sbitset0/sbitset1 run TPipe's event-ID allocator: 64-bit exact."""
+    rt = None
+    assert dispatch.HANDLERS["sff0"](rt, 0) == 0
+    assert dispatch.HANDLERS["sff0"](rt, 0b0111) == 3
+    assert dispatch.HANDLERS["sff0"](rt, (1 << 64) - 1) == 64
+    assert dispatch.HANDLERS["sff0"](rt, (1 << 63) - 1) == 63
+    assert dispatch.HANDLERS["sff1"](rt, 0b1000) == 3
+    assert dispatch.HANDLERS["sff1"](rt, 0) == 64
+    assert dispatch.HANDLERS["sbitset1"](rt, 0, 63) == 1 << 63
+    assert dispatch.HANDLERS["sbitset0"](rt, (1 << 64) - 1, 0) == (1 << 64) - 2
+    assert dispatch.HANDLERS["clz"](rt, 1) == 63
+    assert dispatch.HANDLERS["bcnt1"](rt, 0xF0F0) == 8
+
+
+def test_argument_decoding():
+    ptr = dispatch._decode(dispatch.K_PTR | (11 << 8), 8, 0x1000)
+    assert int(ptr) == 0x1000 and ptr.dtype == np.float32
+    assert dispatch._decode(dispatch.K_INT, 4, (1 << 64) - 5) == -5
+    assert dispatch._decode(dispatch.K_UINT, 4, (1 << 64) - 5) == (1 << 64) - 5
+    assert dispatch._decode(dispatch.K_FLOAT, 4, 0x3FC00000) == 1.5
+    assert dispatch._decode(dispatch.K_HALF, 2, 0x3C00) == np.float16(1.0)
+
+
+def test_chevron_launch_rewrite():
+    src = ("int32_t main(int32_t argc, char* argv[]) {\n"
+           "    add_custom<<<numBlocks, 0, stream>>>(x, y, z, n);\n"
+           "    ns::k<M, K><<<f(a, b), nullptr, s>>>(a);\n}\n")
+    out = builder.rewrite_source(src)
+    assert ('npusim::Launch{"add_custom", reinterpret_cast<void*>(&add_custom), '
+            "static_cast<uint64_t>(numBlocks), nullptr}(x, y, z, n);") in out
+    assert ('npusim::Launch{"ns::k<M, K>", reinterpret_cast<void*>(&ns::k<M, K>), '
+            "static_cast<uint64_t>(f(a, b)), nullptr}(a);") in out
+    assert "int npusim_host_main(int32_t argc" in out and "<<<" not in out
+
+
+def test_check_hooks_follow_declarations(tmp_path):
+    utils = tmp_path / "impl" / "basic_api" / "utils"
+    utils.mkdir(parents=True)
+    (utils / "kernel_check_x_util.h").write_text(
+        "namespace AscendC {\nnamespace check {\n"
+        "bool CheckFuncVecXImpl(VecParams& p, const uint64_t mask, const char* intriName);\n"
+        "void CheckFuncYImpl(int a,\n    int b = 3);\n"
+        "bool CheckFuncZImpl(int a) { return a > 0; }\n}\n}\n")
+    text = builder.check_hooks(tmp_path)
+    assert ("bool CheckFuncVecXImpl(VecParams& p, const uint64_t mask, const char* intriName) "
+            "{ return true; }") in text
+    assert "void CheckFuncYImpl(int a, int b) {}" in text
+    assert "CheckFuncZImpl" not in text            # defined by the headers themselves
+
+
+def _conversion_cases(rng, halves):
+    xs = np.concatenate([
+        rng.standard_normal(50000).astype(np.float32) * np.float32(2.0) ** rng.integers(
+            -30, 18, 50000).astype(np.float32),
+        halves,                                                  # exact halves
+        (halves[:-1] + halves[1:]) / 2,                          # ties between neighbours
+        np.array([65504, 65519.99, 65520, 1e9, -1e9, np.inf, -np.inf, 2.0 ** -25,
+                  2.0 ** -24 * 1.5, 2.0 ** -26], np.float32)]).astype(np.float32)
+    return xs, xs.astype(np.float16).view(np.uint16)
+
+
+@needs_compiler
+def test_half_and_bfloat16_conversions(tmp_path):
+    """kernel_fp16.h / kernel_bf16.h: every half decodes as numpy does, and floats round to
+    nearest even (including subnormals, overflow to inf and NaN) as numpy's astype."""
+    src = tmp_path / "conv.cpp"
+    src.write_text('#include "kernel_fp16.h"\n#include "kernel_bf16.h"\n'
+                   'extern "C" void to_half(const float* x, uint16_t* y, int n)'
+                   '{ for (int i = 0; i < n; ++i) y[i] = half(x[i]).bits; }\n'
+                   'extern "C" void from_half(const uint16_t* x, float* y, int n)'
+                   '{ for (int i = 0; i < n; ++i) { half h; h.bits = x[i]; y[i] = h; } }\n'
+                   'extern "C" void to_bf16(const float* x, uint16_t* y, int n)'
+                   '{ for (int i = 0; i < n; ++i) y[i] = bfloat16_t(x[i]).bits; }\n')
+    lib = tmp_path / "conv.so"
+    subprocess.run([_compiler(), "-std=c++17", "-shared", "-fPIC", "-O1",
+                    f"-I{builder.INCLUDE_DIR}", "-o", str(lib), str(src)], check=True)
+    so = ctypes.CDLL(str(lib))
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    back = np.empty(bits.size, np.float32)
+    so.from_half(bits.ctypes.data_as(ctypes.c_void_p), back.ctypes.data_as(ctypes.c_void_p),
+                 bits.size)
+    ref = bits.view(np.float16).astype(np.float32)
+    assert np.array_equal(back.view(np.uint32), ref.view(np.uint32))
+    rng = np.random.default_rng(7)
+    with np.errstate(all="ignore"):
+        xs, want = _conversion_cases(rng, back)
+    out = np.empty(xs.size, np.uint16)
+    so.to_half(xs.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p),
+               xs.size)
+    ok = ~np.isnan(xs)
+    assert np.array_equal(out[ok], want[ok])
+    bf = np.empty(xs.size, np.uint16)
+    so.to_bf16(xs.ctypes.data_as(ctypes.c_void_p), bf.ctypes.data_as(ctypes.c_void_p), xs.size)
+    # round to nearest even on the upper 16 bits
+    u = xs.view(np.uint32).astype(np.uint64)
+    want_bf = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    assert np.array_equal(bf[ok], want_bf[ok])
+
+
+@needs_compiler
+def test_header_assertion_is_an_error_not_the_end_of_python(tmp_path):
+    """The headers' ASCENDC_ASSERT raises SIGABRT in CPU mode: it becomes HeaderAssertion."""
+    src = tmp_path / "abort.cpp"
+    src.write_text('#include <csignal>\nextern "C" int fail() { raise(SIGABRT); return 7; }\n')
+    lib = tmp_path / "abort.so"
+    subprocess.run([_compiler(), "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    so = ctypes.CDLL(str(lib))
+    with pytest.raises(dispatch.HeaderAssertion, match="assertion of the Ascend C headers"):
+        with dispatch.abort_as_error():
+            so.fail()
+
+
+# -- asc-devkit's Add sample ------------------------------------------------------------------
+def test_add_sample_kernel_runs_exactly_with_a_profile(devkit, monkeypatch):
+    """The TPipe/TQue Add kernel, launched with run_kernel on 8 blocks, adds exactly (float32
+    x + y, gen_data.py's data) and profiles its pipes like a Python kernel."""
+    import npusim.cpp as cpp
+    from npusim.gm import GlobalMemory
+    from npusim.launch import run_kernel
+    from npusim.soc import get_soc
+    monkeypatch.setenv("NPUSIM_ASC_DEVKIT", str(devkit))
+    src = next((devkit / ADD_SAMPLE).glob("*.asc"))
+    kernel = cpp.load(src)
+    assert kernel.signature == "add_custom(unsigned char*, unsigned char*, unsigned char*, unsigned int)"
+    soc = get_soc("Ascend910B1")
+    gm = GlobalMemory(soc.memory_size)
+    rng = np.random.default_rng(3)
+    xs = rng.uniform(1, 10, [8, 2048]).astype(np.float32)
+    ys = rng.uniform(1, 10, [8, 2048]).astype(np.float32)
+    x, y, z = (gm.malloc(xs.nbytes) for _ in range(3))
+    gm.write(x, xs)
+    gm.write(y, ys)
+    prof = run_kernel(kernel, 8, (x, y, z, xs.size), soc=soc, gm=gm)
+    out = np.frombuffer(gm.view(z, xs.nbytes), np.float32).reshape(xs.shape)
+    assert np.array_equal(out, xs + ys)
+    assert prof.block_dim == 8 and prof.duration_us > 0
+    assert prof.pipe_time_us["aiv_vec_time"] > 0 and prof.pipe_time_us["aiv_mte2_time"] > 0
+    assert prof.bytes_read == 2 * xs.nbytes and prof.bytes_written == xs.nbytes
+    # C++ scalar code reads the UB directly: a timing-only launch could not catch it
+    with pytest.raises(ValueError, match="cannot run timing-only"):
+        run_kernel(kernel, 8, (x, y, z, xs.size), soc=soc, gm=gm, functional=False)
+
+
+def test_add_sample_host_program_passes_its_own_verification(devkit, monkeypatch):
+    """The sample as its README runs it: gen_data.py, its own main (aclrt* calls and the
+    <<<>>> launch on npusim), then its verify_result.py."""
+    from npusim.cpp import samples
+    monkeypatch.setenv("NPUSIM_ASC_DEVKIT", str(devkit))
+    res = samples.run_sample(devkit / ADD_SAMPLE)
+    assert (res.compiled, res.ran, res.correct, res.reason) == (True, True, True, "")
+    assert len(res.task_us) == 1 and res.task_us[0] > 0
+
+
+def test_missing_headers_say_how_to_set_them(monkeypatch, tmp_path):
+    monkeypatch.setenv("NPUSIM_ASC_DEVKIT", str(tmp_path))
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(tmp_path))
+    if Path("/usr/local/Ascend/ascend-toolkit/latest").exists():
+        pytest.skip("a CANN installation is present")
+    with pytest.raises(builder.CppBuildError, match="NPUSIM_ASC_DEVKIT"):
+        builder.find_devkit()
+
+
+def test_cli_runs_the_sample_program(devkit, monkeypatch, tmp_path, capsys):
+    """``npusim cpp SOURCE --cwd DIR``: the sample's main on Ascend910B1, its launch's profile
+    printed; exit 0."""
+    import subprocess as sp
+    import sys
+
+    from npusim_tools.cli import main
+    monkeypatch.setenv("NPUSIM_ASC_DEVKIT", str(devkit))
+    sample = devkit / ADD_SAMPLE
+    (tmp_path / "output").mkdir()
+    sp.run([sys.executable, str(sample / "scripts" / "gen_data.py")], cwd=tmp_path, check=True)
+    src = next(sample.glob("*.asc"))
+    assert main(["cpp", str(src), "--soc", "Ascend910B1", "--cwd", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "add_custom on Ascend910B1: blockDim 8" in out and "main returned 0" in out
+    got = np.fromfile(tmp_path / "output" / "output.bin", np.float32)
+    assert np.array_equal(got, np.fromfile(tmp_path / "output" / "golden.bin", np.float32))
+
+
+def test_cli_without_headers_is_a_usage_error(monkeypatch, tmp_path, capsys):
+    from npusim_tools.cli import main
+    if Path("/usr/local/Ascend/ascend-toolkit/latest").exists():
+        pytest.skip("a CANN installation is present")
+    monkeypatch.setenv("NPUSIM_ASC_DEVKIT", str(tmp_path))
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(tmp_path))
+    src = tmp_path / "k.cpp"
+    src.write_text("int main() { return 0; }\n")
+    if _compiler() is None:
+        pytest.skip("no C++ compiler")
+    assert main(["cpp", str(src)]) == 2
+    assert "NPUSIM_ASC_DEVKIT" in capsys.readouterr().err
