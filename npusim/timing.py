@@ -2040,7 +2040,12 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
                 t0 = loop.now
                 push(queue, (t0 + value, _NORMAL, next(seq), me, None))
                 yield
-                total += value
+                if t0 >= until:
+                    total += value
+                elif loop.now > until:
+                    # busy is a union: the part while the pipe's copies were in flight is
+                    # counted with them
+                    total += loop.now - until
                 if out is not None:
                     out.append((pipe, t0, loop.now, label, idx))
                 continue
@@ -2092,10 +2097,15 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
                     yield
                     if key[0] == "unit":
                         # a Fixpipe waiting for the units a unitFlag Mmad releases: msprof
-                        # counts it busy from issue to end (npusim.ascendc.cube.unitflag)
-                        total += loop.now - t0
-                        if out is not None:
-                            out.append((pipe, t0, loop.now, "Fixpipe (unitFlag wait)", idx))
+                        # counts it busy from issue to end (npusim.ascendc.cube.unitflag);
+                        # the part while the pipe's copies were in flight is counted already
+                        start = t0 if t0 > until else until
+                        if loop.now > start:
+                            total += loop.now - start
+                            until = loop.now
+                            if out is not None:
+                                out.append((pipe, start, loop.now, "Fixpipe (unitFlag wait)",
+                                            idx))
             else:  # BARRIER: PipeBarrier(PIPE_ALL) within the block, or SyncAll across blocks
                 if isinstance(key, tuple):
                     # a mixed launch's SyncAll lists its cores; a vector one joins them all
