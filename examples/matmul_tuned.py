@@ -182,7 +182,9 @@ def matmul_tuned(a, b, c, tiling):
     op.Process()
 
 
-def main(M=256, N=256, K=512, blockDim=2, soc_name="Ascend910B1", **tiling):
+def _launch(kernel, M, N, K, blockDim, soc_name, tiling):
+    """Random half A [M, K] and B [K, N] in a fresh GM, ``kernel`` launched on up to
+    ``blockDim`` AICs with its TunedTiling; returns (tiling, blocks, A, B, C, profile)."""
     soc = get_soc(soc_name)
     t = TunedTiling(M, N, K, **tiling)
     gm = GlobalMemory(max(1 << 26, 4 * (M * K + K * N + M * N)))
@@ -193,17 +195,27 @@ def main(M=256, N=256, K=512, blockDim=2, soc_name="Ascend910B1", **tiling):
     gm.write(a, a_host)
     gm.write(b, b_host)
     blockDim = min(blockDim, t.tiles)
-    profile = run_kernel(matmul_tuned, blockDim, (a, b, c, t), soc=soc, gm=gm,
+    profile = run_kernel(kernel, blockDim, (a, b, c, t), soc=soc, gm=gm,
                          kernel_type=KernelMetaType.KERNEL_TYPE_AIC_ONLY)
     c_host = np.frombuffer(gm.read(c, M * N * 2), np.float16).reshape(M, N)
+    return t, blockDim, a_host, b_host, c_host, profile
+
+
+def _print_pipes(profile) -> None:
+    for name, us in profile.pipe_time_us.items():
+        print(f"  {name:>16}: {us:9.2f} us")
+    print(profile.summary())
+
+
+def main(M=256, N=256, K=512, blockDim=2, soc_name="Ascend910B1", **tiling):
+    t, blockDim, a_host, b_host, c_host, profile = _launch(matmul_tuned, M, N, K, blockDim,
+                                                           soc_name, tiling)
     exact = a_host.astype(np.float64) @ b_host.astype(np.float64)
     err = float(np.abs(c_host.astype(np.float64) - exact).max() / np.abs(exact).max())
     print(f"C = A @ B, {M}x{K} @ {K}x{N} half on {blockDim} AICs, base {t.baseM}x{t.baseN}x"
           f"{t.baseK}, L1 chunks of K {t.kL1}, {'unitFlag' if t.unitFlag else 'M_FIX flags'}")
     print(f"largest error against float64, relative to max |C|: {err:.2e}")
-    for name, us in profile.pipe_time_us.items():
-        print(f"  {name:>16}: {us:9.2f} us")
-    print(profile.summary())
+    _print_pipes(profile)
     return c_host, exact, err, profile
 
 
@@ -237,23 +249,10 @@ def matmul_api_mdl(a, b, c, t):
 
 def main_matmul_api(M=256, N=256, K=512, blockDim=2, soc_name="Ascend910B1", **tiling):
     """Run :func:`matmul_api_mdl` on the shapes of :func:`main` and print its profile."""
-    soc = get_soc(soc_name)
-    t = TunedTiling(M, N, K, **tiling)
-    gm = GlobalMemory(max(1 << 26, 4 * (M * K + K * N + M * N)))
-    rng = np.random.default_rng(0)
-    a_host = rng.standard_normal((M, K)).astype(np.float16)
-    b_host = rng.standard_normal((K, N)).astype(np.float16)
-    a, b, c = gm.malloc(a_host.nbytes), gm.malloc(b_host.nbytes), gm.malloc(M * N * 2)
-    gm.write(a, a_host)
-    gm.write(b, b_host)
-    blockDim = min(blockDim, t.tiles)
-    profile = run_kernel(matmul_api_mdl, blockDim, (a, b, c, t), soc=soc, gm=gm,
-                         kernel_type=KernelMetaType.KERNEL_TYPE_AIC_ONLY)
-    c_host = np.frombuffer(gm.read(c, M * N * 2), np.float16).reshape(M, N)
+    _, blockDim, _, _, c_host, profile = _launch(matmul_api_mdl, M, N, K, blockDim, soc_name,
+                                                 tiling)
     print(f"the Matmul API, MDL + constant tiling, the same C on {blockDim} AICs")
-    for name, us in profile.pipe_time_us.items():
-        print(f"  {name:>16}: {us:9.2f} us")
-    print(profile.summary())
+    _print_pipes(profile)
     return c_host, profile
 
 
