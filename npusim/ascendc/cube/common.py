@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from npusim.ascendc import checker
 from npusim.ascendc import core as _core
+from npusim.ascendc import datacopy as _dc
 from npusim.ascendc.tensor import LocalTensor
 from npusim.errors import AlignmentError, KernelError, LimitError
 
@@ -130,3 +132,20 @@ def mmad_cycles(soc, m: int, n: int, k: int, dtype) -> int:
 def fixpipe_cycles(soc, elements: int) -> int:
     """One Fixpipe moving ``elements`` from L0C to L1."""
     return soc.fixpipe_head_cycles + ceil_div(elements, soc.fixpipe_elements_per_cycle)
+
+
+def copy_local_rows(ctx, dst: LocalTensor, src: LocalTensor, rows: int, row: int,
+                    src_pitch: int, dst_pitch: int, pipe_id: int, name: str, pipe: str) -> None:
+    """Move ``rows`` rows of ``row`` bytes between two core-local buffers (byte pitches
+    ``src_pitch``/``dst_pitch``), the checker's byte state carried along on ``pipe_id``
+    (L1 -> bias table, L1 -> Fixpipe buffer). The caller records the cost."""
+    s_view = _dc._strided(src.bytes_view((rows - 1) * src_pitch + row, name, pipe), rows, row,
+                          src_pitch)
+    d_view = _dc._strided(dst.bytes_view((rows - 1) * dst_pitch + row, name, pipe), rows, row,
+                          dst_pitch)
+    s_sh, d_sh = shadow(ctx, src), shadow(ctx, dst)
+    if s_sh is not None:
+        r, b = np.arange(rows)[:, None], np.arange(row)
+        checker.copy_state(ctx, pipe_id, s_sh, (src.offset + r * src_pitch + b).reshape(-1),
+                           d_sh, (dst.offset + r * dst_pitch + b).reshape(-1), name)
+    d_view[...] = s_view.copy()

@@ -35,8 +35,8 @@ from npusim.ascendc import datacopy as _dc
 from npusim.ascendc.cube import l0c_copy as _l0c
 from npusim.ascendc.cube import load3d as _load3d
 from npusim.ascendc.cube.common import (FRACTAL_BYTES, byte_addr, ceil_div, check_range,
-                                        mte1_cycles, not_modelled, record_op, require_aligned,
-                                        require_local, shadow, stacked)
+                                        copy_local_rows, mte1_cycles, not_modelled, record_op,
+                                        require_aligned, require_local, shadow, stacked)
 from npusim.ascendc.tensor import GlobalTensor, LocalTensor
 from npusim.ascendc.types import (PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, DataCopyParams,
                                   LoadData2DParams, LoadData2dTransposeParams, Nd2NzParams,
@@ -285,17 +285,9 @@ def _l1_to_bt(ctx, dst: LocalTensor, src: LocalTensor, params) -> None:
                                  pipe=pipe)
     if rows == 0 or row == 0:
         return
-    s_view = _dc._strided(src.bytes_view((rows - 1) * src_pitch + row, name, pipe), rows, row,
-                          src_pitch)
-    d_view = _dc._strided(dst.bytes_view((rows - 1) * dst_pitch + row, name, pipe), rows, row,
-                          dst_pitch)
-    s_sh, d_sh = shadow(ctx, src), shadow(ctx, dst)
-    if s_sh is not None:
-        r, b = np.arange(rows)[:, None], np.arange(row)
-        checker.copy_state(ctx, int(PIPE_MTE1), s_sh, (src.offset + r * src_pitch + b).reshape(-1),
-                           d_sh, (dst.offset + r * dst_pitch + b).reshape(-1), name)
-    d_view[...] = s_view.copy()
+    copy_local_rows(ctx, dst, src, rows, row, src_pitch, dst_pitch, int(PIPE_MTE1), name, pipe)
     record_op(ctx, PIPE_MTE1, mte1_cycles(ctx.soc, rows * row, _BT), name)
+
 
 
 # -- LoadData (Load2D) --------------------------------------------------------------------------

@@ -25,11 +25,9 @@ import functools
 
 import numpy as np
 
-from npusim.ascendc import checker
 from npusim.ascendc import core as _core
-from npusim.ascendc import datacopy as _dc
-from npusim.ascendc.cube.common import (ceil_div, check_range, record_op, require_aligned,
-                                        shadow)
+from npusim.ascendc.cube.common import (ceil_div, check_range, copy_local_rows, record_op,
+                                        require_aligned)
 from npusim.ascendc.types import (CFG_NZ, CFG_ROW_MAJOR, PIPE_FIX, PIPE_S, DataCopyParams,
                                   FixpipeParamsV220, QuantMode_t)
 from npusim.ascendc.tensor import LocalTensor
@@ -153,16 +151,7 @@ def l1_to_fb(ctx, dst: LocalTensor, src: LocalTensor, params) -> None:
     dst_pitch = row + rng("dstStride", params.dstStride, 0, 65535) * 128
     if rows == 0 or row == 0:
         return
-    s_view = _dc._strided(src.bytes_view((rows - 1) * src_pitch + row, name, pipe), rows, row,
-                          src_pitch)
-    d_view = _dc._strided(dst.bytes_view((rows - 1) * dst_pitch + row, name, pipe), rows, row,
-                          dst_pitch)
-    s_sh, d_sh = shadow(ctx, src), shadow(ctx, dst)
-    if s_sh is not None:
-        r, b = np.arange(rows)[:, None], np.arange(row)
-        checker.copy_state(ctx, int(PIPE_FIX), s_sh, (src.offset + r * src_pitch + b).reshape(-1),
-                           d_sh, (dst.offset + r * dst_pitch + b).reshape(-1), name)
-    d_view[...] = s_view.copy()
+    copy_local_rows(ctx, dst, src, rows, row, src_pitch, dst_pitch, int(PIPE_FIX), name, pipe)
     record_op(ctx, PIPE_FIX, ctx.soc.fixpipe_head_cycles + ceil_div(rows * row, 32), name)
 
 
