@@ -471,11 +471,7 @@ def _level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask, lanes, pass_rows,
         issue_vector(ctx, name, call.count, rate, dst, srcs, repeats=call.repeat, lanes=lanes,
                      tracked=True, strides=strides)
         return call
-    # a later repeat that reads an earlier one's result runs after it, as the unit issues them
-    steps = [(call, slice(None))] if kind is None else \
-        [(_repeat.Level0(1, lanes, call.active[r:r + 1]), slice(r, r + 1))
-         for r in range(call.repeat)]
-    for sub, rows in steps:
+    for sub, rows in _steps(call, lanes, kind):
         if not sub.active.any():
             continue
         vals = [_repeat.read(s, i[rows], sub, name) for s, i in zip(srcs, s_idx)]
@@ -491,6 +487,16 @@ def _level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask, lanes, pass_rows,
     return call
 
 
+def _steps(call, lanes, kind) -> list:
+    """(call, rows) pieces a level-0 call runs in: the whole call at once, or, when a later
+    repeat reads an earlier one's result (``kind`` not None), repeat by repeat, as the unit
+    issues them."""
+    if kind is None:
+        return [(call, slice(None))]
+    return [(_repeat.Level0(1, lanes, call.active[r:r + 1]), slice(r, r + 1))
+            for r in range(call.repeat)]
+
+
 def _level0_timing_only(name, dst, d_idx, srcs, s_idx, call, lanes, kind,
                         accumulates) -> None:
     """What a level-0 call does in a timing-only launch: the checker sees the lanes read
@@ -504,10 +510,7 @@ def _level0_timing_only(name, dst, d_idx, srcs, s_idx, call, lanes, kind,
         track(srcs[0].ctx, srcs[0], s_idx[0], call, name, write=False)
         track(dst.ctx, dst, d_idx[:1], first, name, write=True)
     elif dst.ctx.tracker is not None:
-        steps = [(call, slice(None))] if kind is None else \
-            [(_repeat.Level0(1, lanes, call.active[r:r + 1]), slice(r, r + 1))
-             for r in range(call.repeat)]
-        for sub, rows in steps:
+        for sub, rows in _steps(call, lanes, kind):
             if not sub.active.any():
                 continue
             for s, i in zip(srcs, s_idx):
