@@ -1782,26 +1782,30 @@ _REPLAY_KEPT = _KeptReplays()
 
 
 class _Shared:
-    """The records a lockstep group's members share, as part of a replay's key: hashed once,
-    and compared in full once per lookup, however many members the group has (it remembers
-    the last part found equal); digested once (:func:`_digest`) however many members refer
-    to it."""
+    """The records a lockstep group's members share, as part of a replay's key: digested
+    once (:func:`_digest`, the kept replays' key) however many members refer to it; hashed
+    once, when first asked, and compared in full once per comparison, however many members
+    the group has (it remembers the last part found equal), where keys are compared as
+    tuples (:func:`_records_key`'s tests)."""
 
     __slots__ = ("items", "hash", "same", "digest")
 
     def __init__(self, items: tuple):
         self.items = items
-        self.hash = hash(items)
+        self.hash = None
         self.same = None
         self.digest = None
 
     def __hash__(self):
+        if self.hash is None:
+            self.hash = hash(self.items)
         return self.hash
 
     def __eq__(self, other):
         if other is self or other is self.same:
             return True
-        if not isinstance(other, _Shared) or other.hash != self.hash or other.items != self.items:
+        if (not isinstance(other, _Shared) or hash(other) != hash(self)
+                or other.items != self.items):
             return False
         self.same = other
         return True
