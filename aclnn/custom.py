@@ -88,10 +88,9 @@ def _launch(api: str, kernel, block_dim, stream, args, kernel_type, reserve_ub, 
     if s is None:
         return errmsg.report_error(ACL_ERROR_RT_PARAM_INVALID, f"{api}: stream {stream!r} is "
                                    "not a live stream (never created or already destroyed)")
-    if s.device is not dev:
-        return errmsg.report_error(ACL_ERROR_RT_STREAM_CONTEXT, f"{api}: stream {stream!r} "
-                                   f"belongs to device {s.device.device_id}, but this "
-                                   f"thread's current device is {dev.device_id}")
+    problem = runtime.foreign_stream("stream", stream, s)
+    if problem is not None:
+        return errmsg.report_error(ACL_ERROR_RT_STREAM_CONTEXT, f"{api}: {problem}")
     dev.launch(s, kernel, int(block_dim), tuple(args), name=name, reserve_ub=reserve_ub,
                kernel_type=kernel_type)
     return ACL_SUCCESS

@@ -450,10 +450,40 @@ def is_device_address(addr: int) -> bool:
 
 # -- handles ---------------------------------------------------------------------------
 def add_stream(stream: npusim.Stream) -> int:
-    """Register ``stream`` and return its new handle."""
+    """Register ``stream`` and return its new handle. The stream belongs to the calling
+    thread's current context (:func:`foreign_stream`)."""
     handle = next(state._stream_handles)
     state.streams[handle] = stream
+    bound = _binding()
+    stream.acl_context = bound[0] if bound is not None else None
     return handle
+
+
+def foreign_stream(name: str, handle, stream: npusim.Stream) -> str | None:
+    """Why ``stream`` (of ``handle``) may not be used by the calling thread, or None.
+
+    A stream belongs to the context that was current when it was created (aclrtCreateStream
+    creates it "in the current context"), and a runtime call may use it only while that
+    context is the calling thread's current one: CANN's runtime refuses it otherwise with
+    ACL_ERROR_RT_STREAM_CONTEXT (107003, "stream not in current context",
+    rt_error_codes.h; EE1010 "stream ... does not belong to the current context"). A stream
+    of another device is the same error. The default stream (NULL) is always the current
+    context's own.
+    """
+    bound = _binding()
+    mine = bound[0] if bound is not None else None
+    owner = getattr(stream, "acl_context", None)
+    if bound is not None and stream.device is not bound[1].device:
+        return (f"{name}=0x{int(handle):x} belongs to device {stream.device.device_id}, but "
+                f"this thread's current device is {bound[1].device.device_id} (the current "
+                f"context is per thread: acl.rt.set_device({stream.device.device_id}) or "
+                f"acl.rt.set_context in this thread selects device {stream.device.device_id})")
+    if owner is None or owner == mine:
+        return None
+    return (f"{name}=0x{int(handle):x} was created in context 0x{owner:x}, but this thread's "
+            f"current context is 0x{mine:x} on the same device: a stream belongs to the "
+            f"context current when it was created (acl.rt.set_context(0x{owner:x}) in this "
+            "thread makes it usable)")
 
 
 def remove_stream(handle: int) -> None:

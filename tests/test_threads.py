@@ -277,6 +277,44 @@ def test_a_stream_of_another_device_is_107003(two_devices):
     assert f"event=0x{event:x} belongs to device 0" in msg
 
 
+def test_a_stream_of_another_context_on_the_same_device_is_107003(two_devices):
+    """A stream belongs to the context current when it was created (rt_error_codes.h
+    ACL_ERROR_RT_STREAM_CONTEXT "stream not in current context"): used under another
+    context of the same device, from this thread or another, it is refused; back under its
+    own context it works. The default context is one per device, so a stream made under it
+    serves every thread that set that device."""
+    assert acl.rt.set_device(0) == 0
+    default_ctx, _ = acl.rt.get_context()
+    s_default, _ = acl.rt.create_stream()
+    ctx, ret = acl.rt.create_context(0)              # now this thread's current context
+    assert ret == 0 and ctx != default_ctx
+    s_ctx, _ = acl.rt.create_stream()
+    assert acl.rt.synchronize_stream(s_ctx) == 0
+    assert acl.rt.synchronize_stream(s_default) == aclnn.ACL_ERROR_RT_STREAM_CONTEXT
+    msg = acl.get_recent_err_msg()
+    assert f"stream=0x{s_default:x} was created in context 0x{default_ctx:x}" in msg
+    assert f"current context is 0x{ctx:x}" in msg
+    launch = ACLRT_LAUNCH_KERNEL(lambda: None, name="noop")
+    assert launch(1, s_default) == aclnn.ACL_ERROR_RT_STREAM_CONTEXT
+    assert acl.rt.set_context(default_ctx) == 0
+    assert acl.rt.synchronize_stream(s_default) == 0
+    assert acl.rt.synchronize_stream(s_ctx) == aclnn.ACL_ERROR_RT_STREAM_CONTEXT
+    x, _, _ = _upload(np.ones(64, np.float32))
+    alpha = aclnn.aclCreateScalar(1.0, aclnn.ACL_FLOAT)
+    n, ex, ret = aclnn.aclnnAddGetWorkspaceSize(x, x, alpha, x)
+    assert ret == 0
+    assert aclnn.aclnnAdd(0, n, ex, s_ctx) == aclnn.ACLNN_ERR_RUNTIME_ERROR
+    assert "was created in context" in acl.get_recent_err_msg()
+
+    def other():                                     # another thread, the default context
+        assert acl.rt.set_device(0) == 0
+        return acl.rt.synchronize_stream(s_default), acl.rt.synchronize_stream(s_ctx)
+    (ok, refused), _ = _other_thread(other)
+    assert ok == 0 and refused == aclnn.ACL_ERROR_RT_STREAM_CONTEXT
+    assert acl.rt.destroy_context(ctx) == 0
+    del x
+
+
 def test_an_operator_on_a_stream_of_another_device_is_361001(two_devices):
     assert acl.rt.set_device(0) == 0
     stream0, _ = acl.rt.create_stream()

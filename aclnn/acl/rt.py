@@ -35,7 +35,8 @@ Status codes used, beyond ACL_SUCCESS (0), and when:
 * ACL_ERROR_RT_CONTEXT_NULL (107002): the calling thread has no current context
   (neither set_device nor create_context nor set_context called in it) [R];
 * ACL_ERROR_RT_STREAM_CONTEXT (107003): a stream of another device than the calling
-  thread's current one;
+  thread's current one, or of another context on the same device (a stream belongs to
+  the context current when it was created: :func:`aclnn.runtime.foreign_stream`);
 * ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID (107006) / _REVERSAL (107007): elapsed time of a
   never-recorded event / of an end event recorded before the start event;
 * ACL_ERROR_RT_SYSPARAMOPT_NOT_SET (107021): ctx_get_sys_param_opt of an unset option;
@@ -171,9 +172,9 @@ def _stream(api: str, dev, handle, name: str = "stream"):
         return None, _fail(ACL_ERROR_RT_PARAM_INVALID, api,
                            f"{name}=0x{int(handle):x} is not a live stream "
                            "(never created or already destroyed)")
-    if stream.device is not dev:
-        return None, _fail(ACL_ERROR_RT_STREAM_CONTEXT, api,
-                           _other_device(name, handle, stream.device, dev))
+    problem = runtime.foreign_stream(name, handle, stream)
+    if problem is not None:
+        return None, _fail(ACL_ERROR_RT_STREAM_CONTEXT, api, problem)
     return stream, ACL_SUCCESS
 
 
