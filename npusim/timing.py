@@ -1077,15 +1077,15 @@ class _Memory:
             # source or its bytes at the per-core rate, whichever is longer
             # (a row off the grid moves one whole block more: its MTE spends that block's
             # time on it too, "GM地址尽量512B对齐": 70% of the aligned rate at worst)
-            block = extra * burst
+            pad = extra * burst
             # (the burst rate is the misses': hits come back sooner, bound by their bytes
             # at l2_read_rate; no measurement of short rows that hit is at hand)
-            own = max(hit_bytes / soc.l2_read_rate + (miss + block) / soc.ddr_read_rate,
+            own = max(hit_bytes / soc.l2_read_rate + (miss + pad) / soc.ddr_read_rate,
                       bursts * per_burst * (burst_bypass if bypass
                                             else self.burst_l2 * (1.0 - hit)))
             on_l2 = 0.0 if bypass else nbytes
             # a burst a row adds by leaving the grid costs HBM a whole burst of its time
-            on_hbm = miss + block * (1.0 - hit)
+            on_hbm = miss + pad * (1.0 - hit)
             self.hbm_bytes += miss + wb
             wait = self._queue(wb)
             direction = 1 if miss else 0
