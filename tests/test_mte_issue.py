@@ -118,3 +118,37 @@ def test_a_batch_record_costs_what_the_copies_it_stands_for_cost():
     # the same bytes as one plain transfer: one issue and one latency, 12.5 + 192 + 164
     plain = simulate([[(DMA_IN, MTE2, 0.0, 16 * 384, (0, 384, True), "DataCopy")]], SOC)
     assert plain.pipe_busy[MTE2][0] == pytest.approx(12.5 + 192 + 164)
+
+
+def test_a_read_continues_its_own_blocks_stream_not_another_blocks():
+    # two cores, each reading 4 KiB chunks of its own region one after the other, L2
+    # bypassed, HBM the bottleneck (2 B/cycle; no interconnect, no L2 limit): HBM's
+    # new-stream overhead is paid by each core's first chunk only, its other chunks
+    # taking up where its own previous one ended. Each overhead is that many cycles of
+    # the HBM bus, so the launch is 2 x 100 cycles longer than with no overhead (reading
+    # one stream shared by all cores, the interleaved chunks would pay it 8 times).
+    f = SOC.freq_hz
+    base = replace(SOC, hbm_bandwidth=2 * f, noc_bandwidth=1e6 * f, l2_bandwidth=1e6 * f,
+                   hbm_transfer_overhead_cycles=0.0)
+    blocks = [[read(b * (1 << 20) + i * 4096, 4096, True) for i in range(4)] for b in range(2)]
+    free = simulate(blocks, base).cycles
+    assert free == pytest.approx(8 * 4096 / 2, rel=1e-6)     # the latency hides in the queue
+    paid = simulate(blocks, replace(base, hbm_transfer_overhead_cycles=100.0)).cycles
+    assert paid - free == pytest.approx(2 * 100.0, rel=1e-6)
+
+
+def test_a_row_off_the_grid_costs_hbm_whole_blocks_though_l2_holds_its_edge():
+    # one core, HBM at 2 B/cycle (the bottleneck), no new-stream overhead. Copy A reads
+    # [200, 1224): 1 KiB over three 512 B blocks (one more than 1 KiB needs), HBM 1536 B.
+    # Copy B reads the next columns, [1224, 2248): also three blocks; its first 128 B
+    # sector (bytes 1152-1279) is A's last, an L2 hit (1 of its 9 sectors), but B's
+    # request for that block needs its other sectors from HBM: B costs HBM 1536 B too,
+    # not 1024 x 8/9 + 512 x 8/9 (which gave 1365.3). 3072 B at 2 B/cycle.
+    f = SOC.freq_hz
+    soc = replace(SOC, hbm_bandwidth=2 * f, noc_bandwidth=1e6 * f, l2_bandwidth=1e6 * f,
+                  hbm_transfer_overhead_cycles=0.0)
+    assert row_bursts(200, 1024, None, 512) == (3, 1)
+    assert row_bursts(1224, 1024, None, 512) == (3, 1)
+    t = simulate([[read(200, 1024), read(1224, 1024)]], soc)
+    assert t.l2_hit_bytes == pytest.approx(1024 / 9)
+    assert t.cycles == pytest.approx((1536 + 1536) / 2, rel=1e-6)
