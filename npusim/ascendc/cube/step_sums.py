@@ -135,6 +135,12 @@ def rounded_step_sums(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = Non
 _CHUNK = 1 << 18
 
 
+#: from this many steps on, :func:`mmad_steps` adds them in their own row-major order (each
+#: add one contiguous run) and writes L0C's NZ order once, rather than adding each onto the
+#: NZ fractals (runs of 16 floats: per-run overhead times S)
+_ND_STEPS = 4
+
+
 def mmad_steps(a: np.ndarray, b: np.ndarray, init: np.ndarray | None,
                out: np.ndarray) -> np.ndarray:
     """Mmad's float result for each member: ``init + step 0 + step 1 + ...`` in fp32, k
@@ -159,15 +165,25 @@ def mmad_steps(a: np.ndarray, b: np.ndarray, init: np.ndarray | None,
     for g0 in range(0, G, per):
         g1 = min(G, g0 + per)
         p = plan.steps(g0 * S, g1 * S, _scratch("p", ((g1 - g0) * S, M, N), np.float32))
-        p = p.reshape(g1 - g0, S, M, N // 16, 16).transpose(0, 1, 3, 2, 4)   # NZ order
-        c = out[g0:g1]
+        p = p.reshape(g1 - g0, S, M * N)
+        if S < _ND_STEPS:            # onto L0C's NZ fractals in place, the steps read as NZ
+            p = p.reshape(g1 - g0, S, M, N // 16, 16).transpose(0, 1, 3, 2, 4)
+            c = out[g0:g1]
+        else:                        # in the steps' own (row-major) order, then NZ once
+            c = _scratch("c", (g1 - g0, M * N), np.float32)
         if init is None:
             np.add(p[:, 0], np.float32(0), out=c)         # -0.0 + 0.0 is +0.0
-        else:
+        elif S < _ND_STEPS:
             np.add(init[g0:g1], p[:, 0], out=c)
+            c += np.float32(0)
+        else:
+            nd = c.reshape(g1 - g0, M, N // 16, 16)
+            np.add(init[g0:g1].transpose(0, 2, 1, 3), p[:, 0].reshape(nd.shape), out=nd)
             c += np.float32(0)
         for s in range(1, S):        # float32 adds in k order
             c += p[:, s]
+        if S >= _ND_STEPS:
+            out[g0:g1] = c.reshape(g1 - g0, M, N // 16, 16).transpose(0, 2, 1, 3)
     return out
 
 
