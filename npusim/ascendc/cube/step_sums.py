@@ -48,8 +48,8 @@ makes every zero +0.0, as an accumulator started at +0.0 does [R: the simulator'
 
 Cost (host): the ``matmul``; per element of a half or bfloat16 product one cast to fp32,
 of a float product three passes (``r -/+ E`` cast to fp32, a comparison; float rows are
-all taken as wide: their low bits would show few exact pairs), and one more to see that
-none failed; the row and column figures (about 1/N and 1/M of the product's passes); an
+all taken as wide: their low bits would show few exact pairs) and one to see that none
+failed; the row and column figures (about 1/N and 1/M of the product's passes); an
 fsum per element computed again.
 Work arrays are kept between calls (:func:`_scratch`).
 """
@@ -195,9 +195,10 @@ class _Plan:
         self.a, self.b = a, b
         S, M, k0 = a.shape
         self.lk = lk = max(k0 - 1, 1).bit_length()          # ceil(log2(k0))
-        # float data: every nonzero row is taken as wide (by its bits a pair of float
-        # rows is exact only when neither spans more than one binade, which data seldom
-        # does): the rows' low bits are not worth their passes; zero rows stay exact
+        # float data: every nonzero row is taken as wide (a float row spans 24 bits and
+        # its exponents' range, so by its bits a pair is exact only when the two rows'
+        # exponents range over 2 binades at most, which data seldom does): the rows' low
+        # bits are not worth their passes; zero rows stay exact
         by_bits = a.dtype != np.float32
         # the reduced axis ahead of the rows' (a contiguous copy: numpy reduces a short
         # last axis row by row)
