@@ -17,7 +17,8 @@ its peak resident memory is its own) that first warms the memory it will touch:
   aclnnFusedSparseAdam (var [50000, 64], 16384 Zipf indices) the same way, through their
   benchmarks (bench_softmax_rms_norm.py, bench_matmul.py, bench_fused_sparse_adam.py), whose
   printed figures (simulated kernels against their floors and measured TFLOPS) go in as
-  they are;
+  they are; so do bench_cube_kernel.py's (a hand-written static-buffer cube kernel, fp16
+  2048^3, against numpy's single-thread fp32 matmul: the 5x target);
 * the targets (host time / fp32 numpy at the stated sizes; 1.8x-2.2x per doubling of N;
   peak memory at most 1.5x the device bytes plus host arrays), each met, missed within its
   bar, or missed beyond it; for each missed host-time target, a cProfile of one simulator
@@ -69,6 +70,7 @@ ADD_ROWS = (2048, 4096, 8192)
 CORE_COUNTS = (1, 2, 4, 8, 16, 24, 32, 40, 48)
 SOFTMAX_ARGS = ()                   # bench_softmax_rms_norm.py's defaults: [8192, 4096] half
 MATMUL_CASE = "fp16-4096"
+CUBE_KERNEL_SIZES = "2048"          # bench_cube_kernel.py: N of the N^3 kernel (8192: minutes)
 REPLAY_LOG2N = 24                   # ApplyFusedEmaAdam size of the replay figures and profile
 
 #: host time / fp32 numpy: (label, key of the measurement, target, bar)
@@ -344,6 +346,8 @@ def main(argv=None):
                                str(MATMUL_REPEATS))
     mm = mm[0]
     fsa_text, fsa = bench_script("bench_fused_sparse_adam.py", "--repeats", str(REPEATS))
+    cube_text, _ = bench_script("bench_cube_kernel.py", "--sizes", CUBE_KERNEL_SIZES,
+                                "--repeats", str(MATMUL_REPEATS))
     res[("matmul",)] = {"host_s": mm["sim_wall_s"], "numpy_s": mm["numpy_s"],
                         "torch_s": mm["torch_s"], "functional_s": mm["functional_s"],
                         "timing_s": mm["timing_s"]}
@@ -360,14 +364,15 @@ def main(argv=None):
         Path(args.raw).write_text(json.dumps(dict(
             res=keyed(res), cores=cores, replay=replay, profiles=keyed(profiles),
             sm_text=sm_text, sm=sm, mm_text=mm_text, fsa_text=fsa_text, fsa=fsa,
-            elapsed=elapsed)))
-    lines = report(res, cores, replay, profiles, sm_text, sm, mm_text, fsa_text, fsa, elapsed)
+            cube_text=cube_text, elapsed=elapsed)))
+    lines = report(res, cores, replay, profiles, sm_text, sm, mm_text, fsa_text, fsa, elapsed,
+                   cube_text)
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))
 
 
 def report(res, cores, replay, profiles, sm_text, sm, mm_text, fsa_text, fsa,
-           elapsed) -> list[str]:
+           elapsed, cube_text=None) -> list[str]:
     torch_v = baselines.torch_version()
     torch_note = (f"torch {torch_v} (CPU, {harness.TORCH_THREADS} intra-op thread: the "
                   "simulator and numpy's ufuncs use one core, and on this shared 2-core host "
@@ -637,8 +642,13 @@ def report(res, cores, replay, profiles, sm_text, sm, mm_text, fsa_text, fsa,
                   "", "```", sm_text, "```",
                   "", "## Matmul", "",
                   f"`python benchmarks/bench_matmul.py --cases {MATMUL_CASE} --repeats "
-                  f"{MATMUL_REPEATS}`:", "", "```", mm_text, "```", "",
-                  "## FusedSparseAdam", "",
+                  f"{MATMUL_REPEATS}`:", "", "```", mm_text, "```", ""])
+    if cube_text:        # absent from a --raw file written before it was measured
+        lines.extend(["## A hand-written cube kernel against numpy's fp32 matmul", "",
+                      f"`python benchmarks/bench_cube_kernel.py --sizes {CUBE_KERNEL_SIZES} "
+                      f"--repeats {MATMUL_REPEATS}` (target: within 5x numpy's single-thread "
+                      "fp32 matmul):", "", "```", cube_text, "```", ""])
+    lines.extend(["## FusedSparseAdam", "",
                   f"`python benchmarks/bench_fused_sparse_adam.py --repeats {REPEATS}`:", "",
                   "```", fsa_text, "```", ""])
     return lines

@@ -147,8 +147,18 @@ def _worst(sign):
     return matmul
 
 
+def _skipping_zeros(a, b, out):
+    """k order, leaving out the products with a zero factor, as a BLAS loop may (the
+    reference dgemm's ``IF (B(L,J).NE.ZERO)``): an ``inf * 0`` then goes missing."""
+    out[...] = 0
+    for j in range(a.shape[-1]):
+        aj, bj = a[:, :, j:j + 1], b[:, j:j + 1, :]
+        out += np.where((aj != 0) & (bj != 0), aj * bj, 0.0)
+    return out
+
+
 ORDERS = {"forward": _sequential(False), "reverse": _sequential(True), "pairwise": _pairwise,
-          "worst-up": _worst(1), "worst-down": _worst(-1)}
+          "worst-up": _worst(1), "worst-down": _worst(-1), "skipping-zeros": _skipping_zeros}
 
 
 @pytest.mark.parametrize("dtype,spread", [(np.float16, 14), (BF16, 40), (np.float32, 40)],
@@ -161,6 +171,38 @@ def test_same_bits_whatever_order_the_product_sums_in(dtype, spread, monkeypatch
         monkeypatch.setattr(ss, "_MATMUL", matmul)
         for (a, b), w in zip(sets, want):
             assert same_bits(ss.rounded_step_sums(a, b), w), name
+
+
+def poisoned(rng, dtype, spread, S=3, M=40, N=48):
+    """:func:`operands` with the padding a kernel never fills: whole rows of A NaN, +inf
+    or -inf (in some steps only), a whole column of B inf, against zeros in A (inf * 0),
+    and columns of mixed signs."""
+    a, b = operands(rng, dtype, S, M, N, spread)
+    a[:, -8:] = np.nan                  # poisoned padding rows
+    a[1, 3] = np.inf
+    a[2, 4, 1] = -np.inf
+    a[0, 5, ::2] = 0                    # zeros that meet B's inf column
+    b[0, :, -1] = np.inf                # an inf column
+    b[2, 1, -2] = -np.inf               # one -inf in a column
+    b[2, 1, 7] = np.inf
+    a[2, 6, 1] = 0
+    return a, b
+
+
+@pytest.mark.parametrize("dtype,spread", [(np.float16, 14), (BF16, 40), (np.float32, 40),
+                                          (np.float32, 0)],
+                         ids=["float16", "bfloat16", "float32", "float32-narrow"])
+def test_rows_and_columns_of_inf_and_nan_whatever_the_order(dtype, spread, monkeypatch):
+    """Rows and columns holding inf or NaN, whole padding rows among them: NaN or the
+    infinity by IEEE rules, whatever order the product sums in; the finite elements next
+    to them still their exact sums."""
+    rng = np.random.default_rng(11)
+    a, b = poisoned(rng, dtype, spread)
+    want = exact_steps(a, b)
+    assert np.isnan(want[:, -8:]).all() and np.isinf(want).any()
+    for name, matmul in ORDERS.items():
+        monkeypatch.setattr(ss, "_MATMUL", matmul)
+        assert same_bits(ss.rounded_step_sums(a, b), want), name
 
 
 def test_the_order_matters_without_the_checks(monkeypatch):

@@ -31,9 +31,12 @@ be the value above, or computed again:
   exact sum's float64-then-fp32 rounding is that value too. Only an element within ``E``
   of an fp32 rounding boundary fails (about 2**-20 of float data).
 * Computed again: an element that fails both, by ``math.fsum`` of its k0 products.
-* Operands that hold inf or NaN: the elements of their rows and columns are the float64
-  sums in k order (every order gives the same there: NaN if a product is NaN or the
-  products hold +inf and -inf, else the infinity; finite products cannot overflow float64).
+* Operands that hold inf or NaN (often a kernel's padding rows, which L0A holds
+  uninitialised): every element of their rows and columns is inf or NaN, the same in
+  every order (NaN if a product is NaN or the products hold +inf and -inf, else the
+  infinity; finite products cannot overflow float64). The checks leave them out, and
+  they are summed again over whole steps by ``einsum`` (whose loops skip no zero
+  product, as a BLAS may).
 
 Where these bits differ from the per-step rendering's: nowhere for half and bfloat16 data
 that it summed in one or two pieces (the exact sum rounded once, as here); for float data,
@@ -44,8 +47,10 @@ The sign of an exactly-zero step is the host's (BLAS may start from +0.0): :func
 makes every zero +0.0, as an accumulator started at +0.0 does [R: the simulator's choice].
 
 Cost (host): the ``matmul``; per element of a half or bfloat16 product one cast to fp32,
-of a float product five passes (``r -/+ E``, two casts, a comparison); the row and column
-figures (about 1/N and 1/M of the product's passes); an fsum per element computed again.
+of a float product three passes (``r -/+ E`` cast to fp32, a comparison; float rows are
+all taken as wide: their low bits would show few exact pairs) and one to see that none
+failed; the row and column figures (about 1/N and 1/M of the product's passes); an
+fsum per element computed again.
 Work arrays are kept between calls (:func:`_scratch`).
 """
 from __future__ import annotations
@@ -65,21 +70,25 @@ _NONFINITE = 30000          # the ``top`` of a row holding inf or NaN
 _EMPTY = 30000              # minus the ``top`` and the ``low`` of a row of zeros
 
 
-def _row_bits(x: np.ndarray) -> tuple:
+def _row_bits(x: np.ndarray, low: bool = True) -> tuple:
     """``(top, low)`` of each row of ``x`` (..., k, rows) along axis -2, int32 arrays:
     ``|x| < 2**top`` (:data:`_NONFINITE` with inf or NaN) and every element a multiple
     of ``2**low`` (the last bit of the smallest magnitude's binade: the type's precision,
-    not the element's own bits)."""
+    not the element's own bits); ``low`` False: ``low`` is ``top - 53`` (wider than any
+    sum is exact over), :data:`_EMPTY` for a row of zeros."""
     uint, m, bias, emax = _FORMATS[x.dtype]
     v = np.bitwise_and(x.view(uint), (1 << (8 * x.itemsize - 1)) - 1)  # |x| grows with these
     hi = v.max(axis=-2).astype(np.int32)
+    e_hi = hi >> m
+    top = np.where(e_hi == emax, _NONFINITE, np.maximum(e_hi, 1) - bias + 1)
+    top[hi == 0] = -_EMPTY
+    if not low:
+        return top, np.where(hi == 0, _EMPTY, top - 53)
     v -= 1                                    # zeros wrap to the largest: min() skips them
     lo = v.min(axis=-2) + 1                   # a row of zeros wraps back to 0
     lo = lo.astype(np.int32)
-    e_hi, e_lo = hi >> m, lo >> m
-    top = np.where(e_hi == emax, _NONFINITE, np.maximum(e_hi, 1) - bias + 1)
-    low = np.maximum(e_lo, 1) - bias - m
-    return np.where(hi == 0, -_EMPTY, top), np.where(lo == 0, _EMPTY, low)
+    low = np.maximum(lo >> m, 1) - bias - m
+    return top, np.where(lo == 0, _EMPTY, low)
 
 
 _SCRATCH: dict = {}
@@ -126,6 +135,12 @@ def rounded_step_sums(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = Non
 _CHUNK = 1 << 18
 
 
+#: from this many steps on, :func:`mmad_steps` adds them in their own row-major order (each
+#: add one contiguous run) and writes L0C's NZ order once, rather than adding each onto the
+#: NZ fractals (runs of 16 floats: per-run overhead times S)
+_ND_STEPS = 4
+
+
 def mmad_steps(a: np.ndarray, b: np.ndarray, init: np.ndarray | None,
                out: np.ndarray) -> np.ndarray:
     """Mmad's float result for each member: ``init + step 0 + step 1 + ...`` in fp32, k
@@ -150,15 +165,25 @@ def mmad_steps(a: np.ndarray, b: np.ndarray, init: np.ndarray | None,
     for g0 in range(0, G, per):
         g1 = min(G, g0 + per)
         p = plan.steps(g0 * S, g1 * S, _scratch("p", ((g1 - g0) * S, M, N), np.float32))
-        p = p.reshape(g1 - g0, S, M, N // 16, 16).transpose(0, 1, 3, 2, 4)   # NZ order
-        c = out[g0:g1]
+        p = p.reshape(g1 - g0, S, M * N)
+        if S < _ND_STEPS:            # onto L0C's NZ fractals in place, the steps read as NZ
+            p = p.reshape(g1 - g0, S, M, N // 16, 16).transpose(0, 1, 3, 2, 4)
+            c = out[g0:g1]
+        else:                        # in the steps' own (row-major) order, then NZ once
+            c = _scratch("c", (g1 - g0, M * N), np.float32)
         if init is None:
             np.add(p[:, 0], np.float32(0), out=c)         # -0.0 + 0.0 is +0.0
-        else:
+        elif S < _ND_STEPS:
             np.add(init[g0:g1], p[:, 0], out=c)
+            c += np.float32(0)
+        else:
+            nd = c.reshape(g1 - g0, M, N // 16, 16)
+            np.add(init[g0:g1].transpose(0, 2, 1, 3), p[:, 0].reshape(nd.shape), out=nd)
             c += np.float32(0)
         for s in range(1, S):        # float32 adds in k order
             c += p[:, s]
+        if S >= _ND_STEPS:
+            out[g0:g1] = c.reshape(g1 - g0, M, N // 16, 16).transpose(0, 2, 1, 3)
     return out
 
 
@@ -170,10 +195,15 @@ class _Plan:
         self.a, self.b = a, b
         S, M, k0 = a.shape
         self.lk = lk = max(k0 - 1, 1).bit_length()          # ceil(log2(k0))
+        # float data: every nonzero row is taken as wide (a float row spans 24 bits and
+        # its exponents' range, so by its bits a pair is exact only when the two rows'
+        # exponents range over 2 binades at most, which data seldom does): the rows' low
+        # bits are not worth their passes; zero rows stay exact
+        by_bits = a.dtype != np.float32
         # the reduced axis ahead of the rows' (a contiguous copy: numpy reduces a short
         # last axis row by row)
-        ta, la = _row_bits(np.ascontiguousarray(a.transpose(0, 2, 1)))
-        tb, lb = _row_bits(np.ascontiguousarray(b))
+        ta, la = _row_bits(np.ascontiguousarray(a.transpose(0, 2, 1)), by_bits)
+        tb, lb = _row_bits(np.ascontiguousarray(b), by_bits)
         span_a, span_b = ta - la, tb - lb
         self.bad_a, self.bad_b = bad_a, bad_b = ta >= _NONFINITE, tb >= _NONFINITE
         self.nonfinite = bool(bad_a.any() or bad_b.any())
@@ -202,8 +232,9 @@ class _Plan:
             r = _MATMUL(a64, b64, out=_scratch("r", out.shape))   # any order: settled below
         ta, tb, lk = self.ta[s0:s1], self.tb[s0:s1], self.lk
         fails = None
+        bad_a, bad_b = self.bad_a[s0:s1], self.bad_b[s0:s1]
         if self.check_all:
-            fails = _check_all(out, r, ta, tb, lk)
+            fails = _check_all(out, r, ta, tb, lk, (bad_a, bad_b) if self.nonfinite else None)
         else:
             np.copyto(out, r, casting="same_kind")
             if self.wide is not None:
@@ -212,9 +243,8 @@ class _Plan:
                 if i1 > i0:
                     fails = _check(r, (s[i0:i1] - s0, self.wide[1][i0:i1],
                                        self.wide[2][i0:i1]), ta, tb, lk)
-        bad_a, bad_b = self.bad_a[s0:s1], self.bad_b[s0:s1]
         if fails is not None and len(fails[0]):
-            if self.nonfinite:        # inf/NaN elements are set below
+            if self.nonfinite and not self.check_all:    # inf/NaN elements are set below
                 keep = ~(bad_a[fails[0], fails[1]] | bad_b[fails[0], fails[2]])
                 fails = tuple(i[keep] for i in fails)
             _recompute(out, a64, b64, fails)
@@ -241,19 +271,27 @@ def _check(r, idx, ta, tb, lk: int) -> tuple:
     return s[fails], m[fails], n[fails]
 
 
-def _check_all(out, r, ta, tb, lk: int) -> tuple:
+def _check_all(out, r, ta, tb, lk: int, bad=None) -> tuple:
     """``out`` = fp32 of ``r`` where shown to round as the exact sum, every element
     checked, first against its row's largest bound (a broadcast, not a product per
     element), then the few that fail it against their own (:func:`_check`); returns the
-    elements not shown."""
+    elements not shown. ``bad``: the (rows of ``a``, columns of ``b``) holding inf or NaN,
+    whose elements the caller sets (:func:`_nonfinite`): never returned, so that a tile
+    with poisoned padding rows takes no per-element path."""
     ea, eb = _bounds(ta, tb, lk)
     e = (ea * eb.max(axis=1)[:, None])[:, :, None]
     hi = np.add(r, e, out=_scratch("hi", r.shape, np.float32), casting="same_kind")
     np.subtract(r, e, out=out, casting="same_kind")       # float64 results, then fp32
     fails = np.not_equal(out, hi, out=_scratch("ne", r.shape, np.bool_))
+    if bad is not None:
+        s, m = np.nonzero(bad[0])
+        fails[s, m, :] = False
+        s, n = np.nonzero(bad[1])
+        fails[s, :, n] = False
+    if not fails.any():                                # the common case: one cheap pass
+        empty = np.empty(0, np.intp)
+        return empty, empty, empty
     rows = np.flatnonzero(fails.reshape(-1, r.shape[-1]).any(axis=1))
-    if len(rows) == 0:
-        return rows, rows, rows
     j, n = np.nonzero(fails.reshape(-1, r.shape[-1])[rows])
     s, m = np.divmod(rows[j], r.shape[1])
     idx = (s, m, n)
@@ -270,19 +308,24 @@ def _recompute(out, a64, b64, idx) -> None:
 
 
 def _nonfinite(out, a64, b64, bad_a, bad_b) -> None:
-    """The elements of rows of ``a`` and columns of ``b`` holding inf or NaN: the float64
-    sums in k order (every order gives the same there: module docstring)."""
-    k0 = a64.shape[-1]
+    """The elements of rows of ``a`` and columns of ``b`` holding inf or NaN: every one of
+    them is inf or NaN, the same in every order of the k0 additions (NaN if a product is
+    NaN or the products hold +inf and -inf, else the infinity: finite products of these
+    types cannot overflow float64). Computed by ``einsum``'s own loops (no BLAS, which may
+    skip zeros and so miss an ``inf * 0``), over whole steps for the few row (column)
+    positions that hold inf or NaN in any step, then kept where they do."""
     with np.errstate(invalid="ignore", over="ignore"):
-        s, m = np.nonzero(bad_a)
-        if len(s):
-            acc = a64[s, m, 0:1] * b64[s, 0, :]
-            for j in range(1, k0):
-                acc = acc + a64[s, m, j:j + 1] * b64[s, j, :]
-            out[s, m, :] = acc
-        s, n = np.nonzero(bad_b)
-        if len(s):
-            acc = a64[s, :, 0] * b64[s, 0, n][:, None]
-            for j in range(1, k0):
-                acc = acc + a64[s, :, j] * b64[s, j, n][:, None]
-            out[s, :, n] = acc
+        rows = np.flatnonzero(bad_a.any(axis=0))
+        if len(rows):
+            sums = np.einsum("smk,skn->smn", a64[:, rows, :], b64)
+            where = bad_a[:, rows]
+            sub = out[:, rows, :]
+            sub[where] = sums[where]
+            out[:, rows, :] = sub
+        cols = np.flatnonzero(bad_b.any(axis=0))
+        if len(cols):
+            sums = np.einsum("smk,skn->smn", a64, b64[:, :, cols])
+            where = np.broadcast_to(bad_b[:, None, cols], sums.shape)
+            sub = out[:, :, cols]
+            sub[where] = sums[where]
+            out[:, :, cols] = sub
