@@ -62,16 +62,15 @@ def test_single_core_half_1024_cube():
 
 
 def test_multi_core_split_of_1024_cube_on_24_cores():
-    """24 cores: 4 x 6 gives 256 x ceil16(1024/6) = 256 x 176 per core (176 fractals, the
-    fewest; 6 x 4 ties and 4 x 6 is found first); baseN = 176, baseM = min(256, 32768 //
-    176 -> 176); baseK 64 (128 would need 2 x 176 x 128 x 2 > 64 KiB); L1: 44 KiB of A + B
-    per k step: 16 steps (x2, x1), 8 x 2 and 6 x 2 (528 KiB) do not fit, 4 x 2 does."""
+    """24 cores on A2: the library's SPLIT_MN scenario (tests/test_matmul_tiling_library.py
+    derives it): 8 x 3 cores of 128 x 384, base (128, 256, 64), stepKa = stepKb = 4,
+    depthA1 = depthB1 = 8, one L0C buffer."""
     t = make(MultiCoreMatmulTiling, 1024, 1024, 1024, dim=24)
     cube = get(t)
-    assert (cube.usedCoreNum, cube.singleCoreM, cube.singleCoreN) == (24, 256, 176)
-    assert t.GetCoreNum() == (24, 4, 6)
-    assert t.GetSingleShape() == (256, 176, 1024)
-    assert (cube.baseM, cube.baseN, cube.baseK) == (176, 176, 64)
+    assert (cube.usedCoreNum, cube.singleCoreM, cube.singleCoreN) == (24, 128, 384)
+    assert t.GetCoreNum() == (24, 8, 3)
+    assert t.GetSingleShape() == (128, 384, 1024)
+    assert (cube.baseM, cube.baseN, cube.baseK) == (128, 256, 64)
     assert (cube.dbL0A, cube.dbL0B, cube.dbL0C) == (2, 2, 1)
     assert (cube.stepKa, cube.depthA1, cube.depthB1) == (4, 8, 8)
 

@@ -45,8 +45,13 @@ Published rules every tiling obeys (TCubeTiling table 2; docs/reference/hardware
   the SoC's cube must have the type: the first-generation 910 and 310P have no bf16/float
   cube).
 
-Where this tiling chooses on its own [R] (the library's search,
-``matmul_tiling_algorithm.cpp``, is not reproduced):
+On A2/A3, MultiCoreMatmulTiling with dim > 1 and no SetSingleShape follows the library's
+multi-core scenarios (SPLIT_MN, SPLIT_SMALL_MN of ``matmul_tiling_algorithm.cpp``): the
+cores' split, base block, L1 depth/step factors and dbL0C are the library's
+(:mod:`npusim.ascendc.lib.matmul_tiling_split`; tests/test_matmul_tiling_library.py).
+
+Elsewhere (one core, SetSingleShape, mid-sized shapes; the library's general search,
+GetL0Factors / GetL1Factors, is not reproduced) this tiling chooses on its own [R]:
 
 * the core split: among ``mDim x nDim <= dim`` the one with the fewest 16 x 16 output
   fractals per core, then the least A + B rows per core (GM traffic), then fewer cores;
@@ -81,6 +86,7 @@ from dataclasses import dataclass, fields
 import ml_dtypes
 import numpy as np
 
+from npusim.ascendc.lib.matmul_tiling_split import library_split
 from npusim.ascendc.types import TPosition
 from npusim.soc import SocSpec, get_soc
 
@@ -398,6 +404,9 @@ class MatmulApiTilingBase:
     def _dim(self) -> int:
         return 1
 
+    def _bias_itemsize(self) -> int:
+        return _numpy(self.biasType_.dataType).itemsize if self.biasType_.set else 4
+
     def _fixed_single(self) -> tuple[int, int]:
         return -1, -1
 
@@ -634,7 +643,47 @@ class MultiCoreMatmulTiling(MatmulApiTilingBase):
     def _compute(self) -> TCubeTiling:
         if self.enableSplitK_:
             raise _TilingError("EnableMultiCoreSplitK is not modelled")
+        ab = self._check_types()
+        m, n, k = self._shapes()
+        k = self._single_k(k)
+        self._check_nz(ab)
+        lib = library_split(self, ab, m, n, k, self._dim())
+        if lib is not None:
+            try:
+                return self._library_struct(ab, m, n, k, lib)
+            except _TilingError:
+                pass            # a base the kernel's rules refuse (e.g. float baseK 8): ours
         return super()._compute()
+
+    def _library_struct(self, ab, m, n, k, lib) -> TCubeTiling:
+        """The struct of the library's A2/A3 multi-core scenario (matmul_tiling_split)."""
+        isz, pool = ab.itemsize, self.bufferPool_
+        ka = self._k_align(ab)
+        bm, bn, bk = lib.base_m, lib.base_n, lib.base_k
+        if bm % 16 or bn % 16 or bk % ka:
+            raise _TilingError(f"base ({bm}, {bn}, {bk}): baseM and baseN must be multiples "
+                               f"of 16 and baseK of {ka} (TCubeTiling table 2)")
+        if isz == 1 and ((self.aType_.isTrans and bm % 32) or (not self.bType_.isTrans and bn % 32)):
+            raise _TilingError(f"base ({bm}, {bn}): int8 transposed on the way to L0 moves 32 x 32")
+        db_a = self._buffers(bm * bk * isz, pool["l0a"], "baseM * baseK", "L0A")
+        db_b = self._buffers(bn * bk * isz, pool["l0b"], "baseN * baseK", "L0B")
+        self._buffers(bm * bn * 4 * lib.db_l0c, pool["l0c"], "baseM * baseN", "L0C")
+        if self.isBias and pool["bt"] and bn * 4 > pool["bt"]:
+            raise _TilingError(f"baseN {bn} x 4 B of bias exceeds the {pool['bt']} B bias table")
+        a_blk = 0 if self.aType_.pos == TPosition.TSCM else bm * bk * isz
+        b_blk = 0 if self.bType_.pos == TPosition.TSCM else bn * bk * isz
+        bias = bn * self._bias_itemsize() if self.isBias else 0
+        l1_used = a_blk * lib.depth_a1 + b_blk * lib.depth_b1 + bias
+        sm, sn = lib.single_m, lib.single_n
+        md, nd = _ceil(m, sm), _ceil(n, sn)
+        self._dims = (md * nd, md, nd)
+        return TCubeTiling(
+            usedCoreNum=md * nd, M=self.orgM, N=self.orgN, Ka=self.orgKa, Kb=self.orgKb,
+            singleCoreM=sm, singleCoreN=sn, singleCoreK=k, baseM=bm, baseN=bn, baseK=bk,
+            depthA1=lib.depth_a1, depthB1=lib.depth_b1, stepM=1, stepN=1,
+            stepKa=lib.step_ka, stepKb=lib.step_kb, isBias=int(self.isBias), transLength=0,
+            iterateOrder=int(self.traverse_ == MatrixTraverse.FIRSTN), shareL1Size=l1_used,
+            shareL0CSize=bm * bn * 4 * lib.db_l0c, dbL0A=db_a, dbL0B=db_b, dbL0C=lib.db_l0c)
 
     def _single_k(self, k: int) -> int:
         if self.fixSingleK > k:
