@@ -46,18 +46,18 @@ def fields(cube, names):
 
 def test_single_core_half_1024_cube():
     """fp16 1024^3 on one core: the docs' recommended base (128, 256, 64); L0A 2 x 16 KiB
-    and L0B 2 x 32 KiB (dbL0A = dbL0B = 2), L0C 128 KiB (dbL0C = 1). L1: one k step is
-    128*64*2 + 256*64*2 = 48 KiB of A + B; all 16 k steps (x2 for db) do not fit 524032 B,
-    nor 16 x 1, nor 8 x 2 (768 KiB), nor 6 x 2 (576 KiB); 4 x 2 = 384 KiB does."""
+    and L0B 2 x 32 KiB (dbL0A = dbL0B = 2), L0C 128 KiB (dbL0C = 1). L1: the library's
+    GetL1Factors (tests/test_matmul_tiling_library.py derives it): A 8 k steps, B 2, both
+    double-buffered: 16 x 16 KiB + 4 x 32 KiB = 384 KiB."""
     cube = get(make(MatmulApiTiling, 1024, 1024, 1024))
     assert fields(cube, "usedCoreNum M N Ka Kb singleCoreM singleCoreN singleCoreK") == dict(
         usedCoreNum=1, M=1024, N=1024, Ka=1024, Kb=1024, singleCoreM=1024, singleCoreN=1024,
         singleCoreK=1024)
     assert (cube.baseM, cube.baseN, cube.baseK) == (128, 256, 64)
     assert (cube.dbL0A, cube.dbL0B, cube.dbL0C) == (2, 2, 1)
-    assert (cube.stepKa, cube.stepKb, cube.stepM, cube.stepN) == (4, 4, 1, 1)
-    assert (cube.depthA1, cube.depthB1) == (8, 8)
-    assert cube.shareL1Size == 4 * 2 * (128 + 256) * 64 * 2
+    assert (cube.stepKa, cube.stepKb, cube.stepM, cube.stepN) == (8, 2, 1, 1)
+    assert (cube.depthA1, cube.depthB1) == (16, 4)
+    assert cube.shareL1Size == (16 * 128 + 4 * 256) * 64 * 2
     assert (cube.isBias, cube.iterateOrder, cube.transLength) == (0, 0, 0)
 
 
@@ -102,15 +102,15 @@ def test_base_k_alignment_follows_the_transposes():
 
 
 def test_k_fully_loaded_then_more_m_blocks():
-    """K fits L1 whole: stepM grows while L1 allows (here all of singleCoreM: A stays in
-    L1 for every N block); SetTraverse(FIRSTN) grows stepN instead, iterateOrder 1."""
+    """K and both operands fit L1 whole (the library's "both full" mode: single-buffered,
+    every M and N block in L1); SetTraverse(FIRSTN) changes the walk, not L1."""
     cube = get(make(MatmulApiTiling, 512, 512, 64))
-    assert (cube.stepKa, cube.stepM, cube.stepN, cube.iterateOrder) == (1, 4, 1, 0)
-    assert cube.depthA1 == 4 * 1 * 2
+    assert (cube.stepKa, cube.stepM, cube.stepN, cube.iterateOrder) == (1, 4, 2, 0)
+    assert (cube.depthA1, cube.depthB1) == (4, 2)
     t = make(MatmulApiTiling, 512, 512, 64)
     assert t.SetTraverse(mt.MatrixTraverse.FIRSTN) == 0
     cube = get(t)
-    assert (cube.stepM, cube.stepN, cube.iterateOrder) == (1, 2, 1)
+    assert (cube.stepM, cube.stepN, cube.iterateOrder) == (4, 2, 1)
 
 
 def test_fixed_split_and_single_shape_are_kept():

@@ -14,7 +14,7 @@ L1 is 524032 B (GetCoreMemSize(L1) on A2/A3), L0A/L0B 64 KiB, L0C 128 KiB."""
 import pytest
 
 from npusim.ascendc import matmul_tiling as mt
-from npusim.ascendc import MultiCoreMatmulTiling, TCubeTiling
+from npusim.ascendc import MatmulApiTiling, MultiCoreMatmulTiling, TCubeTiling
 
 DT, CF, TP = mt.DataType, mt.CubeFormat, mt.TPosition
 ACC = {DT.DT_FLOAT16: DT.DT_FLOAT, DT.DT_FLOAT: DT.DT_FLOAT, DT.DT_INT8: DT.DT_INT32}
@@ -99,3 +99,40 @@ def test_set_single_shape_leaves_the_scenario():
     cube = TCubeTiling()
     assert t.GetTiling(cube) == 0
     assert (cube.singleCoreM, cube.singleCoreN, cube.usedCoreNum) == (256, 256, 16)
+
+
+# MatmulApiTiling (one core): the base is npusim's (the library's GetL0Factors search is not
+# restated), the L1 factors the library's GetL1Factors for that base
+# (npusim/ascendc/lib/matmul_tiling_l1.py). (m, n, k, fix) -> (depthA1, depthB1, stepM,
+# stepN, stepKa, stepKb); units below: M, N in 16 rows, K in 16 halves, 512 B a fractal.
+ONE_CORE = {
+    # base (128, 256, 64): mL0 8, nL0 16, kL0 4, K 64 units; no mode with a whole operand
+    # fits, so "neither": both double-buffered; B's k run is capped by MIN_MTE1_LOAD:
+    # 32 // (kL0 + mL0) = 2 steps; A's run: (524032 - 4 x 16 KiB) // 8 KiB = 55 units,
+    # 13 steps, cut to 8 (a divisor of the 16 steps); B's: (524032 - 32 x 8 KiB) // 16 KiB =
+    # 15 units, 3 steps, capped to 2 -> stepKa 8, stepKb 2, depth 16 / 4.
+    (1024, 1024, 1024, None): (16, 4, 1, 1, 8, 2),
+    # base (32, 32, 64), 64 x 64 x 256: A (2 blocks x 16 units) and B fit together: mode
+    # "both full" (single-buffered, 64 KiB) reads M + N rows, as little as any mode -> the
+    # tie goes to it: stepKa = stepKb = 4, stepM = stepN = 2, depth 8 / 8.
+    (64, 64, 256, (32, 32, 64)): (8, 8, 2, 2, 4, 4),
+    # base (128, 256, 64), 512 x 512 x 64 (one k step): "both full": stepM 4, stepN 2.
+    (512, 512, 64, None): (4, 2, 4, 2, 1, 1),
+}
+
+
+@pytest.mark.parametrize("case", list(ONE_CORE), ids=lambda c: "x".join(map(str, c[:3])))
+def test_one_core_l1_factors_are_the_librarys(case):
+    m, n, k, fix = case
+    t = MatmulApiTiling("Ascend910B1")
+    for f in (t.SetAType, t.SetBType):
+        f(TP.GM, CF.ND, DT.DT_FLOAT16)
+    t.SetCType(TP.GM, CF.ND, DT.DT_FLOAT)
+    t.SetOrgShape(m, n, k)
+    t.SetShape(m, n, k)
+    if fix:
+        t.SetFixSplit(*fix)
+    cube = TCubeTiling()
+    assert t.GetTiling(cube) == 0, t.error
+    got = (cube.depthA1, cube.depthB1, cube.stepM, cube.stepN, cube.stepKa, cube.stepKb)
+    assert got == ONE_CORE[case]

@@ -50,8 +50,10 @@ multi-core scenarios (SPLIT_MN, SPLIT_SMALL_MN of ``matmul_tiling_algorithm.cpp`
 cores' split, base block, L1 depth/step factors and dbL0C are the library's
 (:mod:`npusim.ascendc.lib.matmul_tiling_split`; tests/test_matmul_tiling_library.py).
 
-Elsewhere (one core, SetSingleShape, mid-sized shapes; the library's general search,
-GetL0Factors / GetL1Factors, is not reproduced) this tiling chooses on its own [R]:
+For one core (MatmulApiTiling, SetSingleShape) the L1 factors are the library's
+GetL1Factors for the base below (half/bfloat16, A not transposed alone:
+:mod:`npusim.ascendc.lib.matmul_tiling_l1`); its base search (GetL0Factors) is not
+reproduced. Elsewhere this tiling chooses on its own [R]:
 
 * the core split: among ``mDim x nDim <= dim`` the one with the fewest 16 x 16 output
   fractals per core, then the least A + B rows per core (GM traffic), then fewer cores;
@@ -86,6 +88,7 @@ from dataclasses import dataclass, fields
 import ml_dtypes
 import numpy as np
 
+from npusim.ascendc.lib.matmul_tiling_l1 import library_l1_factors
 from npusim.ascendc.lib.matmul_tiling_split import library_split
 from npusim.ascendc.types import TPosition
 from npusim.soc import SocSpec, get_soc
@@ -568,16 +571,24 @@ class MatmulApiTilingBase:
                 if need(sm_, sn_, step_k, db) <= l1:
                     step_m, step_n = sm_, sn_
                     break
-        return step_m, step_n, step_k, db, need(step_m, step_n, step_k, db)
+        # the library's own L1 factors (GetL1Factors) where they are restated and fit
+        lib = library_l1_factors(self, ab, sm, sn, k, base_m, base_n, base_k)
+        if lib is not None:
+            lm, ln, lka, lkb, lda, ldb = lib
+            used = a_blk * lda + b_blk * ldb + bias
+            if min(lib) > 0 and used <= l1:
+                return lm, ln, lka, lkb, lda, ldb, used
+        return (step_m, step_n, step_k, step_k, step_m * step_k * db, step_n * step_k * db,
+                need(step_m, step_n, step_k, db))
 
     def _struct(self, m, n, k, sm, sn, base_m, base_n, base_k, db, steps, ab) -> TCubeTiling:
-        step_m, step_n, step_k, l1_db, l1_used = steps
+        step_m, step_n, step_ka, step_kb, depth_a1, depth_b1, l1_used = steps
         used = min(self._dims[0], self._dim())
         return TCubeTiling(
             usedCoreNum=used, M=self.orgM, N=self.orgN, Ka=self.orgKa, Kb=self.orgKb,
             singleCoreM=sm, singleCoreN=sn, singleCoreK=k, baseM=base_m, baseN=base_n,
-            baseK=base_k, depthA1=step_m * step_k * l1_db, depthB1=step_n * step_k * l1_db,
-            stepM=step_m, stepN=step_n, stepKa=step_k, stepKb=step_k, isBias=int(self.isBias),
+            baseK=base_k, depthA1=depth_a1, depthB1=depth_b1,
+            stepM=step_m, stepN=step_n, stepKa=step_ka, stepKb=step_kb, isBias=int(self.isBias),
             transLength=0, iterateOrder=int(self.traverse_ == MatrixTraverse.FIRSTN),
             shareL1Size=l1_used, shareL0CSize=base_m * base_n * 4 * db[2],
             dbL0A=db[0], dbL0B=db[1], dbL0C=db[2])
