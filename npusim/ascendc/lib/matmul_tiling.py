@@ -51,7 +51,7 @@ cores' split, base block, L1 depth/step factors and dbL0C are the library's
 (:mod:`npusim.ascendc.lib.matmul_tiling_split`; tests/test_matmul_tiling_library.py).
 
 For one core (MatmulApiTiling, SetSingleShape) the L1 factors are the library's
-GetL1Factors for the base below (half/bfloat16, A not transposed alone:
+GetL1Factors for the base below (half/bfloat16, except A transposed with B not:
 :mod:`npusim.ascendc.lib.matmul_tiling_l1`); its base search (GetL0Factors) is not
 reproduced. Elsewhere this tiling chooses on its own [R]:
 
