@@ -136,3 +136,28 @@ def test_one_core_l1_factors_are_the_librarys(case):
     assert t.GetTiling(cube) == 0, t.error
     got = (cube.depthA1, cube.depthB1, cube.stepM, cube.stepN, cube.stepKa, cube.stepKb)
     assert got == ONE_CORE[case]
+
+
+@pytest.mark.parametrize("case", list(CASES)[:3] + [list(CASES)[-1]], ids=str)
+def test_norm_and_mdl_get_the_same_fields(case):
+    """SetMatmulConfigParams(0) (NORM) or (1) (MDL, the default): the same tiling, as the
+    library's L1 rules do not read the template; options A2/A3 lack make GetTiling fail."""
+    got = []
+    for mode in (0, 1):
+        t = MultiCoreMatmulTiling("Ascend910B1")
+        t.SetDim(24)
+        m, n, k, dtype, ta, tb, bias = case
+        t.SetAType(TP.GM, CF.ND, dtype, ta)
+        t.SetBType(TP.GM, CF.ND, dtype, tb)
+        t.SetCType(TP.GM, CF.ND, ACC[dtype])
+        t.SetBiasType(TP.GM, CF.ND, ACC[dtype])
+        t.SetOrgShape(m, n, k)
+        t.SetShape(m, n, k)
+        t.SetBias(bias)
+        t.SetMatmulConfigParams(mode)
+        cube = TCubeTiling()
+        assert t.GetTiling(cube) == 0
+        got.append(tuple(getattr(cube, f) for f in FIELDS))
+    assert got[0] == got[1] == CASES[case]
+    t.SetMatmulConfigParams(1, True)
+    assert t.GetTiling(TCubeTiling()) == -1 and "enableL1CacheUB" in t.error

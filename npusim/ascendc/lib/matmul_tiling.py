@@ -295,6 +295,8 @@ class MatmulApiTilingBase:
         self.bufferPool_ = {"l1": soc.l1_usable, "l0c": soc.l0_c_size, "ub": soc.ub_usable,
                             "bt": soc.bt_size, "l0a": soc.l0_a_size, "l0b": soc.l0_b_size}
         self.traverse_ = MatrixTraverse.FIRSTM
+        self.mmConfigType = 1                                  # SetMatmulConfigParams: MDL
+        self._config_error: str | None = None
         self.error: str | None = None
         self._result: TCubeTiling | None = None
         self._dims = (0, 0, 0)                                 # (dim, mDim, nDim)
@@ -377,6 +379,29 @@ class MatmulApiTilingBase:
         self.traverse_ = traverse
         return 0
 
+    def SetMatmulConfigParams(self, mmConfigTypeIn: int = 1, enableL1CacheUBIn: bool = False,
+                              scheduleTypeIn: int = 0, traverseIn=MatrixTraverse.NOSET,
+                              enVecND2NZIn: bool = False) -> None:
+        """The kernel's MatmulConfig as the tiling must know it (SetMatmulConfigParams,
+        atlasascendc_api_07_0704): mmConfigTypeIn 0 the NORM template, 1 (default) MDL;
+        traverseIn other than NOSET as SetTraverse. The L1/L0 fields are the same for both
+        templates (the library's L1 rules do not read it). GetTiling fails (-1, saying why)
+        for what A2/A3 or the simulator do not take: enableL1CacheUB (not supported on
+        A2/A3, per the page), a scheduleType other than INNER_PRODUCT (0), enVecND2NZ."""
+        self.mmConfigType = int(mmConfigTypeIn)
+        self._config_error = None
+        if self.mmConfigType not in (0, 1):
+            self._config_error = f"mmConfigTypeIn {mmConfigTypeIn}: 0 (NORM) or 1 (MDL)"
+        elif enableL1CacheUBIn:
+            self._config_error = "enableL1CacheUBIn is not supported on A2/A3 (SetMatmulConfigParams)"
+        elif int(scheduleTypeIn) != 0:
+            self._config_error = (f"scheduleTypeIn {int(scheduleTypeIn)}: only INNER_PRODUCT (0) "
+                                  "is modelled")
+        elif enVecND2NZIn:
+            self._config_error = "enVecND2NZIn (ND2NZ on the AIV) is not modelled"
+        if MatrixTraverse(traverseIn) != MatrixTraverse.NOSET:
+            self.traverse_ = MatrixTraverse(traverseIn)
+
     def GetBaseM(self) -> int:
         return self._result.baseM if self._result else self.baseM
 
@@ -417,6 +442,7 @@ class MatmulApiTilingBase:
         return k
 
     def _compute(self) -> TCubeTiling:
+        self._check_config()
         ab = self._check_types()
         m, n, k = self._shapes()
         k = self._single_k(k)
@@ -426,6 +452,10 @@ class MatmulApiTilingBase:
         base_m, base_n, base_k, db = self._base(ab, sm, sn, k)
         steps = self._l1(ab, sm, sn, k, base_m, base_n, base_k)
         return self._struct(m, n, k, sm, sn, base_m, base_n, base_k, db, steps, ab)
+
+    def _check_config(self) -> None:
+        if getattr(self, "_config_error", None):
+            raise _TilingError(self._config_error)
 
     def _check_types(self) -> np.dtype:
         """The A/B type, once A, B, C and (with a bias) bias form a modelled combination."""
@@ -654,6 +684,7 @@ class MultiCoreMatmulTiling(MatmulApiTilingBase):
     def _compute(self) -> TCubeTiling:
         if self.enableSplitK_:
             raise _TilingError("EnableMultiCoreSplitK is not modelled")
+        self._check_config()
         ab = self._check_types()
         m, n, k = self._shapes()
         k = self._single_k(k)

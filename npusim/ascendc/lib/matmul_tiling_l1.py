@@ -257,8 +257,10 @@ def library_l1_factors(t, ab, m: int, n: int, k: int, base_m: int, base_n: int,
     c0 = 16
     lead = 1 if not (a_t or b_t) else (2 if a_t and b_t else (1 if base_m > base_n else 2))
     bias_bytes = t._bias_itemsize() if t.isBias else 0
+    # the bias rows count in L1 where L0C goes out through Fixpipe (isSupportL0c2Out)
     c = _Core(_ceil(m, 16), _ceil(n, 16), _ceil(k, c0), base_m // 16, base_n // 16,
-              base_k // c0, t.bufferPool_["l1"], bias_bytes, t.isBias)
+              base_k // c0, t.bufferPool_["l1"], bias_bytes,
+              t.isBias and t.soc.support_fixpipe)
     best = _neither(c, lead)
     cands = [(_a_full(c), "a"), (_b_full(c), "b"), (_both_full(c), "both")]
     for f, which in cands:
