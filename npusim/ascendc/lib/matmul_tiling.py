@@ -47,7 +47,9 @@ Published rules every tiling obeys (TCubeTiling table 2; docs/reference/hardware
 
 On A2/A3, MultiCoreMatmulTiling with dim > 1 and no SetSingleShape follows the library's
 multi-core scenarios (SPLIT_MN, SPLIT_SMALL_MN of ``matmul_tiling_algorithm.cpp``): the
-cores' split, base block, L1 depth/step factors and dbL0C are the library's
+cores' factor pair mDim x nDim, the base block, the L1 depth/step factors and dbL0C are the
+library's; one core's part is ceil(M / mDim) (N likewise) in whole 16-row fractals (the
+library's FindBestSingleCore mapping of awkward sizes is not reproduced)
 (:mod:`npusim.ascendc.lib.matmul_tiling_split`; tests/test_matmul_tiling_library.py).
 
 For one core (MatmulApiTiling, SetSingleShape) the L1 factors are the library's
