@@ -38,9 +38,9 @@ Run it: ``python examples/matmul_tuned.py`` checks C against numpy and prints th
 profile per pipe (aic_mte2 / aic_mte1 / aic_mac / aic_fixpipe times; the FIX time
 includes the Fixpipes' waits for units, as msprof reports it under unitFlag).
 ``main(unitFlag=False)`` runs the flag-synchronised form (M_FIX before each Fixpipe, FIX_M
-before an L0C tile is reused): the same bytes; at 512 x 1024 x 512 on 4 AICs 22.96 us
-against unitFlag's 22.83 us (the kernel is MTE2-bound), aic_fixpipe_time 2.77 us against
-19.30 us (the latter counts the waits).
+before an L0C tile is reused): the same bytes; at 512 x 1024 x 512 on 4 AICs 22.46 us
+against unitFlag's 22.32 us (the kernel is MTE2-bound), aic_fixpipe_time 4.60 us against
+19.32 us (the latter counts the waits).
 """
 from dataclasses import dataclass
 

@@ -165,12 +165,53 @@ def test_refusals_name_the_field():
     with pytest.raises(KernelError, match="mExtension = 8 is not a multiple of 16"):
         load(h, TPosition.A2, np.float16, LoadData3DParamsV2(l1H=1, l1W=16, channelSize=16,
                                                              kExtension=16, mExtension=8))
-    with pytest.raises(KernelError, match="repeatTime 1"):
-        load(h, TPosition.A2, np.float16, matmul_params(16, 16, False),
-             pre=lambda: SetLoadDataRepeat(LoadDataRepeatParam(0, 2, 0)))
+    with pytest.raises(KernelError, match="enSmallK .*not supported by current products"):
+        p = matmul_params(16, 16, False)
+        p.enSmallK = True
+        load(h, TPosition.A2, np.float16, p)
     with pytest.raises(KernelError, match="right fmatrix was never set"):
         p = matmul_params(16, 16, False)
         p.fMatrixCtrl = True
         load(h, TPosition.A2, np.float16, p)
     with pytest.raises(KernelError, match="LoadData2DParamsV2 is the 2D load of the 3510"):
         load(h, TPosition.A2, np.float16, LoadData2DParamsV2(0, 0, 1, 1, 1, 1, False, 0))
+
+
+@pytest.mark.parametrize("mode,stride,to", [(0, 2, TPosition.A2), (0, 0, TPosition.A2),
+                                            (1, 3, TPosition.A2), (0, 1, TPosition.B2)])
+def test_repeats_move_the_start_along_m_or_k(mode, stride, to):
+    """SetLoadDataRepeat(repeatStride, repeatTime 3, repeatMode): iteration r loads the
+    img2col block starting repeatStride * r * 16 rows further down M (mode 0) or
+    repeatStride * r * C0 columns further along K (mode 1), into the L0 block after the
+    previous one; one instruction, one head, the bytes of all three."""
+    rng = np.random.default_rng(6)
+    H, W, C, pads = 5, 8, 64, (1, 1, 1, 1)
+    fmap = rng.integers(-50, 50, (C // 16) * H * W * 16).astype(np.float16)
+    mext, kext, reps = 16, 32, 3
+    p = LoadData3DParamsV2(padList=list(pads), l1H=H, l1W=W, channelSize=C, kExtension=kext,
+                           mExtension=mext, kStartPt=16, mStartPt=0, filterW=3, filterH=3,
+                           padValue=7.0)
+    got, prof = load(fmap, to, np.float16, p,
+                     pre=lambda: SetLoadDataRepeat(LoadDataRepeatParam(stride, reps, mode)))
+    layout = zz_of if to == TPosition.A2 else zn_of          # B: the map is k x n
+    want = []
+    for r in range(reps):
+        m0 = r * stride * 16 if mode == 0 else 0
+        k0 = 16 + (r * stride * 16 if mode == 1 else 0)
+        block = im2col_reference(fmap, H, W, pads, C, (1, 1), (3, 3), (1, 1), 7.0,
+                                 m0, mext, k0, kext)
+        want.append(layout(block))
+    want = np.concatenate(want).view(np.uint8)
+    np.testing.assert_array_equal(got[:want.size], want)
+    assert (got[want.size:] == 0xFF).all()
+    loads = [r for r in prof.records[0] if r[5] == "LoadData"]
+    rate = 256 if to == TPosition.A2 else 128
+    assert len(loads) == 1 and loads[0][2] == SOC.mte1_head_cycles + -(-want.size // rate)
+
+
+def test_repeat_time_zero_is_a_nop():
+    h = np.arange(512).astype(np.float16)
+    got, prof = load(h, TPosition.A2, np.float16, matmul_params(16, 32, False),
+                     pre=lambda: SetLoadDataRepeat(LoadDataRepeatParam(0, 0, 0)))
+    assert (got == 0xFF).all()
+    assert not [r for r in prof.records[0] if r[5] == "LoadData"]

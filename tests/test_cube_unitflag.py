@@ -143,3 +143,47 @@ def test_set_fix_pipe_config_clears_the_unit_flags():
         SetFixPipeConfig(c1, True)
 
     aic_run(kernel, {}, {}, checks=CheckerConfig(warn=frozenset({"Uninitialised"})))
+
+
+def test_the_hand_back_is_unit_by_unit():
+    """Two tiles through one L0C buffer, each one Mmad (unitFlag 3) and one Fixpipe
+    (unitFlag 3), no flags: the second tile's Mmad starts refilling the units as the first
+    Fixpipe starts moving them out (not when it ends), and only its last fractal waits for
+    that Fixpipe's last unit."""
+    def kernel(addr):
+        a_gm, b_gm = gm_tensor(half, addr["a"], M * KK), gm_tensor(half, addr["b"], KK * N)
+        c_gm = gm_tensor(float32, addr["c"], 2 * M * N)
+        a1 = LocalTensor.at(half, TPosition.A1, 0, M * KK)
+        b1 = LocalTensor.at(half, TPosition.B1, M * KK * 2, KK * N)
+        a2 = LocalTensor.at(half, TPosition.A2, 0, M * KK)
+        b2 = LocalTensor.at(half, TPosition.B2, 0, KK * N)
+        c1 = LocalTensor.at(float32, TPosition.CO1, 0, M * N)
+        DataCopy(a1, a_gm, Nd2NzParams(1, M, KK, 0, KK, M, 1, 0))
+        DataCopy(b1, b_gm, Nd2NzParams(1, KK, N, 0, N, KK, 1, 0))
+        sync(HardEvent.MTE2_MTE1)
+        LoadData(a2, a1, LoadData3DParamsV2(l1H=1, l1W=M, channelSize=KK, kExtension=KK,
+                                            mExtension=M))
+        LoadData(b2, b1, LoadData3DParamsV2(l1H=1, l1W=KK, channelSize=N, kExtension=N,
+                                            mExtension=KK, enTranspose=True))
+        sync(HardEvent.MTE1_M)
+        for t in range(2):
+            Mmad(c1, a2, b2, MmadParams(M, N, KK, 3, False, True))
+            Fixpipe(c_gm[t * M * N], c1, FixpipeParamsV220(nSize=N, mSize=M, srcStride=M,
+                                                           dstStride=N, unitFlag=3))
+
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((M, KK)).astype(np.float16)
+    b = rng.standard_normal((KK, N)).astype(np.float16)
+    got, prof = aic_run(kernel, {"a": a, "b": b}, {"c": (2 * M * N, np.float32)},
+                        keep_spans=True)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    for t in range(2):
+        np.testing.assert_allclose(got["c"][t * M * N:(t + 1) * M * N].reshape(M, N), want,
+                                   rtol=1e-5, atol=1e-5)
+    mmads = sorted((s for s in prof.timing.spans[0] if s[0] == Pipe.PIPE_M), key=lambda s: s[1])
+    fix = sorted(spans(prof, "Fixpipe"), key=lambda s: s[1])
+    tails = sorted(spans(prof, "Fixpipe (unitFlag)"), key=lambda s: s[1])
+    second = mmads[2:]          # the first Mmad is two spans (to its first fractal, the rest)
+    assert second[0][1] < fix[0][2]              # starts while the first Fixpipe moves
+    per_fractal = KK // SOC.cube_rate(np.dtype(np.float16))
+    assert second[-1][2] >= tails[0][2] + per_fractal - 1e-9   # its last fractal after it

@@ -211,19 +211,19 @@ def test_sequential_write_and_atomic_add():
 def test_instructions_follow_the_tiling():
     """One core, 64 x 64 x 256 half with base (32, 32, 64): 2 x 2 blocks of 4 k steps = 16
     Mmads on PIPE_M, 32 LoadData on MTE1 (one Load3Dv2 per step for A's slice and one for
-    B's, as the library issues them: load_to_l0_utils.h GetLoadInstrType), 4 Fixpipes on FIX. K fits L1 (stepKa = 4): A's two M chunks and B's
-    two N chunks each cross GM once if they stay in L1 - A1 holds stepM = 2 blocks, so A is
-    read once, B once per M block. The pipes overlap: the kernel is shorter than the sum
-    of its pipes' busy times."""
+    B's, as the library issues them: load_to_l0_utils.h GetLoadInstrType), 4 Fixpipes on FIX. K, A and B fit L1
+    whole (the library's "both full" L1 mode: stepKa = 4, stepM = stepN = 2), so each
+    crosses GM once. The pipes overlap: the kernel is shorter than the sum of its pipes'
+    busy times."""
     _, _, tiling, prof = run(64, 64, 256, np.float16, dim=1, fix=(32, 32, 64), keep_spans=True)
-    assert (tiling.stepKa, tiling.stepM) == (4, 2)
+    assert (tiling.stepKa, tiling.stepM, tiling.stepN) == (4, 2, 2)
     recs = prof.records[0]
     names = [(Pipe(r[1]).name, r[5]) for r in recs if r[0] in (0, 1, 2)]
     count = {key: names.count(key) for key in set(names)}
     assert count[("PIPE_M", "Mmad")] == 16
     assert count[("PIPE_FIX", "Fixpipe")] == 4
     assert count[("PIPE_MTE1", "LoadData")] == 16 * 2
-    assert count[("PIPE_MTE2", "DataCopy")] == 1 + 2           # A once, B per N chunk
+    assert count[("PIPE_MTE2", "DataCopy")] == 1 + 1           # A once, B once
     spans = prof.timing.spans[0]
     busy = sum(e - s for _, s, e, _, _ in spans)
     assert prof.timing.block_end[0] < busy

@@ -46,32 +46,31 @@ def fields(cube, names):
 
 def test_single_core_half_1024_cube():
     """fp16 1024^3 on one core: the docs' recommended base (128, 256, 64); L0A 2 x 16 KiB
-    and L0B 2 x 32 KiB (dbL0A = dbL0B = 2), L0C 128 KiB (dbL0C = 1). L1: one k step is
-    128*64*2 + 256*64*2 = 48 KiB of A + B; all 16 k steps (x2 for db) do not fit 524032 B,
-    nor 16 x 1, nor 8 x 2 (768 KiB), nor 6 x 2 (576 KiB); 4 x 2 = 384 KiB does."""
+    and L0B 2 x 32 KiB (dbL0A = dbL0B = 2), L0C 128 KiB (dbL0C = 1). L1: the library's
+    GetL1Factors (tests/test_matmul_tiling_library.py derives it): A 8 k steps, B 2, both
+    double-buffered: 16 x 16 KiB + 4 x 32 KiB = 384 KiB."""
     cube = get(make(MatmulApiTiling, 1024, 1024, 1024))
     assert fields(cube, "usedCoreNum M N Ka Kb singleCoreM singleCoreN singleCoreK") == dict(
         usedCoreNum=1, M=1024, N=1024, Ka=1024, Kb=1024, singleCoreM=1024, singleCoreN=1024,
         singleCoreK=1024)
     assert (cube.baseM, cube.baseN, cube.baseK) == (128, 256, 64)
     assert (cube.dbL0A, cube.dbL0B, cube.dbL0C) == (2, 2, 1)
-    assert (cube.stepKa, cube.stepKb, cube.stepM, cube.stepN) == (4, 4, 1, 1)
-    assert (cube.depthA1, cube.depthB1) == (8, 8)
-    assert cube.shareL1Size == 4 * 2 * (128 + 256) * 64 * 2
+    assert (cube.stepKa, cube.stepKb, cube.stepM, cube.stepN) == (8, 2, 1, 1)
+    assert (cube.depthA1, cube.depthB1) == (16, 4)
+    assert cube.shareL1Size == (16 * 128 + 4 * 256) * 64 * 2
     assert (cube.isBias, cube.iterateOrder, cube.transLength) == (0, 0, 0)
 
 
 def test_multi_core_split_of_1024_cube_on_24_cores():
-    """24 cores: 4 x 6 gives 256 x ceil16(1024/6) = 256 x 176 per core (176 fractals, the
-    fewest; 6 x 4 ties and 4 x 6 is found first); baseN = 176, baseM = min(256, 32768 //
-    176 -> 176); baseK 64 (128 would need 2 x 176 x 128 x 2 > 64 KiB); L1: 44 KiB of A + B
-    per k step: 16 steps (x2, x1), 8 x 2 and 6 x 2 (528 KiB) do not fit, 4 x 2 does."""
+    """24 cores on A2: the library's SPLIT_MN scenario (tests/test_matmul_tiling_library.py
+    derives it): 8 x 3 cores of 128 x 384, base (128, 256, 64), stepKa = stepKb = 4,
+    depthA1 = depthB1 = 8, one L0C buffer."""
     t = make(MultiCoreMatmulTiling, 1024, 1024, 1024, dim=24)
     cube = get(t)
-    assert (cube.usedCoreNum, cube.singleCoreM, cube.singleCoreN) == (24, 256, 176)
-    assert t.GetCoreNum() == (24, 4, 6)
-    assert t.GetSingleShape() == (256, 176, 1024)
-    assert (cube.baseM, cube.baseN, cube.baseK) == (176, 176, 64)
+    assert (cube.usedCoreNum, cube.singleCoreM, cube.singleCoreN) == (24, 128, 384)
+    assert t.GetCoreNum() == (24, 8, 3)
+    assert t.GetSingleShape() == (128, 384, 1024)
+    assert (cube.baseM, cube.baseN, cube.baseK) == (128, 256, 64)
     assert (cube.dbL0A, cube.dbL0B, cube.dbL0C) == (2, 2, 1)
     assert (cube.stepKa, cube.depthA1, cube.depthB1) == (4, 8, 8)
 
@@ -103,15 +102,15 @@ def test_base_k_alignment_follows_the_transposes():
 
 
 def test_k_fully_loaded_then_more_m_blocks():
-    """K fits L1 whole: stepM grows while L1 allows (here all of singleCoreM: A stays in
-    L1 for every N block); SetTraverse(FIRSTN) grows stepN instead, iterateOrder 1."""
+    """K and both operands fit L1 whole (the library's "both full" mode: single-buffered,
+    every M and N block in L1); SetTraverse(FIRSTN) changes the walk, not L1."""
     cube = get(make(MatmulApiTiling, 512, 512, 64))
-    assert (cube.stepKa, cube.stepM, cube.stepN, cube.iterateOrder) == (1, 4, 1, 0)
-    assert cube.depthA1 == 4 * 1 * 2
+    assert (cube.stepKa, cube.stepM, cube.stepN, cube.iterateOrder) == (1, 4, 2, 0)
+    assert (cube.depthA1, cube.depthB1) == (4, 2)
     t = make(MatmulApiTiling, 512, 512, 64)
     assert t.SetTraverse(mt.MatrixTraverse.FIRSTN) == 0
     cube = get(t)
-    assert (cube.stepM, cube.stepN, cube.iterateOrder) == (1, 2, 1)
+    assert (cube.stepM, cube.stepN, cube.iterateOrder) == (4, 2, 1)
 
 
 def test_fixed_split_and_single_shape_are_kept():

@@ -173,7 +173,7 @@ def small_ints(rng, shape, dtype):
 
 
 def test_mix_matmul_each_aiv_computes_its_part():
-    m, n, k = 96, 128, 64
+    m, n, k = 128, 128, 64
     tiling = tiling_for(m, n, k, 4, bias=False)
     assert tiling.used_core_num == 4                # 4 AIVs: 2 blocks of 1 AIC + 2 AIVs
     rng = np.random.default_rng(1)

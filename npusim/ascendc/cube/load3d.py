@@ -28,13 +28,25 @@ A matmul's forms (l1H = 1, 1 x 1 filter, stride and dilation 1, no padding) make
 matrix the feature map, so one instruction loads a whole base slice of A or B: the
 reason tuned kernels use it (one MTE1 head instead of one per 16 rows).
 
-Modelled: channelSize, kStartPt and kExtension whole C0 blocks, mStartPt and mExtension
-multiples of 16 (the fractal grid; a transposed float kExtension too), repeatTime 1
-(SetLoadDataRepeat), boundary 0 (SetLoadDataBoundary: no wrap); int8 into L0A without
-transpose. Anything else is a KernelError naming the field.
+Repeats (SetLoadDataRepeat: "one call of Load3Dv2 does several iterations"; repeatTime
+iterations "along height (repeatMode 0) / width (repeatMode 1)", repeatStride "the distance
+between the start addresses of one iteration and the next", in units of 16 elements (mode
+0) or 32 B / sizeof(T) elements (mode 1): the SetLoadDataRepeat page). Read here as: the
+start moves in the destination (img2col) matrix, ``mStartPt + r * repeatStride * 16`` for
+iteration r in mode 0 (M is the height), ``kStartPt + r * repeatStride * C0`` in mode 1
+(K is the width); iteration r writes its mExtension x kExtension block (in the layout
+above) right after iteration r - 1's in L0, as A2's repeat register has no destination
+stride [R: the page does not say where the iterations land; the 3510 adds a dstStride].
+repeatTime 0 is a NOP. ``enSmallK`` (16 x 4 fractals) is refused: the page says current
+products no longer support it.
 
-Cost: one instruction on PIPE_MTE1, ``mte1_head_cycles + ceil(bytes / rate)`` with the
-LoadData2D rates (256 B/cycle into L0A, 128 into L0B; docs/reference/hardware.md §2.1).
+Modelled: channelSize, kStartPt and kExtension whole C0 blocks, mStartPt and mExtension
+multiples of 16 (the fractal grid; a transposed float kExtension too), boundary 0
+(SetLoadDataBoundary: no wrap); int8 into L0A without transpose. Anything else is a
+KernelError naming the field.
+
+Cost: one instruction on PIPE_MTE1, ``mte1_head_cycles + ceil(bytes / rate)`` over the
+bytes of every iteration (one head for the repeats [R]), with the LoadData2D rates (256 B/cycle into L0A, 128 into L0B; docs/reference/hardware.md §2.1).
 The page gives stride-dependent rates for convolution windows ("512/(n+2) and similar,
 never below 32"); the matmul forms (stride 1, 1 x 1 filter) move whole fractals and take
 the 2D rates [R]. The Set* register writes cost one PIPE_S cycle each (§2.1 pipe table).
@@ -92,7 +104,8 @@ class LoadData3DParamsV2:
     width. channelSize: channels (C1 * C0). kExtension, mExtension: K columns and M rows
     loaded; kStartPt, mStartPt: the first of each. strideW/H, filterW/H, dilationFilterW/H:
     the window (filterSizeW/H add 256 to filterW/H). enTranspose: transpose the fractals
-    into L0A (16-bit types). enSmallK: not modelled. padValue: the padding value.
+    into L0A (16-bit types). enSmallK: refused (not supported by current products). padValue:
+    the padding value.
     fMatrixCtrl: read the right fmatrix register (SetFmatrix FMATRIX_RIGHT).
     """
 
@@ -136,8 +149,9 @@ class LoadData2DParamsV2:
 
 @dataclass
 class LoadDataRepeatParam:
-    """``LoadDataRepeatParam`` (SetLoadDataRepeat): repeatStride, repeatTime (1: one
-    load), repeatMode."""
+    """``LoadDataRepeatParam`` (SetLoadDataRepeat): repeatStride (units of 16 rows in mode
+    0, of C0 columns in mode 1), repeatTime (iterations; 1: one load), repeatMode (0: along
+    M, 1: along K)."""
 
     repeatStride: int = 0
     repeatTime: int = 1
@@ -197,9 +211,9 @@ def SetLoadDataPaddingValue(padValue) -> None:
 
 
 def SetLoadDataRepeat(repeatParams: LoadDataRepeatParam) -> None:
-    """``SetLoadDataRepeat(LoadDataRepeatParam)``: Load3D's repeat register. Only
-    ``repeatTime`` 1 (one load per instruction, what a matmul sets) is modelled; a Load3D
-    under another value is a KernelError."""
+    """``SetLoadDataRepeat(LoadDataRepeatParam)``: Load3D's repeat register: each later
+    Load3Dv2 does ``repeatTime`` iterations, the start moving ``repeatStride`` units along M
+    (repeatMode 0, 16 rows) or K (repeatMode 1, C0 columns) each time (module docstring)."""
     ctx = _core.current_core()
     p = repeatParams
     check_range("SetLoadDataRepeat", "repeatTime", p.repeatTime, 0, 255, "PIPE_S", _SRC)
@@ -265,15 +279,13 @@ def load3dv2(dst, src, p: LoadData3DParamsV2, config: IsResetLoad3dConfig) -> No
                           "set: call SetFmatrix(l1H, l1W, padList, FmatrixMode."
                           f"FMATRIX_{'RIGHT' if p.fMatrixCtrl else 'LEFT'}) first, or load with "
                           "the default IsResetLoad3dConfig", pipe=pipe)
-    if regs.repeat.repeatTime != 1:
-        raise KernelError(_NAME, f"SetLoadDataRepeat repeatTime = {regs.repeat.repeatTime}: only "
-                          "repeatTime 1 is modelled", pipe=pipe)
     if regs.boundary:
         raise KernelError(_NAME, f"SetLoadDataBoundary({regs.boundary}): only boundary 0 (no "
                           "wrap) is modelled", pipe=pipe)
     if p.enSmallK:
-        raise KernelError(_NAME, "LoadData3DParamsV2.enSmallK is not modelled; leave it False",
-                          pipe=pipe)
+        raise KernelError(_NAME, "LoadData3DParamsV2.enSmallK (16 x 4 fractals) is not supported "
+                          "by current products (LoadData 卷积数据搬运 v2, table 4: \"当前产品形态，"
+                          "该特性已不再支持\"); leave it False", pipe=pipe)
     isz = dst.dtype.itemsize
     c0 = 32 // isz
     transpose = bool(p.enTranspose) and to_a
@@ -298,20 +310,29 @@ def load3dv2(dst, src, p: LoadData3DParamsV2, config: IsResetLoad3dConfig) -> No
             raise KernelError(_NAME, f"{fname} = {v} is not a multiple of {unit} (whole "
                               f"fractals: 16 rows, C0 = {c0} {dst.dtype.name} columns; the "
                               "forms modelled)", pipe=pipe)
-    if mext == 0 or kext == 0 or geo["C"] == 0 or geo["kw"] == 0 or geo["kh"] == 0:
+    rep = regs.repeat
+    if (mext == 0 or kext == 0 or geo["C"] == 0 or geo["kw"] == 0 or geo["kh"] == 0
+            or rep.repeatTime == 0):
         return                                    # a NOP (kernel_operator_mm_check.h)
-    src_idx, valid = _img2col_index(m0, mext, k0, kext, **geo)
-    dst_idx, keep = _dst_index(mext, kext, c0, to_a, transpose)
-    n_src = int(src_idx.max()) + 1
-    s = stacked(ctx, src.elements, n_src, _NAME, pipe)       # [G, n] for every member block
+    # SetLoadDataRepeat: iteration r starts repeatStride * r units further along the
+    # destination matrix's height (mode 0, units of 16 rows of M) or width (mode 1, units
+    # of C0 columns of K), and writes its mExtension x kExtension block after the previous
+    # one in L0 (module docstring)
+    step_m, step_k = ((rep.repeatStride * BLOCK_CUBE, 0) if rep.repeatMode == 0
+                      else (0, rep.repeatStride * c0))
     pad = np.asarray(regs.pad_value).astype(dst.dtype)
-    values = np.where(valid, s[:, src_idx], pad)             # [G, mext, kext]
-    values, d_idx = values[:, keep], dst_idx[keep]
-    d = stacked(ctx, dst.elements, int(dst_idx.max()) + 1, _NAME, pipe)
-    if ctx.tracker is not None:
-        _track(ctx, dst, src, d_idx, src_idx[keep], valid[keep])
-    d[:, d_idx] = values
-    nbytes = mext * kext * isz
+    dst_idx, keep = _dst_index(mext, kext, c0, to_a, transpose)
+    d_idx, block = dst_idx[keep], mext * kext
+    d = stacked(ctx, dst.elements, block * (rep.repeatTime - 1) + int(dst_idx.max()) + 1,
+                _NAME, pipe)
+    for r in range(rep.repeatTime):
+        src_idx, valid = _img2col_index(m0 + r * step_m, mext, k0 + r * step_k, kext, **geo)
+        s = stacked(ctx, src.elements, int(src_idx.max()) + 1, _NAME, pipe)  # [G, n]
+        values = np.where(valid, s[:, src_idx], pad)[:, keep]                  # [G, taps]
+        if ctx.tracker is not None:
+            _track(ctx, dst, src, d_idx + r * block, src_idx[keep], valid[keep])
+        d[:, d_idx + r * block] = values
+    nbytes = mext * kext * isz * rep.repeatTime
     ctx.record(_core.OP, PIPE_MTE1, float(mte1_cycles(ctx.soc, nbytes, dst.mem)), 0, None,
                _NAME)
 

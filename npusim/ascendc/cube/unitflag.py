@@ -26,6 +26,12 @@ How npusim renders it:
   before the Mmad does: after its own transfer it waits for the Mmad's end and then moves
   the last fractal (``ceil(256 / fixpipe_elements_per_cycle)`` cycles). So Fixpipe ends at
   ``max(first ready + its cost, Mmad end + last fractal)``: M and FIX overlap.
+* Hand-back, unit by unit: a unitFlag-3 Fixpipe gives each unit back as it moves it out,
+  in the order the Mmad filled them [R: the order is not published], so the next Mmad
+  writing those bytes with unitFlag 2/3 starts when the Fixpipe starts moving (its first
+  fractal takes ``mmad_head_cycles`` + its k steps, longer than one unit's move), and only
+  its last fractal waits for the Fixpipe's end. M and FIX overlap across tiles that share
+  one L0C buffer, as within one.
 * Profile: the FIX time of a unitFlag Fixpipe includes its waits for units (msprof
   counts a Fixpipe from issue to end, waiting for unit flags included); the Mmad is
   recorded as two spans ("Mmad" until its first fractal, "Mmad (unitFlag)" after).
@@ -58,11 +64,12 @@ class _Hold:
 
 
 class _State:
-    __slots__ = ("holds", "seq")
+    __slots__ = ("holds", "seq", "handback")
 
     def __init__(self):
         self.holds: list[_Hold] = []
         self.seq = 0
+        self.handback = None      # the Fixpipe hand-off the next Mmad record waits on
 
 
 def _state(ctx) -> _State:
@@ -94,11 +101,17 @@ def before_mmad(ctx, flag: int, lo: int, hi: int) -> None:
     """Mmad writing L0C [lo, hi) with ``flag``, before it touches L0C: wait for the
     Fixpipes that hold the bytes under unitFlag 3 (the hand-back); report mismatches."""
     st = _state(ctx)
+    st.handback = None
     for h in _overlapping(st, lo, hi):
         if h.state == "read":
             st.holds.remove(h)
-            if flag:      # the unit flags say "writable" once that Fixpipe has read them
-                ctx.record(_core.WAIT, PIPE_M, 0.0, 0, ("unitfree", h.seq), "unitFlag")
+            if flag:      # the unit flags say "writable" as that Fixpipe moves each unit out
+                ctx.record(_core.WAIT, PIPE_M, 0.0, 0, ("unitfree", h.seq, 0), "unitFlag")
+                st.handback = h.seq
+                if ctx.tracker is not None:
+                    # the checker: the unit flags order every unit's rewrite after its read,
+                    # so the whole write comes after the Fixpipe's (its last unit's edge)
+                    ctx.tracker.on_record(_core.WAIT, PIPE_M, ("unitfree", h.seq, 1))
         elif h.state == "readable":
             st.holds.remove(h)
             if flag:
@@ -117,29 +130,39 @@ def before_mmad(ctx, flag: int, lo: int, hi: int) -> None:
 
 def record_mmad(ctx, flag: int, lo: int, hi: int, cycles: float, m: int, n: int, k: int,
                 dtype) -> None:
-    """The Mmad's record(s): one OP without unitFlag or with 2; with 3 the L0C bytes are
-    released fractal by fractal (module docstring)."""
-    if flag != 3:
-        ctx.record(_core.OP, PIPE_M, float(cycles), 0, None, "Mmad")
-        if flag == 2:
-            st = _state(ctx)
-            st.holds = [h for h in st.holds if not (h.lo < hi and lo < h.hi)]
-            st.holds.append(_Hold(lo, hi, "acc", -1, kernel_source_line(), 2))
-        return
+    """The Mmad's record(s) (module docstring): one OP without unitFlag or with 2; with 3
+    the L0C units are released as the fractals finish (the first after ``mmad_head_cycles
+    + one fractal's k steps``, the rest at the end); after a unitFlag-3 Fixpipe's
+    hand-back (:func:`before_mmad`) its last fractal waits for that Fixpipe's last unit."""
+    st = _state(ctx)
+    handback, st.handback = st.handback, None
+    total = float(cycles)
     soc = ctx.soc
     k0 = k0_of(dtype)
-    per_fractal = ceil_div(k, k0) * k0 // soc.cube_rate(dtype)
-    first = min(float(cycles), soc.mmad_head_cycles + per_fractal)
-    st = _state(ctx)
-    st.seq += 1
-    seq = st.seq
-    ctx.record(_core.OP, PIPE_M, first, 0, None, "Mmad")
-    ctx.record(_core.SET, PIPE_M, 0.0, 0, ("unit", seq, 0), "unitFlag")
-    if cycles > first:
-        ctx.record(_core.OP, PIPE_M, float(cycles) - first, 0, None, "Mmad (unitFlag)")
-    ctx.record(_core.SET, PIPE_M, 0.0, 0, ("unit", seq, 1), "unitFlag")
-    st.holds = [h for h in st.holds if not (h.lo < hi and lo < h.hi)]
-    st.holds.append(_Hold(lo, hi, "released", seq, kernel_source_line(), 3))
+    per_fractal = float(ceil_div(k, k0) * k0 // soc.cube_rate(dtype))
+    events = []                          # (time into the Mmad, order, record kind, key)
+    if flag == 3:
+        st.seq += 1
+        seq = st.seq
+        events += [(min(total, soc.mmad_head_cycles + per_fractal), 0, _core.SET,
+                    ("unit", seq, 0)), (total, 0, _core.SET, ("unit", seq, 1))]
+    if handback is not None:             # its last fractal refills the Fixpipe's last unit
+        events.append((total - min(per_fractal, total), 1, _core.WAIT,
+                       ("unitfree", handback, 1)))
+    done = 0.0
+    for at, _, kind, key in sorted(events, key=lambda e: (e[0], e[1])):
+        if at > done:
+            ctx.record(_core.OP, PIPE_M, at - done, 0, None,
+                       "Mmad" if done == 0 else "Mmad (unitFlag)")
+            done = at
+        ctx.record(kind, PIPE_M, 0.0, 0, key, "unitFlag")
+    if total > done or not events:
+        ctx.record(_core.OP, PIPE_M, total - done, 0, None,
+                   "Mmad" if done == 0 else "Mmad (unitFlag)")
+    if flag:
+        st.holds = [h for h in st.holds if not (h.lo < hi and lo < h.hi)]
+        st.holds.append(_Hold(lo, hi, "released" if flag == 3 else "acc",
+                              seq if flag == 3 else -1, kernel_source_line(), flag))
 
 
 # -- Fixpipe -----------------------------------------------------------------------------------
@@ -172,6 +195,9 @@ def before_fixpipe(ctx, flag: int, lo: int, hi: int):
     h = released[-1]
     ctx.record(_core.WAIT, PIPE_FIX, 0.0, 0, ("unit", h.seq, 0), "unitFlag")
     if flag == 3:
+        # the units go back one by one as they are moved out: the next Mmad may start
+        # refilling the first as this Fixpipe starts (module docstring)
+        ctx.record(_core.SET, PIPE_FIX, 0.0, 0, ("unitfree", h.seq, 0), "unitFlag")
         st.holds.remove(h)
         st.holds.append(_Hold(h.lo, h.hi, "read", h.seq, kernel_source_line(), 3))
     return h.seq
@@ -188,7 +214,7 @@ def after_fixpipe(ctx, flag: int, seq) -> None:
                                                   soc.fixpipe_elements_per_cycle)), 0, None,
                "Fixpipe (unitFlag)")
     if flag == 3:
-        ctx.record(_core.SET, PIPE_FIX, 0.0, 0, ("unitfree", seq), "unitFlag")
+        ctx.record(_core.SET, PIPE_FIX, 0.0, 0, ("unitfree", seq, 1), "unitFlag")
 
 
 def end_of_block(ctx) -> None:

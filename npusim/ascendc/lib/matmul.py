@@ -115,6 +115,7 @@ from npusim.ascendc.cube.load3d import LoadData3DParamsV2
 from npusim.ascendc.cube.fixpipe import Fixpipe
 from npusim.ascendc.cube.mmad import Mmad
 from npusim.ascendc.datacopy import DataCopy
+from npusim.ascendc.lib import matmul_scalar as _mm_scalar
 from npusim.ascendc.lib.matmul_config import CFG_NORM, config_of
 from npusim.ascendc.lib.matmul_tiling import CubeFormat, TCubeTiling
 from npusim.ascendc.pipe import GetTPipePtr, TQue
@@ -260,7 +261,8 @@ def _constant_tiling(mm: "Matmul", arg: int):
         raise KernelError("REGIST_MATMUL_OBJ", f"argument {arg + 3} is a null tiling but the "
                           "object's MatmulApiStaticTiling has no shapes: GetMatmulApiTiling "
                           "of a config with MatmulShapeParams (singleCoreM/N/K and basicM/N/K)")
-    return static.to_cube_tiling()
+    mm._static_cube = static.to_cube_tiling()
+    return mm._static_cube
 
 
 @dataclass
@@ -346,6 +348,8 @@ class Matmul:
         self._blocks = None             # the Iterate walk over base blocks
         self._kfc = None                # MIX form, on an AIV: (server, object index, AIV)
         self._serves = False            # MIX form, on the AIC: this object is the server's
+        self._constant = False          # registered with a null tiling: constant tiling
+        self._static_cube = None        # that tiling (a TCubeTiling of compile-time values)
 
     # -- setup ----------------------------------------------------------------------------------
     def Init(self, cubeTiling: TCubeTiling, tpipe=None) -> None:
@@ -393,6 +397,9 @@ class Matmul:
         self._single = [t.singleCoreM, t.singleCoreN, t.singleCoreK]
         self._bias = None
         self._c_gm = None
+        # the constant-tiling form: the tiling REGIST_MATMUL_OBJ took from the static one
+        self._constant = self._static_cube is not None and cubeTiling is self._static_cube
+        _mm_scalar.charge(ctx, "Init", self._constant, flush=True)
 
     def _check_types(self, name: str, mix: bool = False) -> None:
         """The MatmulTypes against Matmul使用说明 table 2 and what is modelled; ``mix``: C may
@@ -498,6 +505,7 @@ class Matmul:
     def _set_operand(self, name, op: _Operand, mtype: MatmulType, gm, trans) -> None:
         self._require_init(name)
         self._check_operand(name, op.is_a, gm, trans)
+        _mm_scalar.charge(_core.current_core(), "SetTensor", self._constant)
         op.release()                     # new data: nothing in L1 is valid any more
         op.gm, op.trans = gm, bool(trans)
 
@@ -626,6 +634,7 @@ class Matmul:
         if block is None:
             self._blocks = None
             return False
+        _mm_scalar.charge(_core.current_core(), "Iterate", self._constant, flush=True)
         self._pending = (*block, self._compute(*block))
         return True
 
@@ -649,7 +658,9 @@ class Matmul:
         co1 = self._qco1.AllocTensor(self._acc)
         sk = self._single[2]
         m_mmad = 16 if mb == 1 else mb          # m = 1 would be GEMV
+        ctx = _core.current_core()
         for g in range(ceil_div(sk, t.baseK)):
+            _mm_scalar.charge(ctx, "kstep", self._constant)
             kb = min(t.baseK, sk - g * t.baseK)
             a2 = self._to_l0(a, mi, g, mb, kb)
             b2 = self._to_l0(b, ni, g, nb, kb)

@@ -45,8 +45,17 @@ Published rules every tiling obeys (TCubeTiling table 2; docs/reference/hardware
   the SoC's cube must have the type: the first-generation 910 and 310P have no bf16/float
   cube).
 
-Where this tiling chooses on its own [R] (the library's search,
-``matmul_tiling_algorithm.cpp``, is not reproduced):
+On A2/A3, MultiCoreMatmulTiling with dim > 1 and no SetSingleShape follows the library's
+multi-core scenarios (SPLIT_MN, SPLIT_SMALL_MN of ``matmul_tiling_algorithm.cpp``): the
+cores' factor pair mDim x nDim, the base block, the L1 depth/step factors and dbL0C are the
+library's; one core's part is ceil(M / mDim) (N likewise) in whole 16-row fractals (the
+library's FindBestSingleCore mapping of awkward sizes is not reproduced)
+(:mod:`npusim.ascendc.lib.matmul_tiling_split`; tests/test_matmul_tiling_library.py).
+
+For one core (MatmulApiTiling, SetSingleShape) the L1 factors are the library's
+GetL1Factors for the base below (half/bfloat16, except A transposed with B not:
+:mod:`npusim.ascendc.lib.matmul_tiling_l1`); its base search (GetL0Factors) is not
+reproduced. Elsewhere this tiling chooses on its own [R]:
 
 * the core split: among ``mDim x nDim <= dim`` the one with the fewest 16 x 16 output
   fractals per core, then the least A + B rows per core (GM traffic), then fewer cores;
@@ -81,6 +90,8 @@ from dataclasses import dataclass, fields
 import ml_dtypes
 import numpy as np
 
+from npusim.ascendc.lib.matmul_tiling_l1 import library_l1_factors
+from npusim.ascendc.lib.matmul_tiling_split import library_split
 from npusim.ascendc.types import TPosition
 from npusim.soc import SocSpec, get_soc
 
@@ -286,6 +297,8 @@ class MatmulApiTilingBase:
         self.bufferPool_ = {"l1": soc.l1_usable, "l0c": soc.l0_c_size, "ub": soc.ub_usable,
                             "bt": soc.bt_size, "l0a": soc.l0_a_size, "l0b": soc.l0_b_size}
         self.traverse_ = MatrixTraverse.FIRSTM
+        self.mmConfigType = 1                                  # SetMatmulConfigParams: MDL
+        self._config_error: str | None = None
         self.error: str | None = None
         self._result: TCubeTiling | None = None
         self._dims = (0, 0, 0)                                 # (dim, mDim, nDim)
@@ -368,6 +381,29 @@ class MatmulApiTilingBase:
         self.traverse_ = traverse
         return 0
 
+    def SetMatmulConfigParams(self, mmConfigTypeIn: int = 1, enableL1CacheUBIn: bool = False,
+                              scheduleTypeIn: int = 0, traverseIn=MatrixTraverse.NOSET,
+                              enVecND2NZIn: bool = False) -> None:
+        """The kernel's MatmulConfig as the tiling must know it (SetMatmulConfigParams,
+        atlasascendc_api_07_0704): mmConfigTypeIn 0 the NORM template, 1 (default) MDL;
+        traverseIn other than NOSET as SetTraverse. The L1/L0 fields are the same for both
+        templates (the library's L1 rules do not read it). GetTiling fails (-1, saying why)
+        for what A2/A3 or the simulator do not take: enableL1CacheUB (not supported on
+        A2/A3, per the page), a scheduleType other than INNER_PRODUCT (0), enVecND2NZ."""
+        self.mmConfigType = int(mmConfigTypeIn)
+        self._config_error = None
+        if self.mmConfigType not in (0, 1):
+            self._config_error = f"mmConfigTypeIn {mmConfigTypeIn}: 0 (NORM) or 1 (MDL)"
+        elif enableL1CacheUBIn:
+            self._config_error = "enableL1CacheUBIn is not supported on A2/A3 (SetMatmulConfigParams)"
+        elif int(scheduleTypeIn) != 0:
+            self._config_error = (f"scheduleTypeIn {int(scheduleTypeIn)}: only INNER_PRODUCT (0) "
+                                  "is modelled")
+        elif enVecND2NZIn:
+            self._config_error = "enVecND2NZIn (ND2NZ on the AIV) is not modelled"
+        if MatrixTraverse(traverseIn) != MatrixTraverse.NOSET:
+            self.traverse_ = MatrixTraverse(traverseIn)
+
     def GetBaseM(self) -> int:
         return self._result.baseM if self._result else self.baseM
 
@@ -398,6 +434,9 @@ class MatmulApiTilingBase:
     def _dim(self) -> int:
         return 1
 
+    def _bias_itemsize(self) -> int:
+        return _numpy(self.biasType_.dataType).itemsize if self.biasType_.set else 4
+
     def _fixed_single(self) -> tuple[int, int]:
         return -1, -1
 
@@ -405,6 +444,7 @@ class MatmulApiTilingBase:
         return k
 
     def _compute(self) -> TCubeTiling:
+        self._check_config()
         ab = self._check_types()
         m, n, k = self._shapes()
         k = self._single_k(k)
@@ -414,6 +454,10 @@ class MatmulApiTilingBase:
         base_m, base_n, base_k, db = self._base(ab, sm, sn, k)
         steps = self._l1(ab, sm, sn, k, base_m, base_n, base_k)
         return self._struct(m, n, k, sm, sn, base_m, base_n, base_k, db, steps, ab)
+
+    def _check_config(self) -> None:
+        if getattr(self, "_config_error", None):
+            raise _TilingError(self._config_error)
 
     def _check_types(self) -> np.dtype:
         """The A/B type, once A, B, C and (with a bias) bias form a modelled combination."""
@@ -559,16 +603,24 @@ class MatmulApiTilingBase:
                 if need(sm_, sn_, step_k, db) <= l1:
                     step_m, step_n = sm_, sn_
                     break
-        return step_m, step_n, step_k, db, need(step_m, step_n, step_k, db)
+        # the library's own L1 factors (GetL1Factors) where they are restated and fit
+        lib = library_l1_factors(self, ab, sm, sn, k, base_m, base_n, base_k)
+        if lib is not None:
+            lm, ln, lka, lkb, lda, ldb = lib
+            used = a_blk * lda + b_blk * ldb + bias
+            if min(lib) > 0 and used <= l1:
+                return lm, ln, lka, lkb, lda, ldb, used
+        return (step_m, step_n, step_k, step_k, step_m * step_k * db, step_n * step_k * db,
+                need(step_m, step_n, step_k, db))
 
     def _struct(self, m, n, k, sm, sn, base_m, base_n, base_k, db, steps, ab) -> TCubeTiling:
-        step_m, step_n, step_k, l1_db, l1_used = steps
+        step_m, step_n, step_ka, step_kb, depth_a1, depth_b1, l1_used = steps
         used = min(self._dims[0], self._dim())
         return TCubeTiling(
             usedCoreNum=used, M=self.orgM, N=self.orgN, Ka=self.orgKa, Kb=self.orgKb,
             singleCoreM=sm, singleCoreN=sn, singleCoreK=k, baseM=base_m, baseN=base_n,
-            baseK=base_k, depthA1=step_m * step_k * l1_db, depthB1=step_n * step_k * l1_db,
-            stepM=step_m, stepN=step_n, stepKa=step_k, stepKb=step_k, isBias=int(self.isBias),
+            baseK=base_k, depthA1=depth_a1, depthB1=depth_b1,
+            stepM=step_m, stepN=step_n, stepKa=step_ka, stepKb=step_kb, isBias=int(self.isBias),
             transLength=0, iterateOrder=int(self.traverse_ == MatrixTraverse.FIRSTN),
             shareL1Size=l1_used, shareL0CSize=base_m * base_n * 4 * db[2],
             dbL0A=db[0], dbL0B=db[1], dbL0C=db[2])
@@ -634,7 +686,48 @@ class MultiCoreMatmulTiling(MatmulApiTilingBase):
     def _compute(self) -> TCubeTiling:
         if self.enableSplitK_:
             raise _TilingError("EnableMultiCoreSplitK is not modelled")
+        self._check_config()
+        ab = self._check_types()
+        m, n, k = self._shapes()
+        k = self._single_k(k)
+        self._check_nz(ab)
+        lib = library_split(self, ab, m, n, k, self._dim())
+        if lib is not None:
+            try:
+                return self._library_struct(ab, m, n, k, lib)
+            except _TilingError:
+                pass            # a base the kernel's rules refuse (e.g. float baseK 8): ours
         return super()._compute()
+
+    def _library_struct(self, ab, m, n, k, lib) -> TCubeTiling:
+        """The struct of the library's A2/A3 multi-core scenario (matmul_tiling_split)."""
+        isz, pool = ab.itemsize, self.bufferPool_
+        ka = self._k_align(ab)
+        bm, bn, bk = lib.base_m, lib.base_n, lib.base_k
+        if bm % 16 or bn % 16 or bk % ka:
+            raise _TilingError(f"base ({bm}, {bn}, {bk}): baseM and baseN must be multiples "
+                               f"of 16 and baseK of {ka} (TCubeTiling table 2)")
+        if isz == 1 and ((self.aType_.isTrans and bm % 32) or (not self.bType_.isTrans and bn % 32)):
+            raise _TilingError(f"base ({bm}, {bn}): int8 transposed on the way to L0 moves 32 x 32")
+        db_a = self._buffers(bm * bk * isz, pool["l0a"], "baseM * baseK", "L0A")
+        db_b = self._buffers(bn * bk * isz, pool["l0b"], "baseN * baseK", "L0B")
+        self._buffers(bm * bn * 4 * lib.db_l0c, pool["l0c"], "baseM * baseN", "L0C")
+        if self.isBias and pool["bt"] and bn * 4 > pool["bt"]:
+            raise _TilingError(f"baseN {bn} x 4 B of bias exceeds the {pool['bt']} B bias table")
+        a_blk = 0 if self.aType_.pos == TPosition.TSCM else bm * bk * isz
+        b_blk = 0 if self.bType_.pos == TPosition.TSCM else bn * bk * isz
+        bias = bn * self._bias_itemsize() if self.isBias else 0
+        l1_used = a_blk * lib.depth_a1 + b_blk * lib.depth_b1 + bias
+        sm, sn = lib.single_m, lib.single_n
+        md, nd = _ceil(m, sm), _ceil(n, sn)
+        self._dims = (md * nd, md, nd)
+        return TCubeTiling(
+            usedCoreNum=md * nd, M=self.orgM, N=self.orgN, Ka=self.orgKa, Kb=self.orgKb,
+            singleCoreM=sm, singleCoreN=sn, singleCoreK=k, baseM=bm, baseN=bn, baseK=bk,
+            depthA1=lib.depth_a1, depthB1=lib.depth_b1, stepM=1, stepN=1,
+            stepKa=lib.step_ka, stepKb=lib.step_kb, isBias=int(self.isBias), transLength=0,
+            iterateOrder=int(self.traverse_ == MatrixTraverse.FIRSTN), shareL1Size=l1_used,
+            shareL0CSize=bm * bn * 4 * lib.db_l0c, dbL0A=db_a, dbL0B=db_b, dbL0C=lib.db_l0c)
 
     def _single_k(self, k: int) -> int:
         if self.fixSingleK > k:
