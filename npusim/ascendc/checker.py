@@ -48,7 +48,8 @@ and the last block of a launch (every block runs the same code with other offset
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -92,20 +93,59 @@ class CheckerConfig:
         warn: categories reported as warnings instead of stopping the launch.
         all_blocks: track races and uninitialised reads on every block (default: the
             first and the last block).
+        cross_block: ``"error"`` (the default) or ``"warn"``: how the end-of-launch
+            comparison of a vector or cube launch reports two blocks touching the same GM
+            bytes, one writing, between the same two SyncAlls (:func:`check_blocks`; the
+            ``GM`` finding of two plain stores, the ``Sync`` finding of a read of another
+            block's store). ``"warn"`` keeps them in ``KernelProfile.warnings``: the mode for
+            kernels that tile past their block's share on purpose (a whole tile over a
+            shorter tail), whose overlapping stores the hardware tolerates because the
+            neighbour stores the same values or the overrun lanes are never read. Every
+            other finding (within a core, out of an allocation, a mixed launch's cross-core
+            ordering) is unchanged. Its default is the environment variable
+            ``NPUSIM_CHECKER_CROSS_BLOCK`` (``warn`` or ``error``) when set.
     """
 
     enabled: bool = True
     warn: frozenset = field(default_factory=frozenset)
     all_blocks: bool = False
+    cross_block: str = field(default_factory=lambda: _env_cross_block())
 
     def __post_init__(self):
         bad = set(self.warn) - set(CATEGORIES)
         if bad:
             raise ValueError(f"unknown checker categories {sorted(bad)}; known: {CATEGORIES}")
+        if self.cross_block not in CROSS_BLOCK_MODES:
+            raise ValueError(f"cross_block must be one of {CROSS_BLOCK_MODES}, "
+                             f"not {self.cross_block!r}")
         object.__setattr__(self, "warn", frozenset(self.warn))
 
 
-DEFAULT = CheckerConfig()
+#: How :class:`CheckerConfig` ``cross_block`` reports blocks overlapping in GM.
+CROSS_BLOCK_MODES = ("error", "warn")
+CROSS_BLOCK_ENV = "NPUSIM_CHECKER_CROSS_BLOCK"
+
+
+def _env_cross_block() -> str:
+    """``cross_block``'s default: ``$NPUSIM_CHECKER_CROSS_BLOCK``, else "error". A value
+    that is not a mode is refused when the config is built, naming the variable."""
+    value = os.environ.get(CROSS_BLOCK_ENV, "").strip().lower()
+    if not value:
+        return "error"
+    if value not in CROSS_BLOCK_MODES:
+        raise ValueError(f"{CROSS_BLOCK_ENV}={value!r}: expected one of {CROSS_BLOCK_MODES}")
+    return value
+
+
+#: Every finding an error (``NPUSIM_CHECKER_CROSS_BLOCK`` does not change it: see default()).
+DEFAULT = CheckerConfig(cross_block="error")
+
+
+def default() -> CheckerConfig:
+    """The configuration of a launch given none: :data:`DEFAULT`, with ``cross_block`` from
+    ``$NPUSIM_CHECKER_CROSS_BLOCK`` as it is at the launch."""
+    mode = _env_cross_block()
+    return DEFAULT if mode == DEFAULT.cross_block else replace(DEFAULT, cross_block=mode)
 
 
 def tracks(config: CheckerConfig, block: int, block_dim: int) -> bool:
@@ -478,13 +518,13 @@ def check_blocks(ctxs, config: CheckerConfig) -> None:
     """The end-of-launch check of a launch whose blocks ran one after another (or as SyncAll
     coroutines): the first race between two blocks' GM accesses (:func:`blocks_conflict`)
     is raised, or kept as a warning of the core it names when its category is configured
-    so."""
+    so or ``config.cross_block`` is "warn"."""
     found = blocks_conflict([c.gm_access if c.gm_access is not None else GmLog()
                              for c in ctxs])
     if found is None:
         return
     err, b = found
-    if err.category in config.warn:
+    if err.category in config.warn or config.cross_block == "warn":
         ctxs[b].warn(str(err))
     else:
         raise err
