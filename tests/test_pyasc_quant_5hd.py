@@ -1,5 +1,6 @@
 """pyasc kernels using ``asc.adv.quant`` (AscendQuant), ``asc.trans_data_to_5hd`` in its
-three forms, and whole-tile kernels over short blocks under NPUSIM_CHECKER_CROSS_BLOCK=warn.
+three forms, ``asc.set_aipp_functions``, and whole-tile kernels over short blocks under
+NPUSIM_CHECKER_CROSS_BLOCK=warn.
 Results against numpy renderings of the documented semantics written here.
 
 (No ``from __future__ import annotations`` here: pyasc reads the annotations as objects.)
@@ -162,7 +163,31 @@ def test_whole_tiles_over_short_blocks_warn_under_the_variable(monkeypatch):
     assert any("both write GM" in w for w in warnings)
 
 
+# -- AIPP ----------------------------------------------------------------------------------------
+@asc.jit
+def aipp_then_copy_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: asc.ConstExpr[int]):
+    """SetAippFunctions configures LoadImageToLocal only: the DataCopy after it is plain."""
+    xg = asc.GlobalTensor()
+    zg = asc.GlobalTensor()
+    xg.set_global_buffer(x, n)
+    zg.set_global_buffer(z, n)
+    config = asc.AippParams(dtype=asc.int8, swap_params=asc.AippSwapParams(is_swap_rb=True))
+    asc.set_aipp_functions(xg, asc.AippInputFormat.RGB888_U8, config)
+    xl = asc.LocalTensorAuto(x.dtype, n)
+    asc.data_copy(xl, xg, count=n)
+    asc.data_copy(zg, xl, count=n)
+
+
+def test_set_aipp_functions_leaves_data_copy_alone():
+    x = np.arange(768, dtype=np.int64).astype(np.uint8)
+    z = np.zeros(768, np.uint8)
+    aipp_then_copy_kernel[1, rt.current_stream()](x, z, 768)
+    np.testing.assert_array_equal(z, x)
+
+
 def test_coverage_lists_them_as_mapped():
     cov = npusim_pyasc.coverage()
-    for name in ("adv.quant", "adv.QuantConfig", "trans_data_to_5hd"):
+    assert "load_image_to_local" in cov["missing"]
+    for name in ("adv.quant", "adv.QuantConfig", "trans_data_to_5hd", "set_aipp_functions",
+                 "AippParams"):
         assert name in cov["mapped"] and name not in cov["missing"]

@@ -350,6 +350,20 @@ def trans_data_to_5hd(dst_or_list, src_or_list, params) -> None:
     _N.TransDataTo5HD(convert(dst_or_list), convert(src_or_list), convert(params), dtype=dtype)
 
 
+def set_aipp_functions(*args) -> None:
+    """``asc.set_aipp_functions(src0[, src1], input_format, config)``:
+    :func:`npusim.ascendc.SetAippFunctions` (the ``asc.Aipp*Params`` are kept as given)."""
+    _N.SetAippFunctions(*[convert(a) for a in args])
+
+
+def aipp_params(dtype, padding_params=None, swap_params=None, single_line_params=None,
+                dtc_params=None, c_padding_params=None, csc_params=None):
+    """``asc.AippParams(dtype, ...)``: :class:`npusim.ascendc.AippParams` (pyasc's
+    parameter groups kept as they are)."""
+    return _N.AippParams(V.np_dtype(dtype), padding_params, swap_params, single_line_params,
+                         dtc_params, c_padding_params, csc_params)
+
+
 def static_assert(cond, msg: str = "") -> None:
     if not cond:
         raise AssertionError(msg or "static_assert failed")
@@ -366,7 +380,8 @@ SPECIAL = {
     "set_sys_workspace": set_sys_workspace, "get_sys_workspace": get_sys_workspace,
     "property": prop, "printf": printf, "dump_tensor": dump_tensor,
     "static_assert": static_assert, "ceildiv": V.ceildiv,
-    "trans_data_to_5hd": trans_data_to_5hd,
+    "trans_data_to_5hd": trans_data_to_5hd, "set_aipp_functions": set_aipp_functions,
+    "AippParams": aipp_params,
     "range": pyasc_range, "static_range": pyasc_range,
     "GlobalTensor": V.GlobalTensor, "LocalTensor": V.LocalTensor, "GlobalAddress": V.GlobalAddress,
     "TPipe": V.TPipe, "LocalTensorAuto": V.LocalTensorAuto, "TQue": V.TQue, "TQueBind": V.TQueBind, "TBuf": V.TBuf,
@@ -374,7 +389,11 @@ SPECIAL = {
 }
 
 #: pyasc names that are types, constants or helpers usable as they are.
-_PASS_THROUGH = ("ConstExpr", "DataType", "inline", "number", "array", "Property")
+_PASS_THROUGH = ("ConstExpr", "DataType", "inline", "number", "array", "Property",
+                 # AIPP's parameters: plain values SetAippFunctions keeps for LoadImageToLocal
+                 "AippPaddingParams", "AippSwapParams", "AippSingleLineParams",
+                 "AippDataTypeConvParams", "AippChannelPaddingParams",
+                 "AippColorSpaceConvParams")
 
 
 def _bind_name(api: str, obj, lookup_name: str | None = None):
