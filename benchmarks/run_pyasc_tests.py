@@ -16,7 +16,8 @@ basenames), with ``NPUSIM_CHECKER_CROSS_BLOCK=warn`` in its environment
 (``--cross-block error`` for the checker's default): the suites' vector kernels copy whole
 512-element tiles over blocks of 1, 63 or 313 elements, so neighbouring blocks store the
 same bytes (the same values) and the last block reads past its tensor, which the hardware
-tolerates and the checker, in that mode, reports as warnings (docs/pyasc.md). The generalization suite makes its tensors with ``torch.randn(...,
+tolerates and the checker, in that mode, reports as warnings (docs/pyasc.md);
+``--device-like`` runs the checker as the device runs (``NPUSIM_CHECKER_DEVICE_LIKE=1``). The generalization suite makes its tensors with ``torch.randn(...,
 device="npu")``: it needs torch (``pip install '.[torch]'``), and skips itself without it.
 The report gives the counts per suite and, for each test that did not pass, the first
 line of its error; docs/pyasc.md lists the reasons measured.
@@ -48,7 +49,8 @@ def _first_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def run(pyasc: Path, suites, workers: int, cross_block: str = "warn") -> dict:
+def run(pyasc: Path, suites, workers: int, cross_block: str = "warn",
+        device_like: bool = False) -> dict:
     tests = pyasc / "python" / "test"
     if not tests.is_dir():
         raise SystemExit(f"{tests} is not a directory: give the root of a pyasc checkout")
@@ -64,6 +66,7 @@ def run(pyasc: Path, suites, workers: int, cross_block: str = "warn") -> dict:
             cmd[4:4] = ["-n", str(workers)]
         env = dict(os.environ)
         env["NPUSIM_CHECKER_CROSS_BLOCK"] = cross_block
+        env["NPUSIM_CHECKER_DEVICE_LIKE"] = "1" if device_like else "0"
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(
             os.pathsep)
         proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
@@ -93,9 +96,15 @@ def main(argv=None) -> int:
     parser.add_argument("--cross-block", choices=("warn", "error"), default="warn",
                         help="how the checker reports blocks overlapping in GM "
                              "(NPUSIM_CHECKER_CROSS_BLOCK; default: warn, see above)")
+    parser.add_argument("--device-like", action="store_true",
+                        help="run the checker as the device runs (NPUSIM_CHECKER_DEVICE_LIKE=1: "
+                             "what the hardware does not enforce becomes a warning; "
+                             "docs/kernels.md)")
     args = parser.parse_args(argv)
-    print(f"checker: NPUSIM_CHECKER_CROSS_BLOCK={args.cross_block}")
-    result = run(args.pyasc, args.suite or list(SUITES), args.n, args.cross_block)
+    print(f"checker: NPUSIM_CHECKER_CROSS_BLOCK={args.cross_block} "
+          f"NPUSIM_CHECKER_DEVICE_LIKE={int(args.device_like)}")
+    result = run(args.pyasc, args.suite or list(SUITES), args.n, args.cross_block,
+                 args.device_like)
     for suite in args.suite or SUITES:
         mine = [c for c in result["cases"] if suite in c["test"].split("::")[0].split(".")[:2]
                 or c["test"].startswith(suite)]
