@@ -459,7 +459,7 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
             checks, kt, kind, lockstep=False) -> KernelProfile:
     _check_block_dim(soc, block_dim)
     capacity = soc.ub_usable - (soc.ascendc_reserved_ub if reserve_ub else 0)
-    config = checks if checks is not None else checker.DEFAULT
+    config = checks if checks is not None else checker.default()
     t0 = time.perf_counter()
     cores = soc.cube_block_num if kind == _core.AIC else soc.vector_block_num
     if sync_all:
@@ -532,7 +532,7 @@ def _launch_mix(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, 
                          f"launch exceeds the {soc.vector_block_num} vector cores of "
                          f"{soc.soc_version} (docs/reference/hardware.md §3)", core=-1)
     capacity = soc.ub_usable - (soc.ascendc_reserved_ub if reserve_ub else 0)
-    config = checks if checks is not None else checker.DEFAULT
+    config = checks if checks is not None else checker.default()
     t0 = time.perf_counter()
     ctxs = _mix_contexts(soc, gm, block_dim, capacity, keep_spans, config, n_aic, n_aiv)
     gm_order = None

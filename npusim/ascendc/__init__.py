@@ -71,6 +71,8 @@ __all__ += [*_repeat.__all__, *_arith.__all__, *_reduce.__all__, *_gather.__all_
             *_lib.__all__]
 from npusim.ascendc.datacopy import Copy, CopyRepeatParams, SetPadValue  # noqa: E402
 __all__ += ["Copy", "CopyRepeatParams", "SetPadValue", "InitSocState"]
+from npusim.ascendc.aipp import AippInputFormat, AippParams, SetAippFunctions  # noqa: E402
+__all__ += ["AippInputFormat", "AippParams", "SetAippFunctions"]
 from npusim.ascendc.sync import (EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3,  # noqa: E402
                                  EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7)
 __all__ += [n for n in _sync.__all__ if n.startswith("EVENT_ID")]

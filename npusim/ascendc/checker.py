@@ -48,7 +48,8 @@ and the last block of a launch (every block runs the same code with other offset
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -92,20 +93,117 @@ class CheckerConfig:
         warn: categories reported as warnings instead of stopping the launch.
         all_blocks: track races and uninitialised reads on every block (default: the
             first and the last block).
+        cross_block: ``"error"`` (the default) or ``"warn"``: how the end-of-launch
+            comparison of a vector or cube launch reports two blocks touching the same GM
+            bytes, one writing, between the same two SyncAlls (:func:`check_blocks`; the
+            ``GM`` finding of two plain stores, the ``Sync`` finding of a read of another
+            block's store). ``"warn"`` keeps them in ``KernelProfile.warnings``: the mode for
+            kernels that tile past their block's share on purpose (a whole tile over a
+            shorter tail), whose overlapping stores the hardware tolerates because the
+            neighbour stores the same values or the overrun lanes are never read. Every
+            other finding (within a core, out of an allocation, a mixed launch's cross-core
+            ordering) is unchanged. Its default is the environment variable
+            ``NPUSIM_CHECKER_CROSS_BLOCK`` (``warn`` or ``error``) when set.
+        device_like: False (the default) or True: run as the device runs, with no
+            sanitizer (msSanitizer is opt-in in CANN). The findings below, which the
+            hardware does not enforce and whose hardware behaviour its documentation gives,
+            become warnings, and the simulator then does what the hardware does:
+
+            * ``cross_block`` is "warn" (above);
+            * a contiguous ``DataCopy`` whose length is not whole 32 B blocks moves the
+              length rounded down (DataCopy's page; docs/reference/hardware.md §3 "Memory
+              and alignment") — the simulator's behaviour in both modes; only the finding
+              changes;
+            * a level-0 vector call whose bit mask has the high word set on a 32-bit type:
+              the mask register has 128 bits and for 32-bit operands its low 64 take
+              effect (CCE intrinsics, "Mask规则说明", cceapi_0008), so the high word is
+              ignored;
+            * a level-0 vector call whose lanes run past the end of a LocalTensor's buffer
+              but stay inside the core's UB: the vector intrinsics take UB addresses, not
+              tensors (CCE intrinsics ``vadd(__ubuf__ T *dst, ...)``), and UB is one flat
+              address space, so the lanes read and write the next UB bytes (another
+              buffer's, or unallocated ones). Past the UB's end it stays an error.
+
+            Every other finding is unchanged (an access outside a GM allocation, a pipe
+            race, a mask bit beyond a 64-bit type's 32 lanes, partial operand overlap...):
+            what the device does there is not documented. Its default is the environment
+            variable ``NPUSIM_CHECKER_DEVICE_LIKE`` (``1`` or ``0``) when set.
     """
 
     enabled: bool = True
     warn: frozenset = field(default_factory=frozenset)
     all_blocks: bool = False
+    cross_block: str = field(default_factory=lambda: _env_cross_block())
+    device_like: bool = field(default_factory=lambda: _env_device_like())
 
     def __post_init__(self):
         bad = set(self.warn) - set(CATEGORIES)
         if bad:
             raise ValueError(f"unknown checker categories {sorted(bad)}; known: {CATEGORIES}")
+        if self.cross_block not in CROSS_BLOCK_MODES:
+            raise ValueError(f"cross_block must be one of {CROSS_BLOCK_MODES}, "
+                             f"not {self.cross_block!r}")
         object.__setattr__(self, "warn", frozenset(self.warn))
 
 
-DEFAULT = CheckerConfig()
+#: How :class:`CheckerConfig` ``cross_block`` reports blocks overlapping in GM.
+CROSS_BLOCK_MODES = ("error", "warn")
+CROSS_BLOCK_ENV = "NPUSIM_CHECKER_CROSS_BLOCK"
+
+
+def _env_cross_block() -> str:
+    """``cross_block``'s default: ``$NPUSIM_CHECKER_CROSS_BLOCK``, else "error". A value
+    that is not a mode is refused when the config is built, naming the variable."""
+    value = os.environ.get(CROSS_BLOCK_ENV, "").strip().lower()
+    if not value:
+        return "error"
+    if value not in CROSS_BLOCK_MODES:
+        raise ValueError(f"{CROSS_BLOCK_ENV}={value!r}: expected one of {CROSS_BLOCK_MODES}")
+    return value
+
+
+DEVICE_LIKE_ENV = "NPUSIM_CHECKER_DEVICE_LIKE"
+
+
+def _env_device_like() -> bool:
+    """``device_like``'s default: ``$NPUSIM_CHECKER_DEVICE_LIKE`` (``1``/``0``, also
+    ``true``/``false``), else False; another value is refused, naming the variable."""
+    value = os.environ.get(DEVICE_LIKE_ENV, "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{DEVICE_LIKE_ENV}={value!r}: expected 1 or 0")
+
+
+#: Every finding an error (the environment variables do not change it: see default()).
+DEFAULT = CheckerConfig(cross_block="error", device_like=False)
+
+
+def default() -> CheckerConfig:
+    """The configuration of a launch given none: :data:`DEFAULT`, with ``cross_block`` from
+    ``$NPUSIM_CHECKER_CROSS_BLOCK`` and ``device_like`` from ``$NPUSIM_CHECKER_DEVICE_LIKE``
+    as they are at the launch."""
+    mode, device = _env_cross_block(), _env_device_like()
+    if mode == DEFAULT.cross_block and device == DEFAULT.device_like:
+        return DEFAULT
+    return replace(DEFAULT, cross_block=mode, device_like=device)
+
+
+def tolerated(ctx, exc: KernelError, reported: bool = False) -> None:
+    """A finding the hardware does not enforce (see ``CheckerConfig.device_like``): kept as
+    a warning in device-like mode (the caller then does what the hardware does); otherwise
+    raised, or given to :func:`report` when ``reported`` (a finding the config may keep as
+    a warning in any mode)."""
+    if ctx.checker_config.device_like:
+        msg = f"{exc} [device-like: tolerated, as the hardware does]"
+        if not ctx.warnings or not ctx.warnings[-1].endswith(msg):   # once per instruction
+            ctx.warn(msg)
+        return
+    if reported:
+        report(ctx, exc)
+        return
+    raise exc
 
 
 def tracks(config: CheckerConfig, block: int, block_dim: int) -> bool:
@@ -478,13 +576,13 @@ def check_blocks(ctxs, config: CheckerConfig) -> None:
     """The end-of-launch check of a launch whose blocks ran one after another (or as SyncAll
     coroutines): the first race between two blocks' GM accesses (:func:`blocks_conflict`)
     is raised, or kept as a warning of the core it names when its category is configured
-    so."""
+    so or ``config.cross_block`` is "warn"."""
     found = blocks_conflict([c.gm_access if c.gm_access is not None else GmLog()
                              for c in ctxs])
     if found is None:
         return
     err, b = found
-    if err.category in config.warn:
+    if err.category in config.warn or config.cross_block == "warn" or config.device_like:
         ctxs[b].warn(str(err))
     else:
         raise err

@@ -235,10 +235,10 @@ def DataCopy(dst, src, count_or_params) -> None:
         want = count * isz
         nbytes = want // 32 * 32
         if nbytes != want:
-            checker.report(ctx, AlignmentError(
+            checker.tolerated(ctx, AlignmentError(
                 "DataCopy", f"{count} x {ub.dtype.name} = {want} B is not a whole number of 32 B "
                 f"blocks: only {nbytes} B are copied, as on hardware; use DataCopyPad for the "
-                "tail (docs/reference/hardware.md §3)", pipe=pipe))
+                "tail (docs/reference/hardware.md §3)", pipe=pipe), reported=True)
         if nbytes == 0:
             return
         if ctx.is_group:
@@ -281,9 +281,9 @@ def _copy_ub_to_ub(ctx, dst: LocalTensor, src: LocalTensor, count) -> None:
         rows, row = 1, want // 32 * 32
         src_pitch = dst_pitch = row
         if row != want:
-            checker.report(ctx, AlignmentError(
+            checker.tolerated(ctx, AlignmentError(
                 "DataCopy", f"{count} x {src.dtype.name} = {want} B is not a whole number of "
-                f"32 B blocks: only {row} B are copied, as on hardware", pipe="PIPE_V"))
+                f"32 B blocks: only {row} B are copied, as on hardware", pipe="PIPE_V"), reported=True)
     if ctx.is_group:            # a lockstep group: [G, rows, row] views
         ctx.batch_ok = True
         try:

@@ -248,6 +248,13 @@ def resolve(ctx, name: str, lanes: int, mask, repeat_time, is_set_mask: bool = T
         if isinstance(mask, (list, tuple, np.ndarray)):
             low, high = (int(mask[0]) & _WORD, int(mask[1]) & _WORD) if len(mask) > 1 \
                 else (int(mask[0]) & _WORD, 0)
+            if lanes == 64 and high and ctx.checker_config.device_like:
+                # 32-bit operands: the register's low 64 bits take effect (CCE intrinsics,
+                # "Mask规则说明"); Ascend C's pages ask for mask[1] = 0
+                checker.tolerated(ctx, LimitError(
+                    name, f"mask [{low:#x}, {high:#x}] sets the high word for a 32-bit "
+                    "type (掩码.md: mask[1] = 0); the hardware ignores it", pipe="PIPE_V"))
+                high = 0
             if lanes <= 64:
                 limit = (1 << lanes) - 1
                 if high or low & ~limit:
@@ -303,7 +310,13 @@ def lanes_view(t, idx: np.ndarray, call: Level0, name: str) -> np.ndarray:
     isz = t.dtype.itemsize
     hi = int(idx[call.active].max()) + 1 if call.active.any() else 0
     end = t.offset + hi * isz
-    if end > t.limit:
+    if end > t.limit and end <= t.ctx.ub.shape[-1]:
+        # within the core's UB: the instruction addresses UB, not the tensor (device-like)
+        checker.tolerated(t.ctx, UbError(
+            name, f"lane at element {hi - 1} of {t.dtype.name} from UB offset {t.offset} "
+            f"ends at {end}, past the end of its buffer at {t.limit}: the lanes touch the "
+            "next UB bytes", pipe="PIPE_V"))
+    elif end > t.limit:
         raise UbError(name, f"lane at element {hi - 1} of {t.dtype.name} from UB offset "
                       f"{t.offset} ends at {end}, past the end of its buffer at {t.limit} "
                       "(check repeatTime and the strides)", pipe="PIPE_V")

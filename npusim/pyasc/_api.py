@@ -61,7 +61,8 @@ def _norm(name: str) -> str:
 #: pyasc names whose Ascend C name is not their CamelCase (pyasc docstrings' C++ prototypes).
 CPP_NAMES = {"bitwise_and": "And", "bitwise_or": "Or", "bitwise_not": "Not",
              "softmax": "SoftMax", "rmsnorm": "RmsNorm", "sort32": "Sort32",
-             "gatherb": "Gatherb", "get_tpipe_ptr": "GetTPipePtr"}
+             "gatherb": "Gatherb", "get_tpipe_ptr": "GetTPipePtr",
+             "quant": "AscendQuant", "QuantConfig": "AscendQuantConfig"}
 #: pyasc template-parameter names whose Ascend C name is not is+CamelCase of them.
 TEMPLATE_NAMES = {"reuse_source": "isReuseSource", "basic_block": "isBasicBlock",
                   "data_format_nz": "isDataFormatNZ"}
@@ -323,6 +324,46 @@ def dump_tensor(tensor, desc, dump_size, shape_info=None) -> None:
     print(f"[block {_core.GetBlockIdx()}] DumpTensor desc={int(desc)}: {data}")
 
 
+def trans_data_to_5hd(dst_or_list, src_or_list, params) -> None:
+    """``asc.trans_data_to_5hd``: :func:`npusim.ascendc.TransDataTo5HD` in its three forms
+    (16 LocalTensors, 16 addresses, a uint64 LocalTensor of 16 addresses). For the address
+    forms the element type is, as pyasc's code generator infers it, that of the tensors
+    whose ``get_phy_addr()`` gave the addresses."""
+    name = "TransDataTo5HD"
+    dtype = None
+    if isinstance(dst_or_list, V.LocalTensor):
+        known = V.addr_types(_core.current_core())
+        for lst in (dst_or_list, src_or_list):
+            t = lst.t
+            for i in range(_N.NCHW_CONV_ADDR_LIST_SIZE):
+                dtype = dtype or known.get(t.offset + 8 * i)
+        if dtype is None:
+            raise KernelError(name, "the uint64 address tensors hold no get_phy_addr() values "
+                              "set with set_value: the element type of TransDataTo5HD<T> is "
+                              "unknown (pyasc infers it from those)", pipe="PIPE_V")
+    elif dst_or_list and not isinstance(dst_or_list[0], V.LocalTensor):
+        dtype = next((a.dtype for a in (*dst_or_list, *src_or_list)
+                      if isinstance(a, V.PhyAddr)), None)
+        if dtype is None:
+            raise KernelError(name, "the address lists hold no get_phy_addr() values: the "
+                              "element type of TransDataTo5HD<T> is unknown", pipe="PIPE_V")
+    _N.TransDataTo5HD(convert(dst_or_list), convert(src_or_list), convert(params), dtype=dtype)
+
+
+def set_aipp_functions(*args) -> None:
+    """``asc.set_aipp_functions(src0[, src1], input_format, config)``:
+    :func:`npusim.ascendc.SetAippFunctions` (the ``asc.Aipp*Params`` are kept as given)."""
+    _N.SetAippFunctions(*[convert(a) for a in args])
+
+
+def aipp_params(dtype, padding_params=None, swap_params=None, single_line_params=None,
+                dtc_params=None, c_padding_params=None, csc_params=None):
+    """``asc.AippParams(dtype, ...)``: :class:`npusim.ascendc.AippParams` (pyasc's
+    parameter groups kept as they are)."""
+    return _N.AippParams(V.np_dtype(dtype), padding_params, swap_params, single_line_params,
+                         dtc_params, c_padding_params, csc_params)
+
+
 def static_assert(cond, msg: str = "") -> None:
     if not cond:
         raise AssertionError(msg or "static_assert failed")
@@ -339,6 +380,8 @@ SPECIAL = {
     "set_sys_workspace": set_sys_workspace, "get_sys_workspace": get_sys_workspace,
     "property": prop, "printf": printf, "dump_tensor": dump_tensor,
     "static_assert": static_assert, "ceildiv": V.ceildiv,
+    "trans_data_to_5hd": trans_data_to_5hd, "set_aipp_functions": set_aipp_functions,
+    "AippParams": aipp_params,
     "range": pyasc_range, "static_range": pyasc_range,
     "GlobalTensor": V.GlobalTensor, "LocalTensor": V.LocalTensor, "GlobalAddress": V.GlobalAddress,
     "TPipe": V.TPipe, "LocalTensorAuto": V.LocalTensorAuto, "TQue": V.TQue, "TQueBind": V.TQueBind, "TBuf": V.TBuf,
@@ -346,7 +389,11 @@ SPECIAL = {
 }
 
 #: pyasc names that are types, constants or helpers usable as they are.
-_PASS_THROUGH = ("ConstExpr", "DataType", "inline", "number", "array", "Property")
+_PASS_THROUGH = ("ConstExpr", "DataType", "inline", "number", "array", "Property",
+                 # AIPP's parameters: plain values SetAippFunctions keeps for LoadImageToLocal
+                 "AippPaddingParams", "AippSwapParams", "AippSingleLineParams",
+                 "AippDataTypeConvParams", "AippChannelPaddingParams",
+                 "AippColorSpaceConvParams")
 
 
 def _bind_name(api: str, obj, lookup_name: str | None = None):

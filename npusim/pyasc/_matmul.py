@@ -80,6 +80,23 @@ class Matmul:
         self.mm.IterateAll(convert(tensor), int(en_atomic), bool(en_sequential_write),
                            bool(wait_iterate_all), bool(fake_msg), sync=bool(sync))
 
+    def iterate_batch(self, tensor, *args, **kwargs) -> None:
+        """``iterate_batch(tensor, batch_a, batch_b, en_sequential_write, matrix_stride_a=0,
+        matrix_stride_b=0, matrix_stride_c=0, en_partial_sum=False, en_atomic=0, sync=True,
+        wait_iterate_batch=None)``; the form without batch counts is not modelled."""
+        if len(args) < 3 and "batch_a" not in kwargs:
+            raise not_supported("asc.adv.Matmul.iterate_batch", "the form without batch_a/b")
+        names = ("batch_a", "batch_b", "en_sequential_write", "matrix_stride_a",
+                 "matrix_stride_b", "matrix_stride_c", "en_partial_sum", "en_atomic")
+        kw = dict(zip(names, args), **kwargs)
+        self.mm.IterateBatch(convert(tensor), int(kw["batch_a"]), int(kw["batch_b"]),
+                             bool(kw.get("en_sequential_write", False)),
+                             int(kw.get("matrix_stride_a", 0)), int(kw.get("matrix_stride_b", 0)),
+                             int(kw.get("matrix_stride_c", 0)),
+                             bool(kw.get("en_partial_sum", False)), int(kw.get("en_atomic", 0)),
+                             sync=bool(kw.get("sync", True)),
+                             waitIterateBatch=bool(kw.get("wait_iterate_batch")))
+
     def wait_iterate_all(self) -> None:
         self.mm.WaitIterateAll()
 

@@ -206,6 +206,26 @@ def _scalar(value):
 
 
 # -- local memory -----------------------------------------------------------------------------
+class PhyAddr(Int):
+    """``LocalTensor.get_phy_addr()``: the UB address, remembering the element type of the
+    tensor it came from. pyasc emits ``TransDataTo5HD<T>`` for a uint64 tensor of addresses
+    with the T of the tensors whose ``get_phy_addr`` values were ``set_value``'d into it;
+    npusim keeps that type per UB slot (:func:`addr_types`) to run it the same way."""
+
+    def __new__(cls, value: int, dtype):
+        self = super().__new__(cls, value)
+        self.dtype = dtype
+        return self
+
+
+def addr_types(ctx) -> dict:
+    """{UB byte offset: element type} of the PhyAddr values a kernel stored into UB."""
+    types_ = getattr(ctx, "pyasc_addr_types", None)
+    if types_ is None:
+        types_ = ctx.pyasc_addr_types = {}
+    return types_
+
+
 class LocalTensor:
     """``asc.LocalTensor``: a view on a core's local memory (npusim's LocalTensor ``t``).
 
@@ -236,7 +256,7 @@ class LocalTensor:
         return Int(self.t.GetSize())
 
     def get_phy_addr(self, offset=0) -> Int:
-        return Int(self.t.GetPhyAddr() + int(offset) * self.t.dtype.itemsize)
+        return PhyAddr(self.t.GetPhyAddr() + int(offset) * self.t.dtype.itemsize, self.t.dtype)
 
     def get_position(self) -> Int:
         return Int(int(self.t.position))
@@ -246,6 +266,8 @@ class LocalTensor:
 
     def set_value(self, index, value) -> None:
         self.t.SetValue(int(index), value)
+        if isinstance(value, PhyAddr):       # an address list of TransDataTo5HD: keep its type
+            addr_types(self.t.ctx)[self.t.offset + int(index) * self.t.dtype.itemsize] = value.dtype
 
     def set_size(self, size) -> None:
         """``SetSize``: the tensor now has ``size`` elements (its buffer's end is still the

@@ -6,6 +6,7 @@ comes out of the timing model rather than a table.
   Sin, Cos, Floor, Ceil, Round, Trunc;
 * :mod:`.softmax` — SoftMax and its host tiling;
 * :mod:`.normalization` — LayerNorm, RmsNorm and their host tilings;
+* :mod:`.quantization` — AscendQuant (per tensor) and its temporary-size getter;
 * :mod:`.matmul_tiling` — the Matmul host tiling (``matmul_tiling`` namespace:
   MatmulApiTiling, MultiCoreMatmulTiling, TCubeTiling, CubeFormat, DataType);
 * :mod:`.matmul` — the Matmul object (Matmul, MatmulType, REGIST_MATMUL_OBJ);
@@ -15,7 +16,9 @@ comes out of the timing model rather than a table.
 from npusim.ascendc.lib.math import *            # noqa: F401,F403
 from npusim.ascendc.lib.normalization import *   # noqa: F401,F403
 from npusim.ascendc.lib.softmax import *         # noqa: F401,F403
+from npusim.ascendc.lib.quantization import *    # noqa: F401,F403
 from npusim.ascendc.lib import math as _m, normalization as _n, softmax as _s
+from npusim.ascendc.lib import quantization as _q
 from npusim.ascendc.lib import matmul_tiling                    # C++: matmul_tiling::...
 from npusim.ascendc.lib.matmul_tiling import (CubeFormat, MatmulApiTiling,  # noqa: F401
                                               MultiCoreMatmulTiling, TCubeTiling)
@@ -23,6 +26,6 @@ from npusim.ascendc.lib.matmul import Matmul, MatmulType, REGIST_MATMUL_OBJ  # n
 from npusim.ascendc.lib.matmul_config import *   # noqa: F401,F403
 from npusim.ascendc.lib import matmul_config as _mc
 
-__all__ = [*_m.__all__, *_s.__all__, *_n.__all__, "matmul_tiling", "MatmulApiTiling",
+__all__ = [*_m.__all__, *_s.__all__, *_n.__all__, *_q.__all__, "matmul_tiling", "MatmulApiTiling",
            "MultiCoreMatmulTiling", "TCubeTiling", "CubeFormat", "Matmul", "MatmulType",
            "REGIST_MATMUL_OBJ", *_mc.__all__]

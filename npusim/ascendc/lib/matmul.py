@@ -586,6 +586,73 @@ class Matmul:
         while self.Iterate():
             self.GetTensorC(gm, enAtomic, enSequentialWrite)
 
+    def IterateBatch(self, gm: GlobalTensor, batchA: int, batchB: int, enSequentialWrite: bool,
+                     matrixStrideA: int = 0, matrixStrideB: int = 0, matrixStrideC: int = 0,
+                     enPartialSum: bool = False, enAtomic: int = 0, *, sync: bool = True,
+                     waitIterateBatch: bool = False) -> None:
+        """``IterateBatch<sync>(gm, batchA, batchB, ...)``: max(batchA, batchB) products of
+        this core's singleCoreM x singleCoreN C, the NORMAL layout (matrices one after
+        another in GM, ND): product ``i`` multiplies A matrix ``i // (batch / batchA)`` by B
+        matrix ``i // (batch / batchB)`` (one of them broadcast when its batch is 1) into C
+        matrix ``i`` of ``gm``. Adjacent matrices lie ``matrixStrideA`` / ``matrixStrideB``
+        elements apart, or (0, the default) as the tiling's layout says — SetALayout's
+        S*N*G*D for A, SetBLayout's for B, SetCLayout's S1*N*G*S2 for C (matrixStrideC is
+        reserved) — and, without a layout, M*Ka, Kb*N and M*N. Each product runs as an
+        IterateAll (the same L1/L0 tiling, one matrix at a time).
+
+        On an AIV (MIX form) one message its AIC executes, as IterateAll.
+
+        Raises: KernelError for a LocalTensor C, ``sync=False``, enPartialSum, a batchA and
+        batchB that are unequal with neither 1 (pairing not modelled), a batch of 0, or no
+        SetTensorA/B before it. Source: pyasc docs ``asc.language.adv.Matmul.iterate_batch``
+        (Ascend C ``IterateBatch``: the NORMAL layout needs batchA and batchB in a multiple
+        relation; only the Norm template)."""
+        name = "Matmul::IterateBatch"
+        self._require_init(name)
+        if not isinstance(gm, GlobalTensor):
+            raise KernelError(name, "IterateBatch into a LocalTensor is not modelled; give a "
+                              "GlobalTensor")
+        if not sync or waitIterateBatch:
+            raise KernelError(name, "the asynchronous IterateBatch<false> is not modelled")
+        if enPartialSum:
+            raise KernelError(name, "enPartialSum is not modelled")
+        batch_a, batch_b = int(batchA), int(batchB)
+        if batch_a < 1 or batch_b < 1:
+            raise KernelError(name, f"batchA = {batch_a}, batchB = {batch_b}: each must be >= 1")
+        if batch_a != batch_b and 1 not in (batch_a, batch_b):
+            raise KernelError(name, f"batchA = {batch_a} and batchB = {batch_b}: only equal "
+                              "batches or a batch of 1 (broadcast) are modelled")
+        if self._kfc is not None:
+            return self._client_iterate_batch(gm, batch_a, batch_b, enSequentialWrite,
+                                              int(matrixStrideA), int(matrixStrideB),
+                                              int(enAtomic))
+        a, b = self._a, self._b
+        if a.gm is None or b.gm is None:
+            raise KernelError(name, "SetTensorA and SetTensorB must come first")
+        stride_a, stride_b, stride_c = self._batch_strides(int(matrixStrideA),
+                                                           int(matrixStrideB))
+        batch = max(batch_a, batch_b)
+        a0, b0 = a.gm, b.gm
+        try:
+            for i in range(batch):
+                ia, ib = (i if batch_a == batch else 0), (i if batch_b == batch else 0)
+                self._set_operand(name, a, self.aType, a0[ia * stride_a], a.trans)
+                self._set_operand(name, b, self.bType, b0[ib * stride_b], b.trans)
+                self.IterateAll(gm[i * stride_c], enAtomic, enSequentialWrite)
+        finally:
+            a.release()
+            b.release()
+            a.gm, b.gm = a0, b0
+
+    def _batch_strides(self, stride_a: int, stride_b: int) -> tuple[int, int, int]:
+        """Elements between adjacent A, B and C matrices of IterateBatch (its docstring)."""
+        t = self._tiling
+        lay_a = t.ALayoutInfoS * t.ALayoutInfoN * t.ALayoutInfoG * t.ALayoutInfoD
+        lay_b = t.BLayoutInfoS * t.BLayoutInfoN * t.BLayoutInfoG * t.BLayoutInfoD
+        lay_c = t.CLayoutInfoS1 * t.CLayoutInfoN * t.CLayoutInfoG * t.CLayoutInfoS2
+        return (stride_a or lay_a or t.M * t.Ka, stride_b or lay_b or t.Kb * t.N,
+                lay_c or t.M * t.N)
+
     def WaitIterateAll(self) -> None:
         """Wait for an ``IterateAll<false>(gm, ..., waitIterateAll=True)`` (MIX form). On the
         AIC itself IterateAll has finished already: nothing to wait for.
@@ -860,6 +927,22 @@ class Matmul:
             ctx.mix.receive(ctx, done, f"WaitEvent ({name})")
         else:
             self._async_done = done
+
+    def _client_iterate_batch(self, gm, batch_a, batch_b, sequential, stride_a, stride_b,
+                              en_atomic) -> None:
+        name = "Matmul::IterateBatch"
+        if not self._first:
+            raise KernelError(name, "no SetTensorA/SetTensorB since the last Iterate, "
+                              "IterateAll or IterateBatch: each message starts a new A x B")
+        self._first, self._sync = False, True
+        server, _, ctx = self._kfc
+
+        def work(eng):
+            eng._blocks = None
+            eng.IterateBatch(gm, batch_a, batch_b, sequential, stride_a, stride_b, 0, False,
+                             en_atomic)
+        _, done = server.serve(self, name, self._take_msg(), work, ack=True)
+        ctx.mix.receive(ctx, done, f"WaitEvent ({name})")
 
     def _client_end(self) -> None:
         server, _, ctx = self._kfc

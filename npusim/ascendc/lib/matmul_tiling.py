@@ -76,7 +76,10 @@ reproduced. Elsewhere this tiling chooses on its own [R]:
   a multiple of 32 (LoadDataWithTranspose moves 32 x 32 squares);
 * iterateOrder 0 (M first) unless SetTraverse(FIRSTN); transLength 0 (GM inputs need no UB
   staging on A2/A3); shareL1Size / shareL0CSize the L1 / L0C bytes the tiling uses (the
-  docs mark share* "预留"); batch and layout fields 0.
+  docs mark share* "预留"); the layout fields and BatchNum as SetALayout / SetBLayout /
+  SetCLayout / SetBatchNum gave them (else 0), for IterateBatch; the L1/L0 split is that
+  of one matrix (IterateBatch runs the products one after another); the other batch
+  fields 0.
 
 Not modelled (GetTiling returns -1 and says so): EnableMultiCoreSplitK, sparse/HF32/MX
 modes, int4, 8-bit outputs of float inputs (quantisation needs SetQuantScalar).
@@ -353,6 +356,41 @@ class MatmulApiTilingBase:
 
     EnableBias = SetBias
 
+    def SetALayout(self, b: int, s: int, n: int, g: int, d: int) -> int:
+        """A's batch layout (B, S, N, G, D axes; for the NORMAL layout: batch, M, 1, 1, K):
+        the tiling's ALayoutInfoB/S/N/G/D. -1 unless every axis is >= 1."""
+        return self._set_layout("A", (b, s, n, g, d))
+
+    def SetBLayout(self, b: int, s: int, n: int, g: int, d: int) -> int:
+        """B's batch layout (NORMAL: batch, K, 1, 1, N): BLayoutInfoB/S/N/G/D."""
+        return self._set_layout("B", (b, s, n, g, d))
+
+    def SetCLayout(self, b: int, s1: int, n: int, g: int, s2: int) -> int:
+        """C's batch layout (NORMAL: batch, M, 1, 1, N): CLayoutInfoB/S1/N/G/S2."""
+        return self._set_layout("C", (b, s1, n, g, s2))
+
+    def SetBatchNum(self, batch: int) -> int:
+        """The largest batch one IterateBatch computes: the tiling's BatchNum."""
+        if int(batch) < 1:
+            return -1
+        self.batchNum_ = int(batch)
+        return 0
+
+    def _set_layout(self, which: str, axes) -> int:
+        if any(int(v) < 1 for v in axes):
+            return -1
+        self.layouts_ = {**getattr(self, "layouts_", {}), which: tuple(int(v) for v in axes)}
+        return 0
+
+    def _layout_fields(self) -> dict:
+        names = {"A": ("B", "S", "N", "G", "D"), "B": ("B", "S", "N", "G", "D"),
+                 "C": ("B", "S1", "N", "G", "S2")}
+        out = {}
+        for which, axes in getattr(self, "layouts_", {}).items():
+            out.update({f"{which}LayoutInfo{ax}": v for ax, v in zip(names[which], axes)})
+        out["BatchNum"] = getattr(self, "batchNum_", 0)
+        return out
+
     def SetFixSplit(self, baseMIn: int = -1, baseNIn: int = -1, baseKIn: int = -1) -> int:
         """Fix baseM/baseN/baseK (-1: the tiling chooses). GetTiling checks them."""
         if any(int(v) == 0 or int(v) < -1 for v in (baseMIn, baseNIn, baseKIn)):
@@ -623,7 +661,7 @@ class MatmulApiTilingBase:
             stepM=step_m, stepN=step_n, stepKa=step_ka, stepKb=step_kb, isBias=int(self.isBias),
             transLength=0, iterateOrder=int(self.traverse_ == MatrixTraverse.FIRSTN),
             shareL1Size=l1_used, shareL0CSize=base_m * base_n * 4 * db[2],
-            dbL0A=db[0], dbL0B=db[1], dbL0C=db[2])
+            dbL0A=db[0], dbL0B=db[1], dbL0C=db[2], **self._layout_fields())
 
 
 class MatmulApiTiling(MatmulApiTilingBase):
