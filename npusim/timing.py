@@ -144,7 +144,10 @@ _grate = itemgetter(_GRATE)
 #: Keep the rate sharings :meth:`_Memory._fill` computed, by their inputs: a launch's flows
 #: fall into a few compositions again and again (tens of thousands of sharings, a few
 #: thousand distinct in an EmbeddingDenseBackward launch), and a sharing is a function of
-#: its inputs alone, so a kept one is the same to the bit (tests compare the two).
+#: its inputs alone, so a kept one is the same to the bit (tests compare the two). They are
+#: kept for one replay (cleared as each starts): the reuse is within a launch, and a store
+#: kept across launches gains the compositions of every new launch for as long as a
+#: program runs (``benchmarks/bench_soak.py``: about 0.1 MiB of RSS per 1000 launches).
 FILL_MEMO = True
 #: the kept sharings: inputs -> (each group's rate, in the groups' order; capacity left)
 _FILL_KEPT: dict = {}
@@ -2024,6 +2027,7 @@ def _copy(timing: KernelTiming) -> KernelTiming:
 
 def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
     """:func:`simulate`, the garbage collector paused."""
+    _FILL_KEPT.clear()                 # the rate sharings are kept for one replay
     loop = _Loop()
     memory = _Memory(soc, loop, l2)
     n_blocks = len(blocks)
