@@ -78,6 +78,7 @@ import io
 import itertools
 import math
 import pickle
+import zlib
 from bisect import bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
@@ -1716,7 +1717,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
         except (TypeError, pickle.PicklingError, AttributeError):   # a record with no value form
             key = kept = None
         if kept is not None:
-            return _copy(kept)
+            return _unpack(kept)
     # The cyclic garbage collector would walk the records (10^5 and more, all alive) again
     # and again while the replay allocates its events; nothing the replay frees needs it
     # before the end, so it is paused, which changes no result.
@@ -1728,7 +1729,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
         if enabled:
             gc.enable()
     if key is not None:
-        _REPLAY_KEPT.put(key, _copy(timing), _key_size(blocks))
+        _REPLAY_KEPT.put(key, _pack(timing), _key_size(blocks))
     return timing
 
 
@@ -1761,8 +1762,9 @@ class _KeptReplays:
     def __len__(self) -> int:
         return len(self.items)
 
-    def get(self, key) -> KernelTiming | None:
-        """The timing kept under ``key`` (now the most recently used), or None."""
+    def get(self, key) -> tuple | None:
+        """The timing kept under ``key``, packed (:func:`_pack`; now the most recently
+        used), or None."""
         kept = self.items.get(key)
         if kept is None:
             return None
@@ -2017,12 +2019,29 @@ def _relocated_key(blocks, line: int):
     return ("relocated", tuple(out))
 
 
-def _copy(timing: KernelTiming) -> KernelTiming:
-    """A timing that shares nothing a caller could change with ``timing``."""
-    spans = None if timing.spans is None else [list(s) for s in timing.spans]
-    return KernelTiming(timing.cycles, timing.block_start.copy(), timing.block_end.copy(),
-                        {p: v.copy() for p, v in timing.pipe_busy.items()}, spans,
-                        timing.hbm_bytes, timing.l2_hit_bytes, timing.l2_bytes)
+def _pack(timing: KernelTiming) -> tuple:
+    """``timing`` as the kept replays hold it: its per-block arrays (start, end, each pipe's
+    busy cycles) stacked into one float64 array whose bytes are zlib-compressed (exact: the
+    bytes come back as they were; the rows repeat one value over the blocks more often
+    than not, so a 48-block timing keeps a few hundred bytes instead of a few KiB), the
+    rest as it is. A long run's kept replays are then a few objects each, which keeps its
+    RSS flat once the store is full and nearly so while it fills (``bench_soak.py``)."""
+    pipes = tuple(timing.pipe_busy)
+    rows = np.stack([timing.block_start, timing.block_end,
+                     *(timing.pipe_busy[p] for p in pipes)]).astype(np.float64, copy=False)
+    spans = None if timing.spans is None else tuple(tuple(s) for s in timing.spans)
+    return (zlib.compress(rows.tobytes(), 1), rows.shape, pipes, timing.cycles, spans,
+            timing.hbm_bytes, timing.l2_hit_bytes, timing.l2_bytes)
+
+
+def _unpack(kept: tuple) -> KernelTiming:
+    """A fresh :class:`KernelTiming` from :func:`_pack`'s form: nothing in it is shared with
+    the kept replay, so a caller may change it."""
+    data, shape, pipes, cycles, spans, hbm, l2_hit, l2 = kept
+    rows = np.frombuffer(zlib.decompress(data), np.float64).reshape(shape).copy()
+    busy = {p: rows[2 + i] for i, p in enumerate(pipes)}
+    spans = None if spans is None else [list(s) for s in spans]
+    return KernelTiming(cycles, rows[0], rows[1], busy, spans, hbm, l2_hit, l2)
 
 
 def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
