@@ -846,3 +846,4 @@ def _ld_dev(rt, src, offset):
     v = np.array([g.GetValue(0)], dt)
     return int(np.concatenate([v.view(np.uint8), np.zeros(8 - dt.itemsize, np.uint8)])
                .view(np.uint64)[0])
+from npusim.cpp import dispatch_cube  # noqa: E402,F401  (the cube intrinsics register here)
