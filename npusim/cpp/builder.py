@@ -28,7 +28,7 @@ from npusim.errors import NpuSimError
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 #: Bumped when the source rewrite or the unit's layout changes, so that cached builds are
 #: rebuilt (the intrinsic layer's files and GLUE are hashed themselves).
-GLUE_VERSION = "1"
+GLUE_VERSION = "2"
 
 #: Ascend C's CPU-debug build of an A2/A3 (dav-c220, __NPU_ARCH__ 2201) AIV or AIC kernel:
 #: the definitions of Huawei's own unit-test build for ascend910B1.
@@ -231,6 +231,12 @@ extern "C" void npusim_reset_core_state()
 {
     (AscendC::ConstDefiner::Instance().*npusim_member(NpusimAllocatorUsed{})).clear();
 }
+/* The system workspace (the Matmul API's message area, GetSysWorkSpacePtr): in CPU mode the
+ * closed library defines these; npusim sets it per launch from the kernel's workspace
+ * parameter (npusim.cpp.workspace_parameter). */
+__gm__ uint8_t* __gm__ GetSysWorkSpacePtr() { return g_sysWorkspaceReserved; }
+void SetSysWorkSpacePtr(__gm__ uint8_t* workspace) { g_sysWorkspaceReserved = workspace; }
+extern "C" void npusim_set_sys_workspace(uint8_t* workspace) { g_sysWorkspaceReserved = workspace; }
 /* The headers' process lock (kernel_process_lock.h): npusim runs one core at a time. */
 namespace AscendC {
 ProcessLock* ProcessLock::processLock = nullptr;
@@ -244,6 +250,69 @@ int ProcessLock::Write() { return 0; }
 int ProcessLock::Unlock() { return 0; }
 }
 """
+
+
+#: A source whose host code uses Ascend C's host tiling API (PlatformAscendC, the Matmul tiling).
+_HOST_TILING = re.compile(r'#\s*include\s*["<]tiling/(tiling_api|platform/platform_ascendc)\.h[">]')
+#: The host tiling sources compiled for it (the user's headers' own, under impl/adv_api/tiling).
+HOST_TILING_SOURCES = ("matmul/bmm_tiling.cpp", "matmul/math_util.cpp", "matmul/matmul_tiling.cpp",
+                       "matmul/matmul_tiling_algorithm.cpp", "matmul/matmul_tiling_base.cpp")
+
+
+#: npusim's stand-ins the host tiling sources compile against (their hash keys the library).
+_TILING_STANDINS = ("register/tilingdata_base.h", "platform/soc_spec.h", "dlog_pub.h",
+                    "securec.h", "graph/types.h", "graph/tensor.h", "npusim_tiling_support.cpp")
+#: Headers at the paths a CANN installation puts them, forwarding to the devkit's own
+#: (written into the cache): path -> the devkit file.
+INSTALL_PATHS = {"tiling/tiling_api.h": "include/adv_api/tiling_api.h",
+                 "lib/matmul_intf.h": "include/adv_api/matmul/matmul_intf.h"}
+
+
+def install_layout(devkit: Path, gen: Path) -> None:
+    """Write ``gen/<path>`` forwarding to the devkit's file for each of INSTALL_PATHS."""
+    for rel, target in INSTALL_PATHS.items():
+        fwd = gen / rel
+        if not fwd.is_file() and (devkit / target).is_file():
+            fwd.parent.mkdir(parents=True, exist_ok=True)
+            fwd.write_text(f'#include "{devkit / target}"\n')
+
+
+def host_tiling_library(cxx: str, devkit: Path, gen: Path) -> Path:
+    """A static library of the devkit's own host tiling sources (HOST_TILING_SOURCES, as
+    CANN's ``tiling_api`` library holds them) compiled against npusim's stand-ins for the
+    closed CANN pieces they include (``register/tilingdata_base.h``, ``platform/soc_spec.h``,
+    ``dlog_pub.h``, ``securec.h``; include/), built once per devkit, compiler and layer
+    (about 45 s).
+
+    Raises:
+        CppBuildError: a source failed to compile (its messages).
+    """
+    h = hashlib.sha256(cxx.encode())
+    for name in _TILING_STANDINS:                  # what the sources see of npusim's layer
+        h.update((INCLUDE_DIR / name).read_bytes())
+    key = h.hexdigest()[:16]
+    out = gen / f"host-tiling-{key}"
+    lib = out / "libnpusim_tiling.a"
+    if lib.is_file():
+        return lib
+    out.mkdir(parents=True, exist_ok=True)
+    tiling = devkit / "impl" / "adv_api" / "tiling"
+    incs = [INCLUDE_DIR, gen, *include_dirs(devkit), devkit / "impl" / "adv_api",
+            tiling / "matmul"]
+    objs = []
+    for src in [tiling / s for s in HOST_TILING_SOURCES] + [INCLUDE_DIR / "npusim_tiling_support.cpp"]:
+        obj = out / (src.stem + ".o")
+        r = subprocess.run([cxx, "-std=c++17", "-fPIC", "-O1", "-w", "-c",
+                            *[f"-I{p}" for p in incs], "-o", str(obj), str(src)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            msg = "\n".join(line for line in r.stderr.splitlines() if "error" in line)[:4000]
+            raise CppBuildError(f"compiling the host tiling source {src.name} failed:\n{msg}")
+        objs.append(str(obj))
+    tmp = out / f"lib.{os.getpid()}.a"
+    subprocess.run(["ar", "rcs", str(tmp), *objs], check=True, capture_output=True)
+    os.replace(tmp, lib)
+    return lib
 
 
 def _precompiled_header(cxx: str, flags: list, incs: list, gen: Path) -> Path | None:
@@ -267,6 +336,20 @@ def _precompiled_header(cxx: str, flags: list, incs: list, gen: Path) -> Path | 
         return None
     os.replace(tmp, gch)
     return d
+
+
+def workspace_parameters(text: str) -> dict:
+    """Kernel name -> the index of its parameter named like ``workspace`` (the system
+    workspace a launch hands the kernel: GetSysWorkSpacePtr in CPU mode), for the
+    ``__global__`` functions of a source that have one."""
+    out = {}
+    for m in re.finditer(r"__global__[^(;{]*?\b([A-Za-z_]\w*)\s*\(([^)]*)\)", text):
+        params = [p.strip() for p in m.group(2).split(",")]
+        for i, p in enumerate(params):
+            if re.search(r"\b\w*workspace\w*\s*$", p, re.I):
+                out[m.group(1)] = i
+                break
+    return out
 
 
 def kernel_core(text: str) -> str:
@@ -318,8 +401,13 @@ def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, de
         raise CppBuildError(f"core {core!r}: use 'aiv' or 'aic'")
     devkit = find_devkit(devkit)
     cxx = find_compiler()
+    text = source.read_text(errors="replace")
+    host_tiling = bool(_HOST_TILING.search(text))
+    # a program with host tiling builds as the headers' host side too (__NPU_HOST__): their
+    # DT_* data-type macros (kernel_type.h) would otherwise replace the names of the tiling
+    # API's matmul_tiling::DataType
     flags = ["-std=c++17", "-shared", "-fPIC", opt, "-w", *ARCH_DEFINES[core],
-             *[f"-D{d}" for d in defines]]
+             *(["-D__NPU_HOST__"] if host_tiling else []), *[f"-D{d}" for d in defines]]
     h = hashlib.sha256()
     h.update(source.read_bytes())
     for p in sorted(source.parent.glob("*.h")):
@@ -338,19 +426,23 @@ def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, de
         (str(devkit) + _devkit_version(devkit)).encode()).hexdigest()[:16]
     gen.mkdir(parents=True, exist_ok=True)
     kernel_tiling_header(devkit, gen)
+    install_layout(devkit, gen)
     hooks = gen / "npusim_check_hooks.cpp"
     if not hooks.is_file():
         hooks.write_text('#include "kernel_operator.h"\n' + check_hooks(devkit))
     incs = [INCLUDE_DIR, gen, source.parent, *map(Path, include), *include_dirs(devkit)]
+    libs = [str(host_tiling_library(cxx, devkit, gen))] if host_tiling else []
     pch_dir = _precompiled_header(cxx, flags, incs, gen) if pch else None
     unit = out / "kernel_unit.cpp"
     unit.write_text(('#include "npusim_pch.h"\n' if pch_dir else '') +
                     '#include "npusim_launch.h"\n'
                     f'#line 1 "{source}"\n' + rewrite_source(source.read_text(errors="replace"))
                     + "\n" + GLUE + f'#include "{hooks}"\n'
-                    + f'#include "{INCLUDE_DIR / "npusim_runtime.cpp"}"\n')
+                    + f'#include "{INCLUDE_DIR / "npusim_runtime.cpp"}"\n'
+                    + (f'#include "{INCLUDE_DIR / "npusim_platform.cpp"}"\n' if host_tiling
+                       else ""))
     cmd = [cxx, *flags, *[f"-I{p}" for p in ([pch_dir] if pch_dir else []) + incs], "-o",
-           str(out / "tmp.so"), str(unit)]
+           str(out / "tmp.so"), str(unit), *libs]
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - t0

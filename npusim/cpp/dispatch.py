@@ -477,6 +477,8 @@ class HostSession:
         self.profiles: list = []
         self.host_buffers: dict = {}
         self.kernel_type = None          # KERNEL_TYPE_AIC_ONLY for a cube kernel
+        #: kernel name -> index of its workspace parameter (GetSysWorkSpacePtr's value)
+        self.workspace_params: dict = {}
 
 
 def _host(rt) -> HostSession:
@@ -492,7 +494,7 @@ def _ok(rt, *args):
 
 
 for _n in ("aclInit", "aclFinalize", "aclrtSetDevice", "aclrtResetDevice", "aclrtDestroyStream",
-           "aclrtSynchronizeStream"):
+           "aclrtSynchronizeStream", "aclrtDestroyContext", "aclrtSynchronizeDevice"):
     HANDLERS[_n] = _ok
 
 
@@ -500,6 +502,14 @@ for _n in ("aclInit", "aclFinalize", "aclrtSetDevice", "aclrtResetDevice", "aclr
 def _create_stream(rt, stream_p):
     _host(rt)
     ctypes.c_void_p.from_address(int(stream_p)).value = 0x5
+    return 0
+
+
+@handler("aclrtCreateContext")
+def _create_context(rt, context_p, device_id=0):
+    """One device, one context: a non-null handle."""
+    _host(rt)
+    ctypes.c_void_p.from_address(int(context_p)).value = 0x7
     return 0
 
 
@@ -584,8 +594,13 @@ def _launch(rt, fn, block_dim, stream, name_p, *args):
     cfn = ctypes.CFUNCTYPE(None, *[t for t, _ in types_values])(int(fn))
     values = tuple(v for _, v in types_values)
 
+    ws = h.workspace_params.get(name.split("<")[0].split("::")[-1])
+    workspace = int(args[ws]) if ws is not None and ws < len(args) else 0
+
     def block(*a):
         ctx = _core.current_core()
+        if hasattr(rt.lib, "npusim_set_sys_workspace"):
+            rt.lib.npusim_set_sys_workspace(ctypes.c_void_p(workspace or None))
         core_type = {_core.AIC: 1, _core.AIV: 2}.get(ctx.core_kind, 0)
         rt.begin_block(ctx, ctx.block_idx, ctx.block_num, ctx.sub_block_idx, ctx.task_ratio,
                        core_type)
@@ -847,3 +862,4 @@ def _ld_dev(rt, src, offset):
     return int(np.concatenate([v.view(np.uint8), np.zeros(8 - dt.itemsize, np.uint8)])
                .view(np.uint64)[0])
 from npusim.cpp import dispatch_cube  # noqa: E402,F401  (the cube intrinsics register here)
+from npusim.cpp import host_platform  # noqa: E402,F401  (PlatformAscendC answers from here)

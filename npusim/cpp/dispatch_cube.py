@@ -263,3 +263,24 @@ def _set_l3d_rpt(rt, config):
     from npusim.ascendc.cube import load3d
     load3d.SetLoadDataRepeat(load3d.LoadDataRepeatParam(config & 0xFFFF, (config >> 16) & 0xFF,
                                                         (config >> 24) & 1))
+
+
+@handler("img2colv2_cbuf_to_ca", "img2colv2_cbuf_to_cb")
+def _img2colv2(rt, dst, src, k_ext, m_ext, k_start, m_start, stride_w, stride_h, filter_w,
+               filter_h, dilation_w, dilation_h, filter_size_w, filter_size_h, transpose,
+               fmatrix_ctrl, channel):
+    """Load3Dv2 L1 -> L0A/L0B: LoadData with LoadData3DParamsV2 reading the fmatrix and
+    padding registers (IsResetLoad3dConfig{false, false}). The fields are cut to their widths
+    (16 bits; 6 for the strides, 8 for the filter and dilation sizes): the headers' "Pro"
+    form passes whole config words shifted."""
+    from npusim.ascendc.cube import load3d
+    p = load3d.LoadData3DParamsV2(
+        kExtension=k_ext & 0xFFFF, mExtension=m_ext & 0xFFFF, kStartPt=k_start & 0xFFFF,
+        mStartPt=m_start & 0xFFFF, strideW=stride_w & 0x3F, strideH=stride_h & 0x3F,
+        filterW=filter_w & 0xFF, filterH=filter_h & 0xFF, dilationFilterW=dilation_w & 0xFF,
+        dilationFilterH=dilation_h & 0xFF, filterSizeW=bool(filter_size_w & 1),
+        filterSizeH=bool(filter_size_h & 1), enTranspose=bool(transpose & 1),
+        fMatrixCtrl=bool(fmatrix_ctrl & 1), channelSize=channel & 0xFFFF)
+    d = _local(rt, dst, "LoadData")
+    _cube().LoadData(d, _local(rt, src, "LoadData", d.dtype), p,
+                     load3d.IsResetLoad3dConfig(False, False))
