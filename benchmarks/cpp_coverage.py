@@ -55,7 +55,8 @@ def main() -> None:
             done[rec["name"].split(" (")[0]] = rec
     with open(args.jsonl, "a") as out:
         for d in found:
-            if args.only and not any(k in str(d) for k in args.only):
+            if args.only and not any((k == str(d)) if os.path.isdir(k) else (k in str(d))
+                                     for k in args.only):     # a folder: that sample alone
                 continue
             if str(d) in done:
                 continue

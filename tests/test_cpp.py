@@ -299,3 +299,24 @@ def test_cube_intrinsics_run_a_matmul(tmp_path):
     np.testing.assert_allclose(c, golden, rtol=1e-5, atol=1e-4)
     for pipe in ("aic_mte2_time", "aic_mte1_time", "aic_mac_time", "aic_fixpipe_time"):
         assert prof.pipe_time_us.get(pipe, 0) > 0, pipe
+
+
+def test_platform_ascendc_answers_from_the_named_preset(devkit, tmp_path):
+    """PlatformAscendC (npusim's, over the devkit's platform_ascendc.h) reports the preset the
+    program names: Ascend910B4's 20 AICs and 40 AIVs, UB and L1 less the 256 B the Matmul API
+    keeps on Ascend910B, 16 MiB of library workspace on dav-2201, SocVersion ASCEND910B (1);
+    and a tilingdata_base.h structure saves the kernel struct's bytes."""
+    from npusim.cpp.dispatch import KernelRuntime
+    src = ROOT / "tests" / "cpp_kernels" / "platform_query.cpp"
+    lib = tmp_path / "platform_query.so"
+    subprocess.run([_compiler(), "-std=c++17", "-shared", "-fPIC", "-O1", "-w",
+                    f"-I{builder.INCLUDE_DIR}", f"-I{devkit / 'include' / 'utils'}", "-o", str(lib),
+                    str(src)], check=True)
+    so = ctypes.CDLL(str(lib))
+    rt = KernelRuntime(so)
+    out = (ctypes.c_uint64 * 11)()
+    so.platform_report(b"Ascend910B4", out)
+    assert rt.error is None
+    assert list(out) == [20, 40, 20, 196608 - 256, 524288 - 256, 131072, 1024, 2048, 16 << 20,
+                         1, 2201]
+    assert so.tiling_round_trip() == 1

@@ -320,7 +320,8 @@ def _precompiled_header(cxx: str, flags: list, incs: list, gen: Path) -> Path | 
     precompiled form for these flags, built on first use; None when the compiler cannot
     (the build then parses the headers itself)."""
     cflags = [f for f in flags if f != "-shared"]
-    key = hashlib.sha256((cxx + " ".join(cflags)).encode()).hexdigest()[:16]
+    # npusim's own layer is part of the precompiled header (stub_def.h, stub_fun.h...)
+    key = hashlib.sha256((cxx + " ".join(cflags) + _own_layer_hash()).encode()).hexdigest()[:16]
     d = gen / f"pch-{key}"
     gch = d / "npusim_pch.h.gch"
     if gch.is_file():
