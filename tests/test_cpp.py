@@ -320,3 +320,17 @@ def test_platform_ascendc_answers_from_the_named_preset(devkit, tmp_path):
     assert list(out) == [20, 40, 20, 196608 - 256, 524288 - 256, 131072, 1024, 2048, 16 << 20,
                          1, 2201]
     assert so.tiling_round_trip() == 1
+
+
+def test_kernel_core_reads_the_qualifiers_in_either_order():
+    assert builder.kernel_core('extern "C" __cube__ __global__ void k(GM_ADDR x) {}') == "aic"
+    assert builder.kernel_core("__global__ __cube__ void k(GM_ADDR x) {}") == "aic"
+    assert builder.kernel_core("__vector__ __global__ void k(GM_ADDR x) {}") == "aiv"
+    assert builder.kernel_core("__global__ __aicore__ void k(GM_ADDR x) {}") == "aiv"
+    assert builder.workspace_parameters(
+        "__global__ __cube__ void mm(GM_ADDR a, __kfc_workspace__ GM_ADDR workspace, GM_ADDR t)"
+    ) == {"mm": 1}
+    assert builder.kernel_core('#include "lib/matmul_intf.h"\n__global__ __aicore__ void k() {}') \
+        == "mix"
+    assert builder.kernel_core('#define ASCENDC_CUBE_ONLY\n#include "lib/matmul_intf.h"\n'
+                               "__global__ __aicore__ void k() {}") == "aic"

@@ -356,11 +356,18 @@ def workspace_parameters(text: str) -> dict:
 def kernel_core(text: str) -> str:
     """"aiv", "aic" or "mix": the cores a source's kernels run on, from their ``__vector__`` /
     ``__cube__`` / ``__mix__`` qualifiers or ``KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_...)``
-    (a vector kernel when nothing says otherwise)."""
+    (a vector kernel when nothing says otherwise; a kernel using the Matmul API without
+    ``ASCENDC_CUBE_ONLY`` or ``__cube__`` is MIX: the library runs on the AIC for the AIVs)."""
     if re.search(r"__mix__|KERNEL_TYPE_MIX", text):
         return "mix"
-    cube = re.search(r"__global__[^;{(]*__cube__|KERNEL_TYPE_AIC_ONLY", text)
-    vec = re.search(r"__global__[^;{(]*__vector__|KERNEL_TYPE_AIV_ONLY", text)
+    if (re.search(r'#\s*include\s*["<]lib/matmul_intf\.h', text) and "ASCENDC_CUBE_ONLY" not in text
+            and not re.search(r"__global__[^;{(]*__cube__|__cube__[^;{(]*__global__", text)):
+        return "mix"        # the Matmul API from vector code: its AIC serves it (KFC messages)
+    # the qualifiers in either order (``__global__ __cube__`` or ``__cube__ __global__``)
+    cube = re.search(r"__global__[^;{(]*__cube__|__cube__[^;{(]*__global__|KERNEL_TYPE_AIC_ONLY|"
+                     r"#\s*define\s+ASCENDC_CUBE_ONLY", text)
+    vec = re.search(r"__global__[^;{(]*__vector__|__vector__[^;{(]*__global__|"
+                    r"KERNEL_TYPE_AIV_ONLY", text)
     if cube and vec:
         return "mix"
     return "aic" if cube else "aiv"
