@@ -334,3 +334,29 @@ def test_kernel_core_reads_the_qualifiers_in_either_order():
         == "mix"
     assert builder.kernel_core('#define ASCENDC_CUBE_ONLY\n#include "lib/matmul_intf.h"\n'
                                "__global__ __aicore__ void k() {}") == "aic"
+
+
+@needs_compiler
+def test_vmrgsort4_merges_the_queues_it_is_given(tmp_path):
+    """vmrgsort4 (MrgSort) with the queue addresses in an array, lengths and validBit packed
+    as the headers pack them: two descending queues merge into one (numpy's stable sort of
+    the scores, descending), and VMS4_SR reports 16 taken from each."""
+    from npusim.gm import GlobalMemory
+    from npusim.launch import run_kernel
+    from npusim.soc import get_soc
+    kernel = _stub_kernel(tmp_path, "vector_intrinsics.cpp", "merge_two", "aiv")
+    soc = get_soc("Ascend910B1")
+    gm = GlobalMemory(soc.memory_size)
+    rng = np.random.default_rng(11)
+    st = np.dtype([("score", np.float32), ("index", np.uint32)])
+    qs = np.zeros(32, st)
+    qs["score"] = np.concatenate([-np.sort(-rng.permutation(64)[:16]),
+                                  -np.sort(-rng.permutation(64)[:16] - 0.5)]).astype(np.float32)
+    qs["index"] = np.arange(32)
+    src, dst, sr = gm.malloc(256), gm.malloc(256), gm.malloc(32)
+    gm.write(src, qs.view(np.uint8))
+    run_kernel(kernel, 1, (src, dst, sr), soc=soc, gm=gm)
+    out = np.frombuffer(gm.view(dst, 256), st)
+    golden = qs[np.argsort(-qs["score"], kind="stable")]
+    assert np.array_equal(out, golden)
+    assert np.frombuffer(gm.view(sr, 8), np.int64)[0] == 16 | (16 << 16)

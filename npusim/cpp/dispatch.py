@@ -863,3 +863,26 @@ def _ld_dev(rt, src, offset):
                .view(np.uint64)[0])
 from npusim.cpp import dispatch_cube  # noqa: E402,F401  (the cube intrinsics register here)
 from npusim.cpp import host_platform  # noqa: E402,F401  (PlatformAscendC answers from here)
+
+
+# -- the 4-way merge sort (MrgSort; dav_c220 kernel_operator_proposal_impl.h) -------------------
+@handler("vmrgsort4")
+def _vmrgsort4(rt, dst, addr_array, lengths, config):
+    """MrgSort: ``addr_array`` holds the four queues' UB addresses (null for unused ones),
+    ``lengths`` their lengths (16 bits each, queue 0 lowest), ``config`` repeatTimes [7:0],
+    validBit [11:8], isExhaustedSuspension [12]. The counts merged per queue are kept for
+    ``get_vms4_sr`` (VMS4_SR: 16 bits per queue)."""
+    from npusim.ascendc.sort import MrgSort, MrgSortSrcList
+    ptrs = (ctypes.c_uint64 * 4).from_address(int(addr_array))
+    d = rt.local(dst, "MrgSort")
+    queues = [rt.local(Ptr(p), "MrgSort", d.dtype) if p else None for p in ptrs]
+    counts = [(lengths >> (16 * i)) & 0xFFFF for i in range(4)]
+    sorted_num = [0, 0, 0, 0]
+    MrgSort(d, MrgSortSrcList(*queues), counts, sorted_num, (config >> 8) & 0xF,
+            config & 0xFF, bool((config >> 12) & 1))
+    rt.ctx.cpp_vms4_sr = sum((int(n) & 0xFFFF) << (16 * i) for i, n in enumerate(sorted_num))
+
+
+@handler("get_vms4_sr")
+def _get_vms4_sr(rt):
+    return getattr(rt.ctx, "cpp_vms4_sr", 0)
