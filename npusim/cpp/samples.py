@@ -159,6 +159,33 @@ def coverage_table(results: list[SampleResult], root: Path) -> str:
     return "\n".join(rows) + "\n"
 
 
+#: Failure causes, by the reason's text (the first match names the group).
+CAUSES = (
+    ("MIX kernel (AIC + AIVs: KFC messages, cross-core flags)", r"MIX kernel|ffts_cross_core|"
+     r"crosscore|cross_core|__kfc_workspace__"),
+    ("blocks waiting for each other (IBSet/IBWait, SyncAll)", r"hangs|timeout|ib_wait|SyncAll"),
+    ("int4 forms", r"_s4\b|int4|s4 "),
+    ("an intrinsic not forwarded yet", r"not modelled by npusim's C\+\+ front end"),
+    ("a closed CPU-library function or header", r"undefined symbol|No such file|asc_dump"),
+    ("checker finding", r"GmAccessError|UbError|SyncError"),
+    ("result differs (verify_result.py)", r"^verify"),
+    ("sample tooling (gen_data.py)", r"gen_data"),
+)
+
+
+def failure_groups(results: list[SampleResult]) -> list[tuple[str, list[str]]]:
+    """(cause, samples) for the samples not correct, grouped by CAUSES ("other" last)."""
+    import re as _re
+    groups: dict = {}
+    for r in results:
+        if r.correct:
+            continue
+        cause = next((c for c, pat in CAUSES if _re.search(pat, r.reason)), "other")
+        groups.setdefault(cause, []).append(r.name)
+    order = [c for c, _ in CAUSES] + ["other"]
+    return [(c, groups[c]) for c in order if c in groups]
+
+
 def coverage_page(results: list[SampleResult], root: Path, total: int,
                   untried: list | None = None) -> str:
     """docs/cpp_coverage.md: the counts, the table, and the A2 samples not tried."""
@@ -179,10 +206,13 @@ def coverage_page(results: list[SampleResult], root: Path, total: int,
         "(an error's location reads `<frozen runpy>`: it has no Python frame of the kernel's own,\n"
         "and npusim does not yet name the C++ line).\n\n")
     page = head + coverage_table(results, root)
+    groups = failure_groups(results)
+    if groups:
+        page += "\nThe samples not correct, by cause:\n\n| cause | samples |\n|---|---|\n"
+        page += "".join(f"| {cause} | {len(names)} |\n" for cause, names in groups)
     if untried:
-        page += ("\nNot tried in this run (for time; the cube, MIX and Matmul API samples among "
-                 "them need the cube intrinsics and MIX launches npusim.cpp does not forward "
-                 "yet, docs/cpp.md; the kind is npusim.cpp.builder.kernel_core's guess):\n\n")
+        page += ("\nNot tried in this run (for time; the kind is "
+                 "npusim.cpp.builder.kernel_core's):\n\n")
         page += "".join(f"- {os.path.relpath(str(d), root).replace('examples/01_simd_cpp_api/', '')}"
                         f" ({kind})\n" for d, kind in untried)
     return page
