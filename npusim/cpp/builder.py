@@ -440,7 +440,12 @@ def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, de
         hooks.write_text('#include "kernel_operator.h"\n' + check_hooks(devkit))
     incs = [INCLUDE_DIR, gen, source.parent, *map(Path, include), *include_dirs(devkit)]
     libs = [str(host_tiling_library(cxx, devkit, gen))] if host_tiling else []
-    pch_dir = _precompiled_header(cxx, flags, incs, gen) if pch else None
+    # the user's -D definitions stay out of the precompiled header's flags: the headers do
+    # not read them (GCC takes a header precompiled without a macro the source defines when
+    # the header does not use it), so one header serves every SCENARIO_NUM of a sample
+    user = {f"-D{d}" for d in defines}
+    pch_dir = _precompiled_header(cxx, [f for f in flags if f not in user], incs, gen) \
+        if pch else None
     unit = out / "kernel_unit.cpp"
     unit.write_text(('#include "npusim_pch.h"\n' if pch_dir else '') +
                     '#include "npusim_launch.h"\n'
