@@ -275,15 +275,16 @@ def _stub_kernel(tmp_path, name: str, function: str, core: str):
 
 
 @needs_compiler
-def test_cube_intrinsics_run_a_matmul(tmp_path):
-    """nd2nz, Load2D (with the per-fractal transpose), mad (start at 0, then accumulate) and
-    the NZ -> ND Fixpipe, as a C++ kernel calls them: C = 2 A B against numpy, on PIPE_MTE2,
-    MTE1, M and FIX."""
+@pytest.mark.parametrize("function", ["cube_matmul", "cube_matmul_load3d"])
+def test_cube_intrinsics_run_a_matmul(tmp_path, function):
+    """nd2nz, Load2D (with the per-fractal transpose) or Load3Dv2 (img2colv2 after
+    set_fmatrix), mad (start at 0, then accumulate) and the NZ -> ND Fixpipe, as a C++
+    kernel calls them: C = 2 A B against numpy, on PIPE_MTE2, MTE1, M and FIX."""
     from npusim.ascendc.types import KernelMetaType
     from npusim.gm import GlobalMemory
     from npusim.launch import run_kernel
     from npusim.soc import get_soc
-    kernel = _stub_kernel(tmp_path, "cube_intrinsics.cpp", "cube_matmul", "aic")
+    kernel = _stub_kernel(tmp_path, "cube_intrinsics.cpp", function, "aic")
     soc = get_soc("Ascend910B1")
     gm = GlobalMemory(soc.memory_size)
     rng = np.random.default_rng(5)
