@@ -147,13 +147,15 @@ def run_sample(d: Path, *, soc: str = "Ascend910B1", devkit=None, defines=(),
     return res
 
 
-def coverage_table(results: list[SampleResult], root: Path) -> str:
-    """docs/cpp_coverage.md's table."""
+def coverage_table(results: list[SampleResult], root: Path, earlier=frozenset()) -> str:
+    """docs/cpp_coverage.md's table (names in ``earlier`` marked †)."""
     rows = ["| sample | compiled | ran | correct | Task Duration (us) | reason |",
             "|---|---|---|---|---|---|"]
     yes = {True: "yes", False: "no"}
     for r in results:
         name = os.path.relpath(r.name, root).replace("examples/01_simd_cpp_api/", "")
+        if r.name.split(" (")[0] in earlier:
+            name += " †"
         rows.append(f"| {name} | {yes[r.compiled]} | {yes[r.ran]} | {yes[r.correct]} | "
                     f"{', '.join(map(str, r.task_us))} | {r.reason.replace('|', '/')} |")
     return "\n".join(rows) + "\n"
@@ -187,8 +189,9 @@ def failure_groups(results: list[SampleResult]) -> list[tuple[str, list[str]]]:
 
 
 def coverage_page(results: list[SampleResult], root: Path, total: int,
-                  untried: list | None = None) -> str:
-    """docs/cpp_coverage.md: the counts, the table, and the A2 samples not tried."""
+                  untried: list | None = None, earlier=frozenset()) -> str:
+    """docs/cpp_coverage.md: the counts, the table, and the A2 samples not tried; rows of
+    ``earlier`` (sample folders) are marked as results of an earlier run."""
     n = len(results)
     comp = sum(r.compiled for r in results)
     ran = sum(r.ran for r in results)
@@ -205,7 +208,10 @@ def coverage_page(results: list[SampleResult], root: Path, total: int,
         "Task Duration is the simulated time of each launch. The reason is the first failure\n"
         "(an error's location reads `<frozen runpy>`: it has no Python frame of the kernel's own,\n"
         "and npusim does not yet name the C++ line).\n\n")
-    page = head + coverage_table(results, root)
+    if earlier:
+        head += ("† a result of the previous run, not measured again in this one (for time: "
+                 "vector samples whose code paths did not change).\n\n")
+    page = head + coverage_table(results, root, earlier)
     groups = failure_groups(results)
     if groups:
         page += "\nThe samples not correct, by cause:\n\n| cause | samples |\n|---|---|\n"
