@@ -361,3 +361,14 @@ def test_vmrgsort4_merges_the_queues_it_is_given(tmp_path):
     golden = qs[np.argsort(-qs["score"], kind="stable")]
     assert np.array_equal(out, golden)
     assert np.frombuffer(gm.view(sr, 8), np.int64)[0] == 16 | (16 << 16)
+
+
+def test_sample_cmake_definitions_fill_in_the_architecture(tmp_path):
+    """A sample's add_definitions(-DASC_ARCHITECTURES=${ARCH_NUM}) becomes the A2 number
+    (fixpipe_l0c2l1 sizes its output by it); SCENARIO_NUM stays the README's business."""
+    from npusim.cpp.samples import cmake_defines
+    (tmp_path / "CMakeLists.txt").write_text(
+        'string(REGEX MATCH "([0-9]+)" ARCH_NUM "${CMAKE_ASC_ARCHITECTURES}")\n'
+        "add_definitions(-DASC_ARCHITECTURES=${ARCH_NUM} -DSCENARIO_NUM=${SCENARIO_NUM})\n"
+        "add_definitions(-DUSE_FAST=1)\n")
+    assert cmake_defines(tmp_path) == ["ASC_ARCHITECTURES=2201", "USE_FAST=1"]

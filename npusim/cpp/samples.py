@@ -71,6 +71,21 @@ def scenario(d: Path) -> str | None:
     return m.group(1) if m else "0"
 
 
+def cmake_defines(d: Path, arch: str = "2201") -> list[str]:
+    """The ``add_definitions(-DNAME=value)`` of a sample's CMake build, with the
+    architecture number its CMake derives from CMAKE_ASC_ARCHITECTURES (``${ARCH_NUM}``,
+    dav-2201 for Atlas A2) filled in."""
+    cmake = d / "CMakeLists.txt"
+    if not cmake.is_file():
+        return []
+    out = []
+    for m in re.finditer(r"add_definitions\(([^)]*)\)", cmake.read_text(errors="replace")):
+        for flag in m.group(1).split():
+            if flag.startswith("-D") and "SCENARIO_NUM" not in flag:
+                out.append(flag[2:].replace("${ARCH_NUM}", arch))
+    return [x for x in out if "${" not in x]
+
+
 def _readme_command(d: Path, script: str, values: dict) -> list[str] | None:
     """The README's command line running ``scripts/<script>`` (its arguments, with
     ``$NAME`` replaced from ``values``), if any."""
@@ -98,6 +113,7 @@ def run_sample(d: Path, *, soc: str = "Ascend910B1", devkit=None, defines=(),
         return res
     py = sys.executable
     values = {}
+    defines = (*defines, *cmake_defines(d))
     scen = scenario(d)
     if scen is not None:
         values["SCENARIO_NUM"] = scen
