@@ -300,6 +300,8 @@ def test_cube_intrinsics_run_a_matmul(tmp_path, function):
     np.testing.assert_allclose(c, golden, rtol=1e-5, atol=1e-4)
     for pipe in ("aic_mte2_time", "aic_mte1_time", "aic_mac_time", "aic_fixpipe_time"):
         assert prof.pipe_time_us.get(pipe, 0) > 0, pipe
+    # set_nd_para also lands in the CPU library's copy the headers' checks read
+    assert ctypes.c_uint64.in_dll(kernel.lib, "g_fixpipeNdNzParam").value == 1
 
 
 def test_platform_ascendc_answers_from_the_named_preset(devkit, tmp_path):

@@ -34,6 +34,8 @@ Not modelled (a KernelError naming the intrinsic): int4 (``_s4``) forms, sparse 
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from npusim.ascendc import core as _core
@@ -168,6 +170,9 @@ def _fixpipe_regs(rt):
 @handler("set_nd_para")
 def _set_nd_para(rt, config):
     _cube().SetFixpipeNz2ndFlag(config & 0xFFFF, (config >> 16) & 0xFFFF, (config >> 32) & 0xFFFF)
+    # the CPU library's copy of the register, which the headers' own checks read
+    # (kernel_check_data_copy_util.h: "SetFixpipeNz2ndFlag was not called before ...")
+    ctypes.c_uint64.in_dll(rt.lib, "g_fixpipeNdNzParam").value = config & ((1 << 64) - 1)
 
 
 @handler("set_quant_pre")
