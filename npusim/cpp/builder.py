@@ -28,7 +28,7 @@ from npusim.errors import NpuSimError
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 #: Bumped when the source rewrite or the unit's layout changes, so that cached builds are
 #: rebuilt (the intrinsic layer's files and GLUE are hashed themselves).
-GLUE_VERSION = "2"
+GLUE_VERSION = "3"
 
 #: Ascend C's CPU-debug build of an A2/A3 (dav-c220, __NPU_ARCH__ 2201) AIV or AIC kernel:
 #: the definitions of Huawei's own unit-test build for ascend910B1.
@@ -237,6 +237,18 @@ extern "C" void npusim_reset_core_state()
 __gm__ uint8_t* __gm__ GetSysWorkSpacePtr() { return g_sysWorkspaceReserved; }
 void SetSysWorkSpacePtr(__gm__ uint8_t* workspace) { g_sysWorkspaceReserved = workspace; }
 extern "C" void npusim_set_sys_workspace(uint8_t* workspace) { g_sysWorkspaceReserved = workspace; }
+/* The size of a core buffer by its Hardware number (kernel_check_vec_util.h declares it for
+ * the CPU library's checks). */
+namespace AscendC {
+namespace check {
+uint64_t GetHardWarebufferSize(uint8_t index)
+{
+    auto& lens = AscendC::ConstDefiner::Instance().bufferInitLen;
+    auto it = lens.find(static_cast<AscendC::Hardware>(index));
+    return it == lens.end() ? 0 : it->second;
+}
+}  // namespace check
+}  // namespace AscendC
 /* The headers' process lock (kernel_process_lock.h): npusim runs one core at a time. */
 namespace AscendC {
 ProcessLock* ProcessLock::processLock = nullptr;
@@ -256,7 +268,8 @@ int ProcessLock::Unlock() { return 0; }
 _HOST_TILING = re.compile(r'#\s*include\s*["<]tiling/(tiling_api|platform/platform_ascendc)\.h[">]')
 #: The host tiling sources compiled for it (the user's headers' own, under impl/adv_api/tiling).
 HOST_TILING_SOURCES = ("matmul/bmm_tiling.cpp", "matmul/math_util.cpp", "matmul/matmul_tiling.cpp",
-                       "matmul/matmul_tiling_algorithm.cpp", "matmul/matmul_tiling_base.cpp")
+                       "matmul/matmul_tiling_algorithm.cpp", "matmul/matmul_tiling_base.cpp",
+                       "transpose/confusion_transpose_tiling_impl.cpp")
 
 
 #: npusim's stand-ins the host tiling sources compile against (their hash keys the library).
@@ -287,7 +300,7 @@ def host_tiling_library(cxx: str, devkit: Path, gen: Path) -> Path:
     Raises:
         CppBuildError: a source failed to compile (its messages).
     """
-    h = hashlib.sha256(cxx.encode())
+    h = hashlib.sha256((cxx + " ".join(HOST_TILING_SOURCES)).encode())
     for name in _TILING_STANDINS:                  # what the sources see of npusim's layer
         h.update((INCLUDE_DIR / name).read_bytes())
     key = h.hexdigest()[:16]

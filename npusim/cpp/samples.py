@@ -180,12 +180,13 @@ def coverage_table(results: list[SampleResult], root: Path, earlier=frozenset())
 #: Failure causes, by the reason's text (the first match names the group).
 CAUSES = (
     ("MIX kernel (AIC + AIVs: KFC messages, cross-core flags)", r"MIX kernel|ffts_cross_core|"
-     r"crosscore|cross_core|__kfc_workspace__"),
+     r"crosscore|cross_core|__kfc_workspace__|kfc"),
     ("blocks waiting for each other (IBSet/IBWait, SyncAll)", r"hangs|timeout|ib_wait|SyncAll"),
     ("int4 forms", r"_s4\b|int4|s4 "),
     ("an intrinsic not forwarded yet", r"not modelled by npusim's C\+\+ front end"),
     ("a closed CPU-library function or header", r"undefined symbol|No such file|asc_dump"),
     ("checker finding", r"GmAccessError|UbError|SyncError"),
+    ("Fixpipe channel split", r"channelSplit"),
     ("result differs (verify_result.py)", r"^verify"),
     ("sample tooling (gen_data.py)", r"gen_data"),
 )
