@@ -184,7 +184,8 @@ CAUSES = (
     ("blocks waiting for each other (IBSet/IBWait, SyncAll)", r"hangs|timeout|ib_wait|SyncAll"),
     ("int4 forms", r"_s4\b|int4|s4 "),
     ("an intrinsic not forwarded yet", r"not modelled by npusim's C\+\+ front end"),
-    ("a closed CPU-library function or header", r"undefined symbol|No such file|asc_dump"),
+    ("a symbol of the closed CPU library or of a host tiling source not compiled yet, or a "
+     "header", r"undefined symbol|No such file|asc_dump"),
     ("checker finding", r"GmAccessError|UbError|SyncError"),
     ("Fixpipe channel split", r"channelSplit"),
     ("result differs (verify_result.py)", r"^verify"),
@@ -220,7 +221,8 @@ def coverage_page(results: list[SampleResult], root: Path, total: int,
         "is built with g++ against the asc-devkit snapshot's headers (npusim.cpp), and run as its\n"
         "README runs it: `gen_data.py`, the program on a simulated Ascend910B1, then the README's\n"
         "`verify_result.py` command (`benchmarks/cpp_coverage.py`, `npusim.cpp.samples`).\n"
-        "Samples whose CMake build requires `SCENARIO_NUM` run the README's example value.\n\n"
+        "Samples whose CMake build requires `SCENARIO_NUM` run the README's example value;\n"
+        "the CMake's other `add_definitions` are passed too.\n\n"
         f"Tried {n} of the {total} A2 samples: **{comp} compiled, {ran} ran, {ok} correct**.\n"
         "Task Duration is the simulated time of each launch. The reason is the first failure\n"
         "(an error's location reads `<frozen runpy>`: it has no Python frame of the kernel's own,\n"
