@@ -45,6 +45,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=())
     ap.add_argument("--write", help="the Markdown file to write (docs/cpp_coverage.md)")
     ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--earlier", help="a file of sample folders whose records come from an "
+                    "earlier run (marked in the page)")
     args = ap.parse_args()
     devkit = builder.find_devkit()
     found = samples.find_samples(devkit)
@@ -55,7 +57,8 @@ def main() -> None:
             done[rec["name"].split(" (")[0]] = rec
     with open(args.jsonl, "a") as out:
         for d in found:
-            if args.only and not any(k in str(d) for k in args.only):
+            if args.only and not any((k == str(d)) if os.path.isdir(k) else (k in str(d))
+                                     for k in args.only):     # a folder: that sample alone
                 continue
             if str(d) in done:
                 continue
@@ -71,7 +74,9 @@ def main() -> None:
                    for d in found if str(d) in done]
         untried = [(d, builder.kernel_core(samples.sources(d)[0].read_text(errors="replace")))
                    for d in found if str(d) not in done]
-        Path(args.write).write_text(samples.coverage_page(results, devkit, len(found), untried))
+        earlier = frozenset(open(args.earlier).read().split()) if args.earlier else frozenset()
+        Path(args.write).write_text(samples.coverage_page(results, devkit, len(found), untried,
+                                                          earlier))
 
 
 if __name__ == "__main__":

@@ -261,3 +261,116 @@ def test_cli_without_headers_is_a_usage_error(monkeypatch, tmp_path, capsys):
         pytest.skip("no C++ compiler")
     assert main(["cpp", str(src)]) == 2
     assert "NPUSIM_ASC_DEVKIT" in capsys.readouterr().err
+
+
+# -- the cube intrinsics (npusim/cpp/dispatch_cube.py), without asc-devkit ---------------------
+def _stub_kernel(tmp_path, name: str, function: str, core: str):
+    """A kernel of tests/cpp_kernels compiled against npusim's intrinsic layer alone."""
+    import npusim.cpp as cpp
+    src = ROOT / "tests" / "cpp_kernels" / name
+    lib = tmp_path / (src.stem + ".so")
+    subprocess.run([_compiler(), "-std=c++17", "-shared", "-fPIC", "-O1", "-w",
+                    f"-I{builder.INCLUDE_DIR}", "-o", str(lib), str(src)], check=True)
+    return cpp.CppKernel(builder.Build(lib, 0.0, False, "", [], core), function, core)
+
+
+@needs_compiler
+@pytest.mark.parametrize("function", ["cube_matmul", "cube_matmul_load3d"])
+def test_cube_intrinsics_run_a_matmul(tmp_path, function):
+    """nd2nz, Load2D (with the per-fractal transpose) or Load3Dv2 (img2colv2 after
+    set_fmatrix), mad (start at 0, then accumulate) and the NZ -> ND Fixpipe, as a C++
+    kernel calls them: C = 2 A B against numpy, on PIPE_MTE2, MTE1, M and FIX."""
+    from npusim.ascendc.types import KernelMetaType
+    from npusim.gm import GlobalMemory
+    from npusim.launch import run_kernel
+    from npusim.soc import get_soc
+    kernel = _stub_kernel(tmp_path, "cube_intrinsics.cpp", function, "aic")
+    soc = get_soc("Ascend910B1")
+    gm = GlobalMemory(soc.memory_size)
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-2, 2, (32, 48)).astype(np.float16)
+    b = rng.uniform(-2, 2, (48, 32)).astype(np.float16)
+    pa, pb, pc = gm.malloc(a.nbytes), gm.malloc(b.nbytes), gm.malloc(32 * 32 * 4)
+    gm.write(pa, a)
+    gm.write(pb, b)
+    prof = run_kernel(kernel, 1, (pa, pb, pc), soc=soc, gm=gm,
+                      kernel_type=KernelMetaType.KERNEL_TYPE_AIC_ONLY)
+    c = np.frombuffer(gm.view(pc, 32 * 32 * 4), np.float32).reshape(32, 32)
+    golden = 2 * (a.astype(np.float64) @ b.astype(np.float64))
+    np.testing.assert_allclose(c, golden, rtol=1e-5, atol=1e-4)
+    for pipe in ("aic_mte2_time", "aic_mte1_time", "aic_mac_time", "aic_fixpipe_time"):
+        assert prof.pipe_time_us.get(pipe, 0) > 0, pipe
+    # set_nd_para also lands in the CPU library's copy the headers' checks read
+    assert ctypes.c_uint64.in_dll(kernel.lib, "g_fixpipeNdNzParam").value == 1
+
+
+def test_platform_ascendc_answers_from_the_named_preset(devkit, tmp_path):
+    """PlatformAscendC (npusim's, over the devkit's platform_ascendc.h) reports the preset the
+    program names: Ascend910B4's 20 AICs and 40 AIVs, UB and L1 less the 256 B the Matmul API
+    keeps on Ascend910B, 16 MiB of library workspace on dav-2201, SocVersion ASCEND910B (1);
+    and a tilingdata_base.h structure saves the kernel struct's bytes."""
+    from npusim.cpp.dispatch import KernelRuntime
+    src = ROOT / "tests" / "cpp_kernels" / "platform_query.cpp"
+    lib = tmp_path / "platform_query.so"
+    subprocess.run([_compiler(), "-std=c++17", "-shared", "-fPIC", "-O1", "-w",
+                    f"-I{builder.INCLUDE_DIR}", f"-I{devkit / 'include' / 'utils'}", "-o", str(lib),
+                    str(src)], check=True)
+    so = ctypes.CDLL(str(lib))
+    rt = KernelRuntime(so)
+    out = (ctypes.c_uint64 * 11)()
+    so.platform_report(b"Ascend910B4", out)
+    assert rt.error is None
+    assert list(out) == [20, 40, 20, 196608 - 256, 524288 - 256, 131072, 1024, 2048, 16 << 20,
+                         1, 2201]
+    assert so.tiling_round_trip() == 1
+
+
+def test_kernel_core_reads_the_qualifiers_in_either_order():
+    assert builder.kernel_core('extern "C" __cube__ __global__ void k(GM_ADDR x) {}') == "aic"
+    assert builder.kernel_core("__global__ __cube__ void k(GM_ADDR x) {}") == "aic"
+    assert builder.kernel_core("__vector__ __global__ void k(GM_ADDR x) {}") == "aiv"
+    assert builder.kernel_core("__global__ __aicore__ void k(GM_ADDR x) {}") == "aiv"
+    assert builder.workspace_parameters(
+        "__global__ __cube__ void mm(GM_ADDR a, __kfc_workspace__ GM_ADDR workspace, GM_ADDR t)"
+    ) == {"mm": 1}
+    assert builder.kernel_core('#include "lib/matmul_intf.h"\n__global__ __aicore__ void k() {}') \
+        == "mix"
+    assert builder.kernel_core('#define ASCENDC_CUBE_ONLY\n#include "lib/matmul_intf.h"\n'
+                               "__global__ __aicore__ void k() {}") == "aic"
+
+
+@needs_compiler
+def test_vmrgsort4_merges_the_queues_it_is_given(tmp_path):
+    """vmrgsort4 (MrgSort) with the queue addresses in an array, lengths and validBit packed
+    as the headers pack them: two descending queues merge into one (numpy's stable sort of
+    the scores, descending), and VMS4_SR reports 16 taken from each."""
+    from npusim.gm import GlobalMemory
+    from npusim.launch import run_kernel
+    from npusim.soc import get_soc
+    kernel = _stub_kernel(tmp_path, "vector_intrinsics.cpp", "merge_two", "aiv")
+    soc = get_soc("Ascend910B1")
+    gm = GlobalMemory(soc.memory_size)
+    rng = np.random.default_rng(11)
+    st = np.dtype([("score", np.float32), ("index", np.uint32)])
+    qs = np.zeros(32, st)
+    qs["score"] = np.concatenate([-np.sort(-rng.permutation(64)[:16]),
+                                  -np.sort(-rng.permutation(64)[:16] - 0.5)]).astype(np.float32)
+    qs["index"] = np.arange(32)
+    src, dst, sr = gm.malloc(256), gm.malloc(256), gm.malloc(32)
+    gm.write(src, qs.view(np.uint8))
+    run_kernel(kernel, 1, (src, dst, sr), soc=soc, gm=gm)
+    out = np.frombuffer(gm.view(dst, 256), st)
+    golden = qs[np.argsort(-qs["score"], kind="stable")]
+    assert np.array_equal(out, golden)
+    assert np.frombuffer(gm.view(sr, 8), np.int64)[0] == 16 | (16 << 16)
+
+
+def test_sample_cmake_definitions_fill_in_the_architecture(tmp_path):
+    """A sample's add_definitions(-DASC_ARCHITECTURES=${ARCH_NUM}) becomes the A2 number
+    (fixpipe_l0c2l1 sizes its output by it); SCENARIO_NUM stays the README's business."""
+    from npusim.cpp.samples import cmake_defines
+    (tmp_path / "CMakeLists.txt").write_text(
+        'string(REGEX MATCH "([0-9]+)" ARCH_NUM "${CMAKE_ASC_ARCHITECTURES}")\n'
+        "add_definitions(-DASC_ARCHITECTURES=${ARCH_NUM} -DSCENARIO_NUM=${SCENARIO_NUM})\n"
+        "add_definitions(-DUSE_FAST=1)\n")
+    assert cmake_defines(tmp_path) == ["ASC_ARCHITECTURES=2201", "USE_FAST=1"]

@@ -180,6 +180,8 @@ def run_host(source, *, soc="Ascend910B1", cwd=None, argv=(), core: str | None =
     main.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
     spec = get_soc(soc) if isinstance(soc, str) else soc
     session = HostSession(spec, GlobalMemory(spec.memory_size), checks)
+    from npusim.cpp.builder import workspace_parameters
+    session.workspace_params = workspace_parameters(open(source, errors="replace").read())
     if b.core == "aic":
         from npusim.ascendc.types import KernelMetaType
         session.kernel_type = KernelMetaType.KERNEL_TYPE_AIC_ONLY

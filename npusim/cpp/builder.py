@@ -28,7 +28,7 @@ from npusim.errors import NpuSimError
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 #: Bumped when the source rewrite or the unit's layout changes, so that cached builds are
 #: rebuilt (the intrinsic layer's files and GLUE are hashed themselves).
-GLUE_VERSION = "1"
+GLUE_VERSION = "3"
 
 #: Ascend C's CPU-debug build of an A2/A3 (dav-c220, __NPU_ARCH__ 2201) AIV or AIC kernel:
 #: the definitions of Huawei's own unit-test build for ascend910B1.
@@ -231,6 +231,24 @@ extern "C" void npusim_reset_core_state()
 {
     (AscendC::ConstDefiner::Instance().*npusim_member(NpusimAllocatorUsed{})).clear();
 }
+/* The system workspace (the Matmul API's message area, GetSysWorkSpacePtr): in CPU mode the
+ * closed library defines these; npusim sets it per launch from the kernel's workspace
+ * parameter (npusim.cpp.workspace_parameter). */
+__gm__ uint8_t* __gm__ GetSysWorkSpacePtr() { return g_sysWorkspaceReserved; }
+void SetSysWorkSpacePtr(__gm__ uint8_t* workspace) { g_sysWorkspaceReserved = workspace; }
+extern "C" void npusim_set_sys_workspace(uint8_t* workspace) { g_sysWorkspaceReserved = workspace; }
+/* The size of a core buffer by its Hardware number (kernel_check_vec_util.h declares it for
+ * the CPU library's checks). */
+namespace AscendC {
+namespace check {
+uint64_t GetHardWarebufferSize(uint8_t index)
+{
+    auto& lens = AscendC::ConstDefiner::Instance().bufferInitLen;
+    auto it = lens.find(static_cast<AscendC::Hardware>(index));
+    return it == lens.end() ? 0 : it->second;
+}
+}  // namespace check
+}  // namespace AscendC
 /* The headers' process lock (kernel_process_lock.h): npusim runs one core at a time. */
 namespace AscendC {
 ProcessLock* ProcessLock::processLock = nullptr;
@@ -246,12 +264,77 @@ int ProcessLock::Unlock() { return 0; }
 """
 
 
+#: A source whose host code uses Ascend C's host tiling API (PlatformAscendC, the Matmul tiling).
+_HOST_TILING = re.compile(r'#\s*include\s*["<]tiling/(tiling_api|platform/platform_ascendc)\.h[">]')
+#: The host tiling sources compiled for it (the user's headers' own, under impl/adv_api/tiling).
+HOST_TILING_SOURCES = ("matmul/bmm_tiling.cpp", "matmul/math_util.cpp", "matmul/matmul_tiling.cpp",
+                       "matmul/matmul_tiling_algorithm.cpp", "matmul/matmul_tiling_base.cpp",
+                       "transpose/confusion_transpose_tiling_impl.cpp")
+
+
+#: npusim's stand-ins the host tiling sources compile against (their hash keys the library).
+_TILING_STANDINS = ("register/tilingdata_base.h", "platform/soc_spec.h", "dlog_pub.h",
+                    "securec.h", "graph/types.h", "graph/tensor.h", "npusim_tiling_support.cpp")
+#: Headers at the paths a CANN installation puts them, forwarding to the devkit's own
+#: (written into the cache): path -> the devkit file.
+INSTALL_PATHS = {"tiling/tiling_api.h": "include/adv_api/tiling_api.h",
+                 "lib/matmul_intf.h": "include/adv_api/matmul/matmul_intf.h"}
+
+
+def install_layout(devkit: Path, gen: Path) -> None:
+    """Write ``gen/<path>`` forwarding to the devkit's file for each of INSTALL_PATHS."""
+    for rel, target in INSTALL_PATHS.items():
+        fwd = gen / rel
+        if not fwd.is_file() and (devkit / target).is_file():
+            fwd.parent.mkdir(parents=True, exist_ok=True)
+            fwd.write_text(f'#include "{devkit / target}"\n')
+
+
+def host_tiling_library(cxx: str, devkit: Path, gen: Path) -> Path:
+    """A static library of the devkit's own host tiling sources (HOST_TILING_SOURCES, as
+    CANN's ``tiling_api`` library holds them) compiled against npusim's stand-ins for the
+    closed CANN pieces they include (``register/tilingdata_base.h``, ``platform/soc_spec.h``,
+    ``dlog_pub.h``, ``securec.h``; include/), built once per devkit, compiler and layer
+    (about 45 s).
+
+    Raises:
+        CppBuildError: a source failed to compile (its messages).
+    """
+    h = hashlib.sha256((cxx + " ".join(HOST_TILING_SOURCES)).encode())
+    for name in _TILING_STANDINS:                  # what the sources see of npusim's layer
+        h.update((INCLUDE_DIR / name).read_bytes())
+    key = h.hexdigest()[:16]
+    out = gen / f"host-tiling-{key}"
+    lib = out / "libnpusim_tiling.a"
+    if lib.is_file():
+        return lib
+    out.mkdir(parents=True, exist_ok=True)
+    tiling = devkit / "impl" / "adv_api" / "tiling"
+    incs = [INCLUDE_DIR, gen, *include_dirs(devkit), devkit / "impl" / "adv_api",
+            tiling / "matmul"]
+    objs = []
+    for src in [tiling / s for s in HOST_TILING_SOURCES] + [INCLUDE_DIR / "npusim_tiling_support.cpp"]:
+        obj = out / (src.stem + ".o")
+        r = subprocess.run([cxx, "-std=c++17", "-fPIC", "-O1", "-w", "-c",
+                            *[f"-I{p}" for p in incs], "-o", str(obj), str(src)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            msg = "\n".join(line for line in r.stderr.splitlines() if "error" in line)[:4000]
+            raise CppBuildError(f"compiling the host tiling source {src.name} failed:\n{msg}")
+        objs.append(str(obj))
+    tmp = out / f"lib.{os.getpid()}.a"
+    subprocess.run(["ar", "rcs", str(tmp), *objs], check=True, capture_output=True)
+    os.replace(tmp, lib)
+    return lib
+
+
 def _precompiled_header(cxx: str, flags: list, incs: list, gen: Path) -> Path | None:
     """A folder holding ``npusim_pch.h`` (our layer and ``kernel_operator.h``) and its
     precompiled form for these flags, built on first use; None when the compiler cannot
     (the build then parses the headers itself)."""
     cflags = [f for f in flags if f != "-shared"]
-    key = hashlib.sha256((cxx + " ".join(cflags)).encode()).hexdigest()[:16]
+    # npusim's own layer is part of the precompiled header (stub_def.h, stub_fun.h...)
+    key = hashlib.sha256((cxx + " ".join(cflags) + _own_layer_hash()).encode()).hexdigest()[:16]
     d = gen / f"pch-{key}"
     gch = d / "npusim_pch.h.gch"
     if gch.is_file():
@@ -269,14 +352,35 @@ def _precompiled_header(cxx: str, flags: list, incs: list, gen: Path) -> Path | 
     return d
 
 
+def workspace_parameters(text: str) -> dict:
+    """Kernel name -> the index of its parameter named like ``workspace`` (the system
+    workspace a launch hands the kernel: GetSysWorkSpacePtr in CPU mode), for the
+    ``__global__`` functions of a source that have one."""
+    out = {}
+    for m in re.finditer(r"__global__[^(;{]*?\b([A-Za-z_]\w*)\s*\(([^)]*)\)", text):
+        params = [p.strip() for p in m.group(2).split(",")]
+        for i, p in enumerate(params):
+            if re.search(r"\b\w*workspace\w*\s*$", p, re.I):
+                out[m.group(1)] = i
+                break
+    return out
+
+
 def kernel_core(text: str) -> str:
     """"aiv", "aic" or "mix": the cores a source's kernels run on, from their ``__vector__`` /
     ``__cube__`` / ``__mix__`` qualifiers or ``KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_...)``
-    (a vector kernel when nothing says otherwise)."""
+    (a vector kernel when nothing says otherwise; a kernel using the Matmul API without
+    ``ASCENDC_CUBE_ONLY`` or ``__cube__`` is MIX: the library runs on the AIC for the AIVs)."""
     if re.search(r"__mix__|KERNEL_TYPE_MIX", text):
         return "mix"
-    cube = re.search(r"__global__[^;{(]*__cube__|KERNEL_TYPE_AIC_ONLY", text)
-    vec = re.search(r"__global__[^;{(]*__vector__|KERNEL_TYPE_AIV_ONLY", text)
+    if (re.search(r'#\s*include\s*["<]lib/matmul_intf\.h', text) and "ASCENDC_CUBE_ONLY" not in text
+            and not re.search(r"__global__[^;{(]*__cube__|__cube__[^;{(]*__global__", text)):
+        return "mix"        # the Matmul API from vector code: its AIC serves it (KFC messages)
+    # the qualifiers in either order (``__global__ __cube__`` or ``__cube__ __global__``)
+    cube = re.search(r"__global__[^;{(]*__cube__|__cube__[^;{(]*__global__|KERNEL_TYPE_AIC_ONLY|"
+                     r"#\s*define\s+ASCENDC_CUBE_ONLY", text)
+    vec = re.search(r"__global__[^;{(]*__vector__|__vector__[^;{(]*__global__|"
+                    r"KERNEL_TYPE_AIV_ONLY", text)
     if cube and vec:
         return "mix"
     return "aic" if cube else "aiv"
@@ -318,8 +422,13 @@ def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, de
         raise CppBuildError(f"core {core!r}: use 'aiv' or 'aic'")
     devkit = find_devkit(devkit)
     cxx = find_compiler()
+    text = source.read_text(errors="replace")
+    host_tiling = bool(_HOST_TILING.search(text))
+    # a program with host tiling builds as the headers' host side too (__NPU_HOST__): their
+    # DT_* data-type macros (kernel_type.h) would otherwise replace the names of the tiling
+    # API's matmul_tiling::DataType
     flags = ["-std=c++17", "-shared", "-fPIC", opt, "-w", *ARCH_DEFINES[core],
-             *[f"-D{d}" for d in defines]]
+             *(["-D__NPU_HOST__"] if host_tiling else []), *[f"-D{d}" for d in defines]]
     h = hashlib.sha256()
     h.update(source.read_bytes())
     for p in sorted(source.parent.glob("*.h")):
@@ -338,19 +447,28 @@ def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, de
         (str(devkit) + _devkit_version(devkit)).encode()).hexdigest()[:16]
     gen.mkdir(parents=True, exist_ok=True)
     kernel_tiling_header(devkit, gen)
+    install_layout(devkit, gen)
     hooks = gen / "npusim_check_hooks.cpp"
     if not hooks.is_file():
         hooks.write_text('#include "kernel_operator.h"\n' + check_hooks(devkit))
     incs = [INCLUDE_DIR, gen, source.parent, *map(Path, include), *include_dirs(devkit)]
-    pch_dir = _precompiled_header(cxx, flags, incs, gen) if pch else None
+    libs = [str(host_tiling_library(cxx, devkit, gen))] if host_tiling else []
+    # the user's -D definitions stay out of the precompiled header's flags: the headers do
+    # not read them (GCC takes a header precompiled without a macro the source defines when
+    # the header does not use it), so one header serves every SCENARIO_NUM of a sample
+    user = {f"-D{d}" for d in defines}
+    pch_dir = _precompiled_header(cxx, [f for f in flags if f not in user], incs, gen) \
+        if pch else None
     unit = out / "kernel_unit.cpp"
     unit.write_text(('#include "npusim_pch.h"\n' if pch_dir else '') +
                     '#include "npusim_launch.h"\n'
                     f'#line 1 "{source}"\n' + rewrite_source(source.read_text(errors="replace"))
                     + "\n" + GLUE + f'#include "{hooks}"\n'
-                    + f'#include "{INCLUDE_DIR / "npusim_runtime.cpp"}"\n')
+                    + f'#include "{INCLUDE_DIR / "npusim_runtime.cpp"}"\n'
+                    + (f'#include "{INCLUDE_DIR / "npusim_platform.cpp"}"\n' if host_tiling
+                       else ""))
     cmd = [cxx, *flags, *[f"-I{p}" for p in ([pch_dir] if pch_dir else []) + incs], "-o",
-           str(out / "tmp.so"), str(unit)]
+           str(out / "tmp.so"), str(unit), *libs]
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - t0

@@ -477,6 +477,8 @@ class HostSession:
         self.profiles: list = []
         self.host_buffers: dict = {}
         self.kernel_type = None          # KERNEL_TYPE_AIC_ONLY for a cube kernel
+        #: kernel name -> index of its workspace parameter (GetSysWorkSpacePtr's value)
+        self.workspace_params: dict = {}
 
 
 def _host(rt) -> HostSession:
@@ -492,7 +494,7 @@ def _ok(rt, *args):
 
 
 for _n in ("aclInit", "aclFinalize", "aclrtSetDevice", "aclrtResetDevice", "aclrtDestroyStream",
-           "aclrtSynchronizeStream"):
+           "aclrtSynchronizeStream", "aclrtDestroyContext", "aclrtSynchronizeDevice"):
     HANDLERS[_n] = _ok
 
 
@@ -500,6 +502,14 @@ for _n in ("aclInit", "aclFinalize", "aclrtSetDevice", "aclrtResetDevice", "aclr
 def _create_stream(rt, stream_p):
     _host(rt)
     ctypes.c_void_p.from_address(int(stream_p)).value = 0x5
+    return 0
+
+
+@handler("aclrtCreateContext")
+def _create_context(rt, context_p, device_id=0):
+    """One device, one context: a non-null handle."""
+    _host(rt)
+    ctypes.c_void_p.from_address(int(context_p)).value = 0x7
     return 0
 
 
@@ -584,8 +594,13 @@ def _launch(rt, fn, block_dim, stream, name_p, *args):
     cfn = ctypes.CFUNCTYPE(None, *[t for t, _ in types_values])(int(fn))
     values = tuple(v for _, v in types_values)
 
+    ws = h.workspace_params.get(name.split("<")[0].split("::")[-1])
+    workspace = int(args[ws]) if ws is not None and ws < len(args) else 0
+
     def block(*a):
         ctx = _core.current_core()
+        if hasattr(rt.lib, "npusim_set_sys_workspace"):
+            rt.lib.npusim_set_sys_workspace(ctypes.c_void_p(workspace or None))
         core_type = {_core.AIC: 1, _core.AIV: 2}.get(ctx.core_kind, 0)
         rt.begin_block(ctx, ctx.block_idx, ctx.block_num, ctx.sub_block_idx, ctx.task_ratio,
                        core_type)
@@ -846,3 +861,28 @@ def _ld_dev(rt, src, offset):
     v = np.array([g.GetValue(0)], dt)
     return int(np.concatenate([v.view(np.uint8), np.zeros(8 - dt.itemsize, np.uint8)])
                .view(np.uint64)[0])
+from npusim.cpp import dispatch_cube  # noqa: E402,F401  (the cube intrinsics register here)
+from npusim.cpp import host_platform  # noqa: E402,F401  (PlatformAscendC answers from here)
+
+
+# -- the 4-way merge sort (MrgSort; dav_c220 kernel_operator_proposal_impl.h) -------------------
+@handler("vmrgsort4")
+def _vmrgsort4(rt, dst, addr_array, lengths, config):
+    """MrgSort: ``addr_array`` holds the four queues' UB addresses (null for unused ones),
+    ``lengths`` their lengths (16 bits each, queue 0 lowest), ``config`` repeatTimes [7:0],
+    validBit [11:8], isExhaustedSuspension [12]. The counts merged per queue are kept for
+    ``get_vms4_sr`` (VMS4_SR: 16 bits per queue)."""
+    from npusim.ascendc.sort import MrgSort, MrgSortSrcList
+    ptrs = (ctypes.c_uint64 * 4).from_address(int(addr_array))
+    d = rt.local(dst, "MrgSort")
+    queues = [rt.local(Ptr(p), "MrgSort", d.dtype) if p else None for p in ptrs]
+    counts = [(lengths >> (16 * i)) & 0xFFFF for i in range(4)]
+    sorted_num = [0, 0, 0, 0]
+    MrgSort(d, MrgSortSrcList(*queues), counts, sorted_num, (config >> 8) & 0xF,
+            config & 0xFF, bool((config >> 12) & 1))
+    rt.ctx.cpp_vms4_sr = sum((int(n) & 0xFFFF) << (16 * i) for i, n in enumerate(sorted_num))
+
+
+@handler("get_vms4_sr")
+def _get_vms4_sr(rt):
+    return getattr(rt.ctx, "cpp_vms4_sr", 0)

@@ -71,6 +71,21 @@ def scenario(d: Path) -> str | None:
     return m.group(1) if m else "0"
 
 
+def cmake_defines(d: Path, arch: str = "2201") -> list[str]:
+    """The ``add_definitions(-DNAME=value)`` of a sample's CMake build, with the
+    architecture number its CMake derives from CMAKE_ASC_ARCHITECTURES (``${ARCH_NUM}``,
+    dav-2201 for Atlas A2) filled in."""
+    cmake = d / "CMakeLists.txt"
+    if not cmake.is_file():
+        return []
+    out = []
+    for m in re.finditer(r"add_definitions\(([^)]*)\)", cmake.read_text(errors="replace")):
+        for flag in m.group(1).split():
+            if flag.startswith("-D") and "SCENARIO_NUM" not in flag:
+                out.append(flag[2:].replace("${ARCH_NUM}", arch))
+    return [x for x in out if "${" not in x]
+
+
 def _readme_command(d: Path, script: str, values: dict) -> list[str] | None:
     """The README's command line running ``scripts/<script>`` (its arguments, with
     ``$NAME`` replaced from ``values``), if any."""
@@ -98,6 +113,7 @@ def run_sample(d: Path, *, soc: str = "Ascend910B1", devkit=None, defines=(),
         return res
     py = sys.executable
     values = {}
+    defines = (*defines, *cmake_defines(d))
     scen = scenario(d)
     if scen is not None:
         values["SCENARIO_NUM"] = scen
@@ -147,21 +163,53 @@ def run_sample(d: Path, *, soc: str = "Ascend910B1", devkit=None, defines=(),
     return res
 
 
-def coverage_table(results: list[SampleResult], root: Path) -> str:
-    """docs/cpp_coverage.md's table."""
+def coverage_table(results: list[SampleResult], root: Path, earlier=frozenset()) -> str:
+    """docs/cpp_coverage.md's table (names in ``earlier`` marked †)."""
     rows = ["| sample | compiled | ran | correct | Task Duration (us) | reason |",
             "|---|---|---|---|---|---|"]
     yes = {True: "yes", False: "no"}
     for r in results:
         name = os.path.relpath(r.name, root).replace("examples/01_simd_cpp_api/", "")
+        if r.name.split(" (")[0] in earlier:
+            name += " †"
         rows.append(f"| {name} | {yes[r.compiled]} | {yes[r.ran]} | {yes[r.correct]} | "
                     f"{', '.join(map(str, r.task_us))} | {r.reason.replace('|', '/')} |")
     return "\n".join(rows) + "\n"
 
 
+#: Failure causes, by the reason's text (the first match names the group).
+CAUSES = (
+    ("MIX kernel (AIC + AIVs: KFC messages, cross-core flags)", r"MIX kernel|ffts_cross_core|"
+     r"crosscore|cross_core|__kfc_workspace__|kfc"),
+    ("blocks waiting for each other (IBSet/IBWait, SyncAll)", r"hangs|timeout|ib_wait|SyncAll"),
+    ("int4 forms", r"_s4\b|int4|s4 "),
+    ("an intrinsic not forwarded yet", r"not modelled by npusim's C\+\+ front end"),
+    ("a symbol of the closed CPU library or of a host tiling source not compiled yet, or a "
+     "header", r"undefined symbol|No such file|asc_dump"),
+    ("checker finding", r"GmAccessError|UbError|SyncError"),
+    ("Fixpipe channel split", r"channelSplit"),
+    ("result differs (verify_result.py)", r"^verify"),
+    ("sample tooling (gen_data.py)", r"gen_data"),
+)
+
+
+def failure_groups(results: list[SampleResult]) -> list[tuple[str, list[str]]]:
+    """(cause, samples) for the samples not correct, grouped by CAUSES ("other" last)."""
+    import re as _re
+    groups: dict = {}
+    for r in results:
+        if r.correct:
+            continue
+        cause = next((c for c, pat in CAUSES if _re.search(pat, r.reason)), "other")
+        groups.setdefault(cause, []).append(r.name)
+    order = [c for c, _ in CAUSES] + ["other"]
+    return [(c, groups[c]) for c in order if c in groups]
+
+
 def coverage_page(results: list[SampleResult], root: Path, total: int,
-                  untried: list | None = None) -> str:
-    """docs/cpp_coverage.md: the counts, the table, and the A2 samples not tried."""
+                  untried: list | None = None, earlier=frozenset()) -> str:
+    """docs/cpp_coverage.md: the counts, the table, and the A2 samples not tried; rows of
+    ``earlier`` (sample folders) are marked as results of an earlier run."""
     n = len(results)
     comp = sum(r.compiled for r in results)
     ran = sum(r.ran for r in results)
@@ -173,16 +221,23 @@ def coverage_page(results: list[SampleResult], root: Path, total: int,
         "is built with g++ against the asc-devkit snapshot's headers (npusim.cpp), and run as its\n"
         "README runs it: `gen_data.py`, the program on a simulated Ascend910B1, then the README's\n"
         "`verify_result.py` command (`benchmarks/cpp_coverage.py`, `npusim.cpp.samples`).\n"
-        "Samples whose CMake build requires `SCENARIO_NUM` run the README's example value.\n\n"
+        "Samples whose CMake build requires `SCENARIO_NUM` run the README's example value;\n"
+        "the CMake's other `add_definitions` are passed too.\n\n"
         f"Tried {n} of the {total} A2 samples: **{comp} compiled, {ran} ran, {ok} correct**.\n"
         "Task Duration is the simulated time of each launch. The reason is the first failure\n"
         "(an error's location reads `<frozen runpy>`: it has no Python frame of the kernel's own,\n"
         "and npusim does not yet name the C++ line).\n\n")
-    page = head + coverage_table(results, root)
+    if earlier:
+        head += ("† a result of the previous run, not measured again in this one (for time: "
+                 "vector samples whose code paths did not change).\n\n")
+    page = head + coverage_table(results, root, earlier)
+    groups = failure_groups(results)
+    if groups:
+        page += "\nThe samples not correct, by cause:\n\n| cause | samples |\n|---|---|\n"
+        page += "".join(f"| {cause} | {len(names)} |\n" for cause, names in groups)
     if untried:
-        page += ("\nNot tried in this run (for time; the cube, MIX and Matmul API samples among "
-                 "them need the cube intrinsics and MIX launches npusim.cpp does not forward "
-                 "yet, docs/cpp.md; the kind is npusim.cpp.builder.kernel_core's guess):\n\n")
+        page += ("\nNot tried in this run (for time; the kind is "
+                 "npusim.cpp.builder.kernel_core's):\n\n")
         page += "".join(f"- {os.path.relpath(str(d), root).replace('examples/01_simd_cpp_api/', '')}"
                         f" ({kind})\n" for d, kind in untried)
     return page

@@ -35,6 +35,8 @@
 #define __in_pipe__(...)
 #define __out_pipe__(...)
 #define __simd_callee__
+#define __simt_callee__
+#define __kfc_workspace__
 #define __simd_vf__
 #define __host__
 #define __check_sync_alias__

@@ -33,6 +33,11 @@ NPUSIM_ACL(aclrtFree)
 NPUSIM_ACL(aclrtFreeHost)
 NPUSIM_ACL(aclrtMemcpy)
 NPUSIM_ACL(aclrtMemset)
+NPUSIM_ACL(aclrtCreateContext)
+NPUSIM_ACL(aclrtDestroyContext)
+NPUSIM_ACL(aclrtSynchronizeDevice)
+/* The last error's message: npusim reports errors as Python exceptions, so it is empty. */
+inline const char* aclGetRecentErrMsg() { return ""; }
 #undef NPUSIM_INTRINSIC
 #undef NPUSIM_ACL
 #endif

@@ -1,0 +1,35 @@
+/* Vector intrinsics written against npusim's intrinsic layer alone: the 4-way merge sort
+ * (MrgSort) as the dav-c220 headers issue it, on this file's own UB buffer. */
+#include "stub_fun.h"
+#include "npusim_runtime.cpp"
+
+alignas(4096) static uint8_t g_mem[7][1 << 18];
+static const uint64_t g_size[7] = {196608, 1 << 18, 65536, 65536, 131072, 1024, 2048};
+extern "C" void npusim_hw_buffers(void** bases, uint64_t* sizes)
+{
+    for (int i = 0; i < 7; ++i) {
+        bases[i] = g_mem[i];
+        sizes[i] = g_size[i];
+    }
+}
+extern "C" void npusim_reset_core_state() {}
+
+/* Two queues of 16 (score, index) structures (float + uint32), each sorted descending, at
+ * GM src; merged into dst (32 structures); sorted[0..1]: the counts VMS4_SR reports. */
+void merge_two(uint8_t* src, uint8_t* dst, uint8_t* sorted)
+{
+    float* q = reinterpret_cast<float*>(g_mem[0]);
+    float* out = reinterpret_cast<float*>(g_mem[0] + 4096);
+    copy_gm_to_ubuf(q, src, 0, 1, 256 / 32, 0, 0);
+    set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);
+    wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);
+    float* queues[4] = {q, q + 32, nullptr, nullptr};
+    const uint64_t lengths = 16ull | (16ull << 16);
+    const uint64_t config = 1ull | (0x3ull << 8);       /* repeat 1, two queues */
+    vmrgsort4(out, queues, lengths, config);
+    const int64_t sr = get_vms4_sr();
+    set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
+    wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
+    copy_ubuf_to_gm(dst, out, 0, 1, 256 / 32, 0, 0);
+    reinterpret_cast<int64_t*>(sorted)[0] = sr;
+}
