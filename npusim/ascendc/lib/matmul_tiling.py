@@ -765,7 +765,8 @@ class MultiCoreMatmulTiling(MatmulApiTilingBase):
             depthA1=lib.depth_a1, depthB1=lib.depth_b1, stepM=1, stepN=1,
             stepKa=lib.step_ka, stepKb=lib.step_kb, isBias=int(self.isBias), transLength=0,
             iterateOrder=int(self.traverse_ == MatrixTraverse.FIRSTN), shareL1Size=l1_used,
-            shareL0CSize=bm * bn * 4 * lib.db_l0c, dbL0A=db_a, dbL0B=db_b, dbL0C=lib.db_l0c)
+            shareL0CSize=bm * bn * 4 * lib.db_l0c, dbL0A=db_a, dbL0B=db_b, dbL0C=lib.db_l0c,
+            **self._layout_fields())
 
     def _single_k(self, k: int) -> int:
         if self.fixSingleK > k:
