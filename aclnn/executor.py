@@ -255,7 +255,7 @@ def run_executor(api: str, workspace, workspace_size, executor, stream) -> int:
                             f"stream of device {device.device_id}, for which the first phase "
                             "planned the operator (the current device of the thread that "
                             f"called it): it is a stream of device {s.device.device_id}")
-    problem = runtime.foreign_stream("stream", stream, s) if stream else None
+    problem = runtime.foreign_stream("stream", stream, s)
     if problem is not None:
         return report_error(ACLNN_ERR_RUNTIME_ERROR, f"{api}: {problem}")
     executor.launch(device, s, workspace)

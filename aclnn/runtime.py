@@ -459,6 +459,15 @@ def add_stream(stream: npusim.Stream) -> int:
     return handle
 
 
+def other_device(name: str, handle, owner: npusim.Device, dev: npusim.Device) -> str:
+    """The message for ``handle`` (a stream or event of device ``owner``) used by a thread
+    whose current device is ``dev``."""
+    return (f"{name}=0x{int(handle):x} belongs to device {owner.device_id}, but this "
+            f"thread's current device is {dev.device_id} (the current context is per thread: "
+            f"acl.rt.set_device({owner.device_id}) or acl.rt.set_context in this thread "
+            f"selects device {owner.device_id})")
+
+
 def foreign_stream(name: str, handle, stream: npusim.Stream) -> str | None:
     """Why ``stream`` (of ``handle``) may not be used by the calling thread, or None.
 
@@ -474,10 +483,7 @@ def foreign_stream(name: str, handle, stream: npusim.Stream) -> str | None:
     mine = bound[0] if bound is not None else None
     owner = getattr(stream, "acl_context", None)
     if bound is not None and stream.device is not bound[1].device:
-        return (f"{name}=0x{int(handle):x} belongs to device {stream.device.device_id}, but "
-                f"this thread's current device is {bound[1].device.device_id} (the current "
-                f"context is per thread: acl.rt.set_device({stream.device.device_id}) or "
-                f"acl.rt.set_context in this thread selects device {stream.device.device_id})")
+        return other_device(name, handle, stream.device, bound[1].device)
     if owner is None or owner == mine:
         return None
     return (f"{name}=0x{int(handle):x} was created in context 0x{owner:x}, but this thread's "

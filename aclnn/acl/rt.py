@@ -156,13 +156,6 @@ def _context(api: str):
     return None, _fail(ACL_ERROR_RT_CONTEXT_NULL, api, runtime.no_context_reason())
 
 
-def _other_device(name: str, handle, owner, dev) -> str:
-    return (f"{name}=0x{int(handle):x} belongs to device {owner.device_id}, but this "
-            f"thread's current device is {dev.device_id} (the current context is per thread: "
-            f"acl.rt.set_device({owner.device_id}) or acl.rt.set_context in this thread "
-            f"selects device {owner.device_id})")
-
-
 def _stream(api: str, dev, handle, name: str = "stream"):
     """(npusim.Stream, ACL_SUCCESS) or (None, status); NULL is the default stream."""
     if handle is not None and not _is_int(handle):
@@ -191,7 +184,7 @@ def _event(api: str, dev, handle, name: str = "event"):
                            "(never created or already destroyed)")
     if event.device is not dev:
         return None, _fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                           _other_device(name, handle, event.device, dev))
+                           runtime.other_device(name, handle, event.device, dev))
     return event, ACL_SUCCESS
 
 
