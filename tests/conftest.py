@@ -46,3 +46,16 @@ def scalar_issue_off(monkeypatch):
     yield
     for name, value in kept.items():
         object.__setattr__(SOC_PRESETS[name], "scalar_cycles", value)
+
+
+@pytest.fixture(scope="module")
+def pyasc_on_npusim():
+    """For one test module: pyasc's launches run on npusim (Ascend910B1, pyasc's Model
+    backend). The modules that use it skip first when pyasc is not installed."""
+    import asc.runtime.config as config
+
+    import npusim.pyasc as npusim_pyasc
+    npusim_pyasc.enable(soc="Ascend910B1")
+    config.set_platform(config.Backend.Model)
+    yield
+    npusim_pyasc.disable()

@@ -17,12 +17,7 @@ import npusim.pyasc as npusim_pyasc  # noqa: E402
 from npusim.pyasc import PyascNotSupported  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def on_npusim():
-    npusim_pyasc.enable(soc="Ascend910B1")
-    config.set_platform(config.Backend.Model)
-    yield
-    npusim_pyasc.disable()
+pytestmark = pytest.mark.usefixtures("pyasc_on_npusim")
 
 
 @asc.jit

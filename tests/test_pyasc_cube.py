@@ -13,7 +13,6 @@ asc = pytest.importorskip(
 
 import asc.lib.host as host  # noqa: E402
 import asc.lib.runtime as rt  # noqa: E402
-import asc.runtime.config as config  # noqa: E402
 
 import npusim  # noqa: E402
 import npusim.pyasc as npusim_pyasc  # noqa: E402
@@ -21,12 +20,7 @@ import npusim.pyasc as npusim_pyasc  # noqa: E402
 pytest.importorskip("npusim.ascendc.lib.matmul", reason="npusim's Matmul API is not present")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def on_npusim():
-    npusim_pyasc.enable(soc="Ascend910B1")
-    config.set_platform(config.Backend.Model)
-    yield
-    npusim_pyasc.disable()
+pytestmark = pytest.mark.usefixtures("pyasc_on_npusim")
 
 
 @asc.jit(matmul_cube_only=True)

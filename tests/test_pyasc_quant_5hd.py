@@ -12,18 +12,12 @@ asc = pytest.importorskip(
     "asc", reason="pyasc is not installed for this Python (pip install '.[pyasc]')")
 
 import asc.lib.runtime as rt  # noqa: E402
-import asc.runtime.config as config  # noqa: E402
 
 import npusim.pyasc as npusim_pyasc  # noqa: E402
 from npusim.errors import GmAccessError  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def on_npusim():
-    npusim_pyasc.enable(soc="Ascend910B1")
-    config.set_platform(config.Backend.Model)
-    yield
-    npusim_pyasc.disable()
+pytestmark = pytest.mark.usefixtures("pyasc_on_npusim")
 
 
 # -- AscendQuant ----------------------------------------------------------------------------------

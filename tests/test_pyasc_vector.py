@@ -30,12 +30,7 @@ from npusim.pyasc import PyascNotSupported  # noqa: E402
 HERE = os.path.basename(__file__)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def on_npusim():
-    npusim_pyasc.enable(soc="Ascend910B1")
-    config.set_platform(config.Backend.Model)
-    yield
-    npusim_pyasc.disable()
+pytestmark = pytest.mark.usefixtures("pyasc_on_npusim")
 
 
 def launch(kernel, cores, *args, **options):
