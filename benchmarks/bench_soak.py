@@ -39,7 +39,7 @@ It prints, and with ``--json`` writes:
   enqueue are counted too: a broadcast Add is a BroadcastTo and an Add).
 
 Run: ``python benchmarks/bench_soak.py [--launches 10000|100000] [--clear-records N]
-[--keep-replays N] [--json FILE]`` (about 8 ms per launch on a quiet 2-core host: 100,000 take 15 minutes).
+[--keep-replays N] [--json FILE]`` (about 14 ms per launch on a quiet 2-core host: 100,000 take 24 minutes).
 """
 from __future__ import annotations
 
