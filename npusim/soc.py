@@ -272,7 +272,7 @@ class SocSpec:
     scalar_issue_cycles: float = 1.83
     scalar_queue_cycles: float = 4.0
     scalar_gm_offset_cycles: float = 1.83
-    scalar_gm_hint_cycles: float = 11.0
+    scalar_gm_hint_cycles: float = 11.8
     scalar_tiling_line_cycles: float = 100.0
     scalar_tiling_word_cycles: float = 1.0
 
