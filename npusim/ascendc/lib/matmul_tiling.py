@@ -164,6 +164,10 @@ _COMBOS = {
     np.dtype(np.int8): ({"int32"}, {"int32", "float16", "int8"}),
 }
 
+#: batchM, batchN, singleBatchM, singleBatchN as the library's constructor sets them
+#: (SetBatchInfoForNormal changes them; npusim's IterateBatch reads the layouts instead)
+_ONE_BATCH = {"batchM": 1, "batchN": 1, "singleBatchM": 1, "singleBatchN": 1}
+
 _BASE_MN_MAX = 256          # baseM cap and the recommended baseN
 _BASE_M_PREF = 128          # the recommended baseM (L0C / (4 * 256))
 _BASE_K_BYTES = 128         # the recommended baseK = 64 half: 128 B of k per row
@@ -300,6 +304,7 @@ class MatmulApiTilingBase:
         self.bufferPool_ = {"l1": soc.l1_usable, "l0c": soc.l0_c_size, "ub": soc.ub_usable,
                             "bt": soc.bt_size, "l0a": soc.l0_a_size, "l0b": soc.l0_b_size}
         self.traverse_ = MatrixTraverse.FIRSTM
+        self._traverse_set = False            # NOSET: GetTiling picks iterateOrder
         self.mmConfigType = 1                                  # SetMatmulConfigParams: MDL
         self._config_error: str | None = None
         self.error: str | None = None
@@ -417,6 +422,7 @@ class MatmulApiTilingBase:
         if traverse == MatrixTraverse.NOSET:
             return -1
         self.traverse_ = traverse
+        self._traverse_set = True
         return 0
 
     def SetMatmulConfigParams(self, mmConfigTypeIn: int = 1, enableL1CacheUBIn: bool = False,
@@ -441,6 +447,7 @@ class MatmulApiTilingBase:
             self._config_error = "enVecND2NZIn (ND2NZ on the AIV) is not modelled"
         if MatrixTraverse(traverseIn) != MatrixTraverse.NOSET:
             self.traverse_ = MatrixTraverse(traverseIn)
+            self._traverse_set = True
 
     def GetBaseM(self) -> int:
         return self._result.baseM if self._result else self.baseM
@@ -471,6 +478,25 @@ class MatmulApiTilingBase:
 
     def _dim(self) -> int:
         return 1
+
+    def _iterate_order(self, sm, sn, k, base_m, base_n, base_k, step_m, step_n, step_ka,
+                       step_kb) -> int:
+        """iterateOrder: SetTraverse's when set, else the library's rule (GetIteratorOrder):
+        N first (1) when only A's L1 chunk holds all of K, M first (0) when only B's does or
+        neither; when both do, N first if walking N first reads fewer rows of A and B
+        (``sm + sn * mLoops < sn + sm * nLoops``, loops of stepM x baseM rows)."""
+        if self._traverse_set:
+            return int(self.traverse_ == MatrixTraverse.FIRSTN)
+        full_a, full_b = step_ka * base_k >= k, step_kb * base_k >= k
+        if full_a != full_b:
+            return int(full_a)
+        if not full_a:
+            return 0
+        m_loops, n_loops = _ceil(sm, step_m * base_m), _ceil(sn, step_n * base_n)
+        return int(sm + sn * m_loops < sn + sm * n_loops)
+
+    def _c_itemsize(self) -> int:
+        return _numpy(self.cType_.dataType).itemsize
 
     def _bias_itemsize(self) -> int:
         return _numpy(self.biasType_.dataType).itemsize if self.biasType_.set else 4
@@ -601,7 +627,8 @@ class MatmulApiTilingBase:
                                f"multiples of 16 and baseK of {ka} (TCubeTiling table 2)")
         db_a = self._buffers(base_m * base_k * isz, pool["l0a"], "baseM * baseK", "L0A")
         db_b = self._buffers(base_n * base_k * isz, pool["l0b"], "baseN * baseK", "L0B")
-        db_c = self._buffers(base_m * base_n * 4, pool["l0c"], "baseM * baseN", "L0C")
+        self._buffers(base_m * base_n * 4, pool["l0c"], "baseM * baseN", "L0C")
+        db_c = 1        # the library's default template keeps one L0C buffer (l0cDB off)
         if self.isBias and pool["bt"] and base_n * 4 > pool["bt"]:
             raise _TilingError(f"baseN {base_n} x 4 B of bias exceeds the {pool['bt']} B bias "
                                "table")
@@ -659,8 +686,10 @@ class MatmulApiTilingBase:
             singleCoreM=sm, singleCoreN=sn, singleCoreK=k, baseM=base_m, baseN=base_n,
             baseK=base_k, depthA1=depth_a1, depthB1=depth_b1,
             stepM=step_m, stepN=step_n, stepKa=step_ka, stepKb=step_kb, isBias=int(self.isBias),
-            transLength=0, iterateOrder=int(self.traverse_ == MatrixTraverse.FIRSTN),
-            shareL1Size=l1_used, shareL0CSize=base_m * base_n * 4 * db[2],
+            transLength=0,
+            iterateOrder=self._iterate_order(sm, sn, k, base_m, base_n, base_k, step_m, step_n,
+                                             step_ka, step_kb),
+            shareL1Size=l1_used, shareL0CSize=base_m * base_n * 4 * db[2], **_ONE_BATCH,
             dbL0A=db[0], dbL0B=db[1], dbL0C=db[2], **self._layout_fields())
 
 
@@ -757,15 +786,16 @@ class MultiCoreMatmulTiling(MatmulApiTilingBase):
         bias = bn * self._bias_itemsize() if self.isBias else 0
         l1_used = a_blk * lib.depth_a1 + b_blk * lib.depth_b1 + bias
         sm, sn = lib.single_m, lib.single_n
-        md, nd = _ceil(m, sm), _ceil(n, sn)
+        md, nd = lib.m_dim, lib.n_dim
         self._dims = (md * nd, md, nd)
         return TCubeTiling(
             usedCoreNum=md * nd, M=self.orgM, N=self.orgN, Ka=self.orgKa, Kb=self.orgKb,
             singleCoreM=sm, singleCoreN=sn, singleCoreK=k, baseM=bm, baseN=bn, baseK=bk,
             depthA1=lib.depth_a1, depthB1=lib.depth_b1, stepM=1, stepN=1,
             stepKa=lib.step_ka, stepKb=lib.step_kb, isBias=int(self.isBias), transLength=0,
-            iterateOrder=int(self.traverse_ == MatrixTraverse.FIRSTN), shareL1Size=l1_used,
-            shareL0CSize=bm * bn * 4 * lib.db_l0c, dbL0A=db_a, dbL0B=db_b, dbL0C=lib.db_l0c,
+            iterateOrder=self._iterate_order(sm, sn, k, bm, bn, bk, 1, 1, lib.step_ka,
+                                             lib.step_kb),
+            shareL1Size=l1_used, shareL0CSize=bm * bn * 4 * lib.db_l0c, **_ONE_BATCH, dbL0A=db_a, dbL0B=db_b, dbL0C=lib.db_l0c,
             **self._layout_fields())
 
     def _single_k(self, k: int) -> int:

@@ -41,6 +41,14 @@ described here in our own terms (the numbered rules below) and computed by our o
    16-aligned k rows overflow L1.
 5. L0: dbL0A = dbL0B = 2, dbL0C = 1 (the library's default template; the kernel then waits
    for each Fixpipe before the next base block's first Mmad).
+6. One core's part (GetSingleShape): ``ceil(N16 / nDim)`` with N16 = N rounded up to 16,
+   rounded up to 256 B of elements when B is not transposed or the part's output (2 x C
+   bytes) outweighs its inputs, and ``ceil(M16 / mDim)`` rounded likewise when A is
+   transposed -- each rounding only if it still leaves nDim (mDim) parts; usedCoreNum =
+   mDim x nDim. The part need not be a multiple of 16 (1024 over 3 cores: 342).
+Rule 1 holds only without SetShape (or SetShape(-1, -1, k)): the library's scenario test
+reads SetShape's M and N, so a MultiCoreMatmulTiling given SetShape(M, N, K) takes the
+general search (the asc-devkit samples call SetShape; npusim keeps its own rule there).
 """
 from __future__ import annotations
 
@@ -160,7 +168,8 @@ def library_split(t, ab, m: int, n: int, k: int, dim: int) -> LibrarySplit | Non
     with A/B dtype ``ab``, shape (m, n, k) on ``dim`` cores; None outside rules 1-3."""
     soc = t.soc
     if (soc.short_soc_version not in _A2_FAMILY or dim <= 1 or t.fixSingleM != -1
-            or t.fixSingleN != -1 or t.fixSingleK != -1 or t.enableSplitK_):
+            or t.fixSingleN != -1 or t.fixSingleK != -1 or t.enableSplitK_
+            or t.singleM != -1 or t.singleN != -1):
         return None
     if m >= 128 and m * n > _MN_LIMIT * dim:
         scenario = "SPLIT_MN"
@@ -205,10 +214,22 @@ def library_split(t, ab, m: int, n: int, k: int, dim: int) -> LibrarySplit | Non
         return None
     depth_b1 = _float_depth_b1(t, ab, base_m, base_n, base_k, 2 * step_ka, 2 * step_kb)
     db_l0c = 1
-    # one core's part in whole 16-row fractals (the library counts M and N in them)
-    sm, sn = min(_align(sm, 16), m), min(_align(sn, 16), n)
+    sm, sn = _single_shape(t, ab, m, n, k, m_dim, n_dim)
     return LibrarySplit(scenario, sm, sn, m_dim, n_dim, base_m, base_n, base_k,
                         step_ka, step_kb, 2 * step_ka, depth_b1, db_l0c)
+
+
+def _single_shape(t, ab, m, n, k, m_dim, n_dim) -> tuple[int, int]:
+    """Rule 6: (singleCoreM, singleCoreN) of the split m_dim x n_dim."""
+    isz = ab.itemsize
+    align = 256 // isz
+    # the output outweighs the inputs: 2 x C bytes of the part > its A and B bytes
+    c_bits = 8 * t._c_itemsize()
+    out_heavy = (_ceil(n, n_dim) * _ceil(m, m_dim) * 2 * c_bits
+                 > _ceil(n, n_dim) * k * 8 * isz + _ceil(m, m_dim) * k * 8 * isz)
+    _, sn = _part(_align(n, 16), n_dim, (not t.bType_.isTrans) or out_heavy, align)
+    _, sm = _part(_align(m, 16), m_dim, t.aType_.isTrans, align)
+    return sm, sn
 
 
 def _small_mn(t, m, n, k, dim, base_m, base_n, base_k, isz, c0, align, a_t, b_t):
