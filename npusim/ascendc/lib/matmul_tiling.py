@@ -45,12 +45,15 @@ Published rules every tiling obeys (TCubeTiling table 2; docs/reference/hardware
   the SoC's cube must have the type: the first-generation 910 and 310P have no bf16/float
   cube).
 
-On A2/A3, MultiCoreMatmulTiling with dim > 1 and no SetSingleShape follows the library's
-multi-core scenarios (SPLIT_MN, SPLIT_SMALL_MN of ``matmul_tiling_algorithm.cpp``): the
-cores' factor pair mDim x nDim, the base block, the L1 depth/step factors and dbL0C are the
-library's; one core's part is ceil(M / mDim) (N likewise) in whole 16-row fractals (the
-library's FindBestSingleCore mapping of awkward sizes is not reproduced)
-(:mod:`npusim.ascendc.lib.matmul_tiling_split`; tests/test_matmul_tiling_library.py).
+On A2/A3, MultiCoreMatmulTiling with dim > 1 and neither SetShape nor SetSingleShape
+follows the library's multi-core scenarios (SPLIT_MN, SPLIT_SMALL_MN of
+``matmul_tiling_algorithm.cpp``; the library's scenario test reads SetShape's M and N, so
+SetShape(M, N, K) sends it to its general search, which is not restated): the cores'
+factor pair mDim x nDim, one core's part (``ceil(M16 / mDim)``, rounded to 256 B where the
+library rounds it: not always a multiple of 16), the base block and the L1 depth/step
+factors are the library's (:mod:`npusim.ascendc.lib.matmul_tiling_split`;
+tests/test_matmul_tiling_library.py, and tests/test_matmul_tiling_devkit.py against the
+library's own code).
 
 For one core (MatmulApiTiling, SetSingleShape) the L1 factors are the library's
 GetL1Factors for the base below (half/bfloat16, except A transposed with B not:
@@ -66,7 +69,8 @@ reproduced. Elsewhere this tiling chooses on its own [R]:
   i.e. ``baseN = min(256, N16)``, ``baseM = min(256, M16, L0C / (4 * baseN))`` and
   ``baseK = 128 B / sizeof(A)``; when baseM/baseN are cut by a small shape, baseK grows
   (doubling) while two buffers still fit L0A/L0B (fewer, larger Mmads), capped by K
-  (rounded up to baseK's alignment) and by Mmad's k <= 4095; dbL0A/dbL0B/dbL0C = 2 whenever two buffers fit (the docs recommend 2);
+  (rounded up to baseK's alignment) and by Mmad's k <= 4095; dbL0A/dbL0B = 2 whenever two
+  buffers fit (the docs recommend 2);
 * L1: first stepKa = stepKb = every k step (K fully loaded, "优先设置参数stepKa/stepKb，
   使得K方向全载"), with the L1 double buffer (db = 2, "depthA1 / (stepM * stepKa) = 2") when
   it fits, else without; then stepM (or stepN with iterateOrder 1) grown while L1 allows;
@@ -74,12 +78,15 @@ reproduced. Elsewhere this tiling chooses on its own [R]:
   else one k step without double buffer;
 * int8: the operand transposed on the way to L0 (A transposed, B not) gets a base that is
   a multiple of 32 (LoadDataWithTranspose moves 32 x 32 squares);
-* iterateOrder 0 (M first) unless SetTraverse(FIRSTN); transLength 0 (GM inputs need no UB
+* iterateOrder: SetTraverse's, else the library's GetIteratorOrder (N first when only A's
+  L1 chunk holds all of K, or both do and N first reads fewer rows); transLength 0 (GM inputs need no UB
   staging on A2/A3); shareL1Size / shareL0CSize the L1 / L0C bytes the tiling uses (the
   docs mark share* "预留"); the layout fields and BatchNum as SetALayout / SetBLayout /
   SetCLayout / SetBatchNum gave them (else 0), for IterateBatch; the L1/L0 split is that
-  of one matrix (IterateBatch runs the products one after another); the other batch
-  fields 0.
+  of one matrix (IterateBatch runs the products one after another); batchM, batchN,
+  singleBatchM, singleBatchN 1 (the library's defaults).
+
+Everywhere dbL0C is 1: the library's default template keeps one L0C buffer (its l0cDB).
 
 Not modelled (GetTiling returns -1 and says so): EnableMultiCoreSplitK, sparse/HF32/MX
 modes, int4, 8-bit outputs of float inputs (quantisation needs SetQuantScalar).
