@@ -101,10 +101,6 @@ KNOWN = [
      "transposed or B is not) or int8 (a 16-row side moved transposed) breaks npusim's L0 "
      "load rules (16-aligned float k, 32 x 32 int8 transposes): npusim keeps its own tiling "
      "there"),
-    ("SPLIT_SMALL_MN ranking", _small_mn, SPLIT | L0 | L1,
-     "small problems (M x N < 26214 x dim): the library ranks every split of up to dim "
-     "cores by its traffic model (CalcComputeIntensitySmallShape); npusim's restatement "
-     "picks another split for some shapes (128^3, 256 x 256 x 8192)"),
 ]
 
 
@@ -209,4 +205,4 @@ def test_the_table_and_its_agreement(diffs):
     gets closer)."""
     assert len(CASES) == 1344
     same = sum(1 for d in diffs.values() if not d)
-    assert same >= 650, same
+    assert same >= 700, same
