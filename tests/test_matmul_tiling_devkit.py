@@ -97,10 +97,11 @@ KNOWN = [
      "npusim splits by the fewest output fractals per core and picks its own base"),
     ("small-shape float/int8 base",
      lambda c: _small_mn(c) and c.dtype in (DT.DT_FLOAT, DT.DT_INT8), SPLIT | L0 | L1,
-     "SPLIT_SMALL_MN's base for float (baseK a multiple of 8, e.g. 40, where A is not "
-     "transposed or B is not) or int8 (a 16-row side moved transposed) breaks npusim's L0 "
-     "load rules (16-aligned float k, 32 x 32 int8 transposes): npusim keeps its own tiling "
-     "there"),
+     "SPLIT_SMALL_MN's base for float (baseK a multiple of 8, e.g. 40, where A is "
+     "transposed or B is not) or int8 (a side of 16 moved transposed) breaks the "
+     "constraints the kernel's Matmul checks (TCubeTiling table 2: baseK a multiple of 16 "
+     "unless A is not transposed and B is; LoadDataWithTranspose's 32 x 32 int8 squares): "
+     "npusim keeps its own tiling there (all 82 such cases are these fallbacks)"),
 ]
 
 
