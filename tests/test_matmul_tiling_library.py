@@ -10,7 +10,10 @@ writes by hand for its MDL template (stepM = stepN = 1, stepKa = stepKb = 4, dep
 depthB1 = 8). The fields compared are the base block, the L1 depth/step factors and the L0
 buffer counts; the cores' split (singleCoreM/N) is checked separately. These fields are the
 same for the NORM and MDL templates (the library's L1 rules do not read the template).
-L1 is 524032 B (GetCoreMemSize(L1) on A2/A3), L0A/L0B 64 KiB, L0C 128 KiB."""
+L1 is 524032 B (GetCoreMemSize(L1) on A2/A3), L0A/L0B 64 KiB, L0C 128 KiB. The scenario
+applies only without SetShape (GetMultiCoreScenario reads SetShape's M and N): these cases
+call SetOrgShape alone. tests/test_matmul_tiling_devkit.py compares the same tiling with the
+library's own code built from the user's devkit, over a table of shapes."""
 import pytest
 
 from npusim.ascendc import matmul_tiling as mt
@@ -60,8 +63,7 @@ def tiling(m, n, k, dtype, trans_a, trans_b, bias, dim=24):
     t.SetBType(TP.GM, CF.ND, dtype, trans_b)
     t.SetCType(TP.GM, CF.ND, ACC[dtype])
     t.SetBiasType(TP.GM, CF.ND, ACC[dtype])
-    t.SetOrgShape(m, n, k)
-    t.SetShape(m, n, k)
+    t.SetOrgShape(m, n, k)      # no SetShape: the library's scenario test reads its M and N
     t.SetBias(bias)
     cube = TCubeTiling()
     assert t.GetTiling(cube) == 0, t.error
@@ -152,7 +154,6 @@ def test_norm_and_mdl_get_the_same_fields(case):
         t.SetCType(TP.GM, CF.ND, ACC[dtype])
         t.SetBiasType(TP.GM, CF.ND, ACC[dtype])
         t.SetOrgShape(m, n, k)
-        t.SetShape(m, n, k)
         t.SetBias(bias)
         t.SetMatmulConfigParams(mode)
         cube = TCubeTiling()

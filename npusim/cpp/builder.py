@@ -328,6 +328,53 @@ def host_tiling_library(cxx: str, devkit: Path, gen: Path) -> Path:
     return lib
 
 
+def generated_dir(devkit: Path) -> Path:
+    """The cache folder of what is generated from ``devkit`` (kernel_tiling.h, the install
+    layout, the host tiling library, precompiled headers), created if missing."""
+    gen = cache_root() / "devkit" / hashlib.sha256(
+        (str(devkit) + _devkit_version(devkit)).encode()).hexdigest()[:16]
+    gen.mkdir(parents=True, exist_ok=True)
+    return gen
+
+
+def host_tiling_program(source: str | os.PathLike, devkit=None) -> Path:
+    """A shared library of a host-only program (no kernel headers) that calls Ascend C's
+    host tiling API: ``source`` compiled with npusim's runtime and PlatformAscendC (the
+    source includes ``npusim_runtime.cpp`` and ``npusim_platform.cpp``) and linked with
+    :func:`host_tiling_library`; cached by the source's bytes, the compiler, the headers'
+    version and npusim's layer (a few seconds cold once the tiling library is built).
+    Load it with ``ctypes`` and :class:`npusim.cpp.dispatch.KernelRuntime`, which answers
+    its PlatformAscendC queries.
+
+    Raises:
+        CppBuildError: no compiler, no headers, or the compile failed (its messages).
+    """
+    source = Path(source).resolve()
+    devkit = find_devkit(devkit)
+    cxx = find_compiler()
+    gen = generated_dir(devkit)
+    install_layout(devkit, gen)
+    lib_a = host_tiling_library(cxx, devkit, gen)
+    h = hashlib.sha256(source.read_bytes())
+    for part in (cxx, str(devkit), _devkit_version(devkit), _own_layer_hash(), str(lib_a)):
+        h.update(part.encode())
+    out = cache_root() / f"host-{h.hexdigest()[:24]}"
+    lib = out / f"{source.stem}.so"
+    if lib.is_file():
+        return lib
+    out.mkdir(parents=True, exist_ok=True)
+    incs = [INCLUDE_DIR, gen, *include_dirs(devkit), devkit / "impl" / "adv_api"]
+    tmp = out / f"tmp.{os.getpid()}.so"
+    r = subprocess.run([cxx, "-std=c++17", "-shared", "-fPIC", "-O1", "-w",
+                        *[f"-I{p}" for p in incs], "-o", str(tmp), str(source), str(lib_a)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        msg = "\n".join(line for line in r.stderr.splitlines() if "error" in line)[:4000]
+        raise CppBuildError(f"compiling {source.name} failed:\n{msg or r.stderr[-4000:]}")
+    os.replace(tmp, lib)
+    return lib
+
+
 def _precompiled_header(cxx: str, flags: list, incs: list, gen: Path) -> Path | None:
     """A folder holding ``npusim_pch.h`` (our layer and ``kernel_operator.h``) and its
     precompiled form for these flags, built on first use; None when the compiler cannot
@@ -443,9 +490,7 @@ def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, de
     if lib.is_file() and not force:
         return Build(lib, 0.0, True, key, [], core)
     out.mkdir(parents=True, exist_ok=True)
-    gen = cache_root() / "devkit" / hashlib.sha256(
-        (str(devkit) + _devkit_version(devkit)).encode()).hexdigest()[:16]
-    gen.mkdir(parents=True, exist_ok=True)
+    gen = generated_dir(devkit)
     kernel_tiling_header(devkit, gen)
     install_layout(devkit, gen)
     hooks = gen / "npusim_check_hooks.cpp"

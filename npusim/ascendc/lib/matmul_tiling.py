@@ -45,12 +45,15 @@ Published rules every tiling obeys (TCubeTiling table 2; docs/reference/hardware
   the SoC's cube must have the type: the first-generation 910 and 310P have no bf16/float
   cube).
 
-On A2/A3, MultiCoreMatmulTiling with dim > 1 and no SetSingleShape follows the library's
-multi-core scenarios (SPLIT_MN, SPLIT_SMALL_MN of ``matmul_tiling_algorithm.cpp``): the
-cores' factor pair mDim x nDim, the base block, the L1 depth/step factors and dbL0C are the
-library's; one core's part is ceil(M / mDim) (N likewise) in whole 16-row fractals (the
-library's FindBestSingleCore mapping of awkward sizes is not reproduced)
-(:mod:`npusim.ascendc.lib.matmul_tiling_split`; tests/test_matmul_tiling_library.py).
+On A2/A3, MultiCoreMatmulTiling with dim > 1 and neither SetShape nor SetSingleShape
+follows the library's multi-core scenarios (SPLIT_MN, SPLIT_SMALL_MN of
+``matmul_tiling_algorithm.cpp``; the library's scenario test reads SetShape's M and N, so
+SetShape(M, N, K) sends it to its general search, which is not restated): the cores'
+factor pair mDim x nDim, one core's part (``ceil(M16 / mDim)``, rounded to 256 B where the
+library rounds it: not always a multiple of 16), the base block and the L1 depth/step
+factors are the library's (:mod:`npusim.ascendc.lib.matmul_tiling_split`;
+tests/test_matmul_tiling_library.py, and tests/test_matmul_tiling_devkit.py against the
+library's own code).
 
 For one core (MatmulApiTiling, SetSingleShape) the L1 factors are the library's
 GetL1Factors for the base below (half/bfloat16, except A transposed with B not:
@@ -66,7 +69,8 @@ reproduced. Elsewhere this tiling chooses on its own [R]:
   i.e. ``baseN = min(256, N16)``, ``baseM = min(256, M16, L0C / (4 * baseN))`` and
   ``baseK = 128 B / sizeof(A)``; when baseM/baseN are cut by a small shape, baseK grows
   (doubling) while two buffers still fit L0A/L0B (fewer, larger Mmads), capped by K
-  (rounded up to baseK's alignment) and by Mmad's k <= 4095; dbL0A/dbL0B/dbL0C = 2 whenever two buffers fit (the docs recommend 2);
+  (rounded up to baseK's alignment) and by Mmad's k <= 4095; dbL0A/dbL0B = 2 whenever two
+  buffers fit (the docs recommend 2);
 * L1: first stepKa = stepKb = every k step (K fully loaded, "优先设置参数stepKa/stepKb，
   使得K方向全载"), with the L1 double buffer (db = 2, "depthA1 / (stepM * stepKa) = 2") when
   it fits, else without; then stepM (or stepN with iterateOrder 1) grown while L1 allows;
@@ -74,12 +78,15 @@ reproduced. Elsewhere this tiling chooses on its own [R]:
   else one k step without double buffer;
 * int8: the operand transposed on the way to L0 (A transposed, B not) gets a base that is
   a multiple of 32 (LoadDataWithTranspose moves 32 x 32 squares);
-* iterateOrder 0 (M first) unless SetTraverse(FIRSTN); transLength 0 (GM inputs need no UB
+* iterateOrder: SetTraverse's, else the library's GetIteratorOrder (N first when only A's
+  L1 chunk holds all of K, or both do and N first reads fewer rows); transLength 0 (GM inputs need no UB
   staging on A2/A3); shareL1Size / shareL0CSize the L1 / L0C bytes the tiling uses (the
   docs mark share* "预留"); the layout fields and BatchNum as SetALayout / SetBLayout /
   SetCLayout / SetBatchNum gave them (else 0), for IterateBatch; the L1/L0 split is that
-  of one matrix (IterateBatch runs the products one after another); the other batch
-  fields 0.
+  of one matrix (IterateBatch runs the products one after another); batchM, batchN,
+  singleBatchM, singleBatchN 1 (the library's defaults).
+
+Everywhere dbL0C is 1: the library's default template keeps one L0C buffer (its l0cDB).
 
 Not modelled (GetTiling returns -1 and says so): EnableMultiCoreSplitK, sparse/HF32/MX
 modes, int4, 8-bit outputs of float inputs (quantisation needs SetQuantScalar).
@@ -163,6 +170,10 @@ _COMBOS = {
     _BF16: ({"float32", "float16"}, {"float32", "float16", "bfloat16"}),
     np.dtype(np.int8): ({"int32"}, {"int32", "float16", "int8"}),
 }
+
+#: batchM, batchN, singleBatchM, singleBatchN as the library's constructor sets them
+#: (SetBatchInfoForNormal changes them; npusim's IterateBatch reads the layouts instead)
+_ONE_BATCH = {"batchM": 1, "batchN": 1, "singleBatchM": 1, "singleBatchN": 1}
 
 _BASE_MN_MAX = 256          # baseM cap and the recommended baseN
 _BASE_M_PREF = 128          # the recommended baseM (L0C / (4 * 256))
@@ -300,6 +311,7 @@ class MatmulApiTilingBase:
         self.bufferPool_ = {"l1": soc.l1_usable, "l0c": soc.l0_c_size, "ub": soc.ub_usable,
                             "bt": soc.bt_size, "l0a": soc.l0_a_size, "l0b": soc.l0_b_size}
         self.traverse_ = MatrixTraverse.FIRSTM
+        self._traverse_set = False            # NOSET: GetTiling picks iterateOrder
         self.mmConfigType = 1                                  # SetMatmulConfigParams: MDL
         self._config_error: str | None = None
         self.error: str | None = None
@@ -417,6 +429,7 @@ class MatmulApiTilingBase:
         if traverse == MatrixTraverse.NOSET:
             return -1
         self.traverse_ = traverse
+        self._traverse_set = True
         return 0
 
     def SetMatmulConfigParams(self, mmConfigTypeIn: int = 1, enableL1CacheUBIn: bool = False,
@@ -441,6 +454,7 @@ class MatmulApiTilingBase:
             self._config_error = "enVecND2NZIn (ND2NZ on the AIV) is not modelled"
         if MatrixTraverse(traverseIn) != MatrixTraverse.NOSET:
             self.traverse_ = MatrixTraverse(traverseIn)
+            self._traverse_set = True
 
     def GetBaseM(self) -> int:
         return self._result.baseM if self._result else self.baseM
@@ -471,6 +485,25 @@ class MatmulApiTilingBase:
 
     def _dim(self) -> int:
         return 1
+
+    def _iterate_order(self, sm, sn, k, base_m, base_n, base_k, step_m, step_n, step_ka,
+                       step_kb) -> int:
+        """iterateOrder: SetTraverse's when set, else the library's rule (GetIteratorOrder):
+        N first (1) when only A's L1 chunk holds all of K, M first (0) when only B's does or
+        neither; when both do, N first if walking N first reads fewer rows of A and B
+        (``sm + sn * mLoops < sn + sm * nLoops``, loops of stepM x baseM rows)."""
+        if self._traverse_set:
+            return int(self.traverse_ == MatrixTraverse.FIRSTN)
+        full_a, full_b = step_ka * base_k >= k, step_kb * base_k >= k
+        if full_a != full_b:
+            return int(full_a)
+        if not full_a:
+            return 0
+        m_loops, n_loops = _ceil(sm, step_m * base_m), _ceil(sn, step_n * base_n)
+        return int(sm + sn * m_loops < sn + sm * n_loops)
+
+    def _c_itemsize(self) -> int:
+        return _numpy(self.cType_.dataType).itemsize
 
     def _bias_itemsize(self) -> int:
         return _numpy(self.biasType_.dataType).itemsize if self.biasType_.set else 4
@@ -601,7 +634,8 @@ class MatmulApiTilingBase:
                                f"multiples of 16 and baseK of {ka} (TCubeTiling table 2)")
         db_a = self._buffers(base_m * base_k * isz, pool["l0a"], "baseM * baseK", "L0A")
         db_b = self._buffers(base_n * base_k * isz, pool["l0b"], "baseN * baseK", "L0B")
-        db_c = self._buffers(base_m * base_n * 4, pool["l0c"], "baseM * baseN", "L0C")
+        self._buffers(base_m * base_n * 4, pool["l0c"], "baseM * baseN", "L0C")
+        db_c = 1        # the library's default template keeps one L0C buffer (l0cDB off)
         if self.isBias and pool["bt"] and base_n * 4 > pool["bt"]:
             raise _TilingError(f"baseN {base_n} x 4 B of bias exceeds the {pool['bt']} B bias "
                                "table")
@@ -659,8 +693,10 @@ class MatmulApiTilingBase:
             singleCoreM=sm, singleCoreN=sn, singleCoreK=k, baseM=base_m, baseN=base_n,
             baseK=base_k, depthA1=depth_a1, depthB1=depth_b1,
             stepM=step_m, stepN=step_n, stepKa=step_ka, stepKb=step_kb, isBias=int(self.isBias),
-            transLength=0, iterateOrder=int(self.traverse_ == MatrixTraverse.FIRSTN),
-            shareL1Size=l1_used, shareL0CSize=base_m * base_n * 4 * db[2],
+            transLength=0,
+            iterateOrder=self._iterate_order(sm, sn, k, base_m, base_n, base_k, step_m, step_n,
+                                             step_ka, step_kb),
+            shareL1Size=l1_used, shareL0CSize=base_m * base_n * 4 * db[2], **_ONE_BATCH,
             dbL0A=db[0], dbL0B=db[1], dbL0C=db[2], **self._layout_fields())
 
 
@@ -757,15 +793,16 @@ class MultiCoreMatmulTiling(MatmulApiTilingBase):
         bias = bn * self._bias_itemsize() if self.isBias else 0
         l1_used = a_blk * lib.depth_a1 + b_blk * lib.depth_b1 + bias
         sm, sn = lib.single_m, lib.single_n
-        md, nd = _ceil(m, sm), _ceil(n, sn)
+        md, nd = lib.m_dim, lib.n_dim
         self._dims = (md * nd, md, nd)
         return TCubeTiling(
             usedCoreNum=md * nd, M=self.orgM, N=self.orgN, Ka=self.orgKa, Kb=self.orgKb,
             singleCoreM=sm, singleCoreN=sn, singleCoreK=k, baseM=bm, baseN=bn, baseK=bk,
             depthA1=lib.depth_a1, depthB1=lib.depth_b1, stepM=1, stepN=1,
             stepKa=lib.step_ka, stepKb=lib.step_kb, isBias=int(self.isBias), transLength=0,
-            iterateOrder=int(self.traverse_ == MatrixTraverse.FIRSTN), shareL1Size=l1_used,
-            shareL0CSize=bm * bn * 4 * lib.db_l0c, dbL0A=db_a, dbL0B=db_b, dbL0C=lib.db_l0c,
+            iterateOrder=self._iterate_order(sm, sn, k, bm, bn, bk, 1, 1, lib.step_ka,
+                                             lib.step_kb),
+            shareL1Size=l1_used, shareL0CSize=bm * bn * 4 * lib.db_l0c, **_ONE_BATCH, dbL0A=db_a, dbL0B=db_b, dbL0C=lib.db_l0c,
             **self._layout_fields())
 
     def _single_k(self, k: int) -> int:

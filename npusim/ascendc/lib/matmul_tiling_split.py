@@ -41,11 +41,25 @@ described here in our own terms (the numbered rules below) and computed by our o
    16-aligned k rows overflow L1.
 5. L0: dbL0A = dbL0B = 2, dbL0C = 1 (the library's default template; the kernel then waits
    for each Fixpipe before the next base block's first Mmad).
+Rankings (rules 2 and 3) are computed in single precision and sorted as the library's
+``std::sort`` sorts them (:mod:`.cxx_sort`): the comparators treat near values as equal,
+so the first candidate depends on the sort's sequence of comparisons.
+6. One core's part (GetSingleShape): ``ceil(N16 / nDim)`` with N16 = N rounded up to 16,
+   rounded up to 256 B of elements when B is not transposed or the part's output (2 x C
+   bytes) outweighs its inputs, and ``ceil(M16 / mDim)`` rounded likewise when A is
+   transposed -- each rounding only if it still leaves nDim (mDim) parts; usedCoreNum =
+   mDim x nDim. The part need not be a multiple of 16 (1024 over 3 cores: 342).
+Rule 1 holds only without SetShape (or SetShape(-1, -1, k)): the library's scenario test
+reads SetShape's M and N, so a MultiCoreMatmulTiling given SetShape(M, N, K) takes the
+general search (the asc-devkit samples call SetShape; npusim keeps its own rule there).
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
+
+import numpy as np
+
+from npusim.ascendc.lib.cxx_sort import cxx_sort
 
 __all__ = ["LibrarySplit", "library_split"]
 
@@ -56,6 +70,7 @@ _BAND_MAX = 4.0
 _BAND_CORES = 20
 _L0_HALF = 32 * 1024              # a 64 KiB L0A/L0B, double-buffered
 _L1_RESERVE = 256
+_F = np.float32                   # the library's scores are C++ floats
 
 
 @dataclass
@@ -102,44 +117,43 @@ def _blocks(s: int, base: int) -> tuple[int, int]:
 
 
 def _score(sm, sn, bm, bn, bk, isz, c0, ratio, ra=1.0, rb=1.0):
-    """(cycles, traffic) of one core's base blocks (main blocks and tails)."""
+    """(cycles, traffic) of one core's base blocks (main blocks and tails), in single
+    precision as the library computes them (the rankings compare within tolerances)."""
     mm, tm = _blocks(sm, bm)
     mn, tn = _blocks(sn, bn)
-    cycles = traffic = 0.0
+    cycles = traffic = _F(0)
+    ratio, ra, rb = _F(ratio), _F(ra), _F(rb)
     for count, a, b in ((mm * mn, bm, bn), (mm if tn else 0, bm, tn),
                         (mn if tm else 0, tm, bn), (1 if tm and tn else 0, tm, tn)):
         if count and a and b:
-            cycles += a * b * bk / (16 * 16 * c0) * count
-            traffic += ratio * (ra * a * bk * isz + rb * b * bk * isz) * count
+            cycles += _F(a * b * bk) / _F(16 * 16 * c0) * _F(count)
+            traffic += ratio * (ra * _F(a) * _F(bk) * _F(8 * isz) / _F(8)
+                                + rb * _F(b) * _F(bk) * _F(8 * isz) / _F(8)) * _F(count)
     return cycles, traffic
 
 
 def _band(dim, m_dim, n_dim, bm, bn):
-    return ((dim - m_dim) * bm + (dim - n_dim) * bn) / ((bm + bn) * dim)
+    return _F((dim - m_dim) * bm + (dim - n_dim) * bn) / _F((bm + bn) * dim)
 
 
-def _intensity_order(a, b) -> int:
+def _intensity_less(x, y) -> bool:
     """SPLIT_MN: higher cycles/traffic first; within 1 % of cycles the higher band ratio;
     else fewer cycles."""
-    def less(x, y):
-        if abs(x["intensity"] - y["intensity"]) > 1e-4:
-            return x["intensity"] > y["intensity"]
-        if abs(x["cycles"] - y["cycles"]) < 0.01 * y["cycles"]:
-            return x["band"] > y["band"]
-        return x["cycles"] < y["cycles"]
-    return -1 if less(a, b) else (1 if less(b, a) else 0)
+    if abs(x["intensity"] - y["intensity"]) > _F(1e-4):
+        return x["intensity"] > y["intensity"]
+    if abs(x["cycles"] - y["cycles"]) < _F(0.01) * y["cycles"]:
+        return x["band"] > y["band"]
+    return x["cycles"] < y["cycles"]
 
 
-def _traffic_order(a, b) -> int:
+def _traffic_less(x, y) -> bool:
     """SPLIT_SMALL_MN: less traffic first (5 % counts as equal); then as SPLIT_MN's near
     tie, then the higher intensity."""
-    def less(x, y):
-        if abs(y["traffic"] - x["traffic"]) > 0.05 * x["traffic"]:
-            return x["traffic"] < y["traffic"]
-        if abs(x["cycles"] - y["cycles"]) < 0.01 * y["cycles"]:
-            return x["band"] > y["band"]
-        return x["intensity"] > y["intensity"]
-    return -1 if less(a, b) else (1 if less(b, a) else 0)
+    if abs(y["traffic"] - x["traffic"]) > _F(0.05) * x["traffic"]:
+        return x["traffic"] < y["traffic"]
+    if abs(x["cycles"] - y["cycles"]) < _F(0.01) * y["cycles"]:
+        return x["band"] > y["band"]
+    return x["intensity"] > y["intensity"]
 
 
 def _pairs(n: int):
@@ -160,7 +174,8 @@ def library_split(t, ab, m: int, n: int, k: int, dim: int) -> LibrarySplit | Non
     with A/B dtype ``ab``, shape (m, n, k) on ``dim`` cores; None outside rules 1-3."""
     soc = t.soc
     if (soc.short_soc_version not in _A2_FAMILY or dim <= 1 or t.fixSingleM != -1
-            or t.fixSingleN != -1 or t.fixSingleK != -1 or t.enableSplitK_):
+            or t.fixSingleN != -1 or t.fixSingleK != -1 or t.enableSplitK_
+            or t.singleM != -1 or t.singleN != -1):
         return None
     if m >= 128 and m * n > _MN_LIMIT * dim:
         scenario = "SPLIT_MN"
@@ -190,8 +205,8 @@ def library_split(t, ab, m: int, n: int, k: int, dim: int) -> LibrarySplit | Non
             ok_b, sn = _part(n, nd, b_align, align)
             cyc, traffic = _score(sm, sn, base_m, base_n, base_k, isz, c0, 1 if ok_a and ok_b else 2)
             cands.append({"dims": (md, nd), "cycles": cyc, "band": _band(dim, md, nd, base_m, base_n),
-                          "intensity": cyc / traffic if traffic else 0.0, "part": (sm, sn)})
-        best = sorted(cands, key=functools.cmp_to_key(_intensity_order))[0]
+                          "intensity": cyc / traffic if traffic else _F(0), "part": (sm, sn)})
+        best = cxx_sort(cands, _intensity_less)[0]
         (m_dim, n_dim), (sm, sn) = best["dims"], best["part"]
     else:
         best = _small_mn(t, m, n, k, dim, base_m, base_n, base_k, isz, c0, align, a_t, b_t)
@@ -205,10 +220,22 @@ def library_split(t, ab, m: int, n: int, k: int, dim: int) -> LibrarySplit | Non
         return None
     depth_b1 = _float_depth_b1(t, ab, base_m, base_n, base_k, 2 * step_ka, 2 * step_kb)
     db_l0c = 1
-    # one core's part in whole 16-row fractals (the library counts M and N in them)
-    sm, sn = min(_align(sm, 16), m), min(_align(sn, 16), n)
+    sm, sn = _single_shape(t, ab, m, n, k, m_dim, n_dim)
     return LibrarySplit(scenario, sm, sn, m_dim, n_dim, base_m, base_n, base_k,
                         step_ka, step_kb, 2 * step_ka, depth_b1, db_l0c)
+
+
+def _single_shape(t, ab, m, n, k, m_dim, n_dim) -> tuple[int, int]:
+    """Rule 6: (singleCoreM, singleCoreN) of the split m_dim x n_dim."""
+    isz = ab.itemsize
+    align = 256 // isz
+    # the output outweighs the inputs: 2 x C bytes of the part > its A and B bytes
+    c_bits = 8 * t._c_itemsize()
+    out_heavy = (_ceil(n, n_dim) * _ceil(m, m_dim) * 2 * c_bits
+                 > _ceil(n, n_dim) * k * 8 * isz + _ceil(m, m_dim) * k * 8 * isz)
+    _, sn = _part(_align(n, 16), n_dim, (not t.bType_.isTrans) or out_heavy, align)
+    _, sm = _part(_align(m, 16), m_dim, t.aType_.isTrans, align)
+    return sm, sn
 
 
 def _small_mn(t, m, n, k, dim, base_m, base_n, base_k, isz, c0, align, a_t, b_t):
@@ -238,8 +265,8 @@ def _small_mn(t, m, n, k, dim, base_m, base_n, base_k, isz, c0, align, a_t, b_t)
             cyc, traffic = _score(sm, sn, bm, bn, bk, isz, c0, ratio, ra, rb)
             cands.append({"dims": (md, nd), "cycles": cyc, "traffic": traffic,
                           "band": _band(dim, md, nd, bm, bn), "part": (sm, sn),
-                          "intensity": cyc / traffic if traffic else 0.0, "base": (bm, bn, bk)})
-    best = sorted(cands, key=functools.cmp_to_key(_traffic_order))[0]
+                          "intensity": cyc / traffic if traffic else _F(0), "base": (bm, bn, bk)})
+    best = cxx_sort(cands, _traffic_less)[0]
     return best["dims"], best["part"], best["base"]
 
 
