@@ -333,6 +333,12 @@ class L2Cache:
     starts costs a memmove of the whole list per change), and cutting lines out of a run
     re-indexes the lines cut and the smaller piece left, not the whole run (a transfer
     that streams through a large resident run costs its own pages, not the run's).
+    A page keeps its runs of one range (:attr:`pages`) in address order: they never share
+    a line, so their order stays that of their starts when a start moves (a run loses
+    lines at its head, never past the next run), and a transfer finds those it overlaps
+    by bisection (a page of 64 one-line runs, each left by a copy of its own, costs a few
+    comparisons, not 64). The runs of several ranges, whose extents interleave with
+    other runs, are kept in sets apart (:attr:`mpages`).
     """
 
     #: lines per index page: a page lists the runs touching it
@@ -344,7 +350,9 @@ class L2Cache:
         self.capacity = max(1, int(soc.l2_size) // self.line)
         self.size = 0                      # resident lines
         self.runs: dict[int, list] = {}    # start line -> [end, dirty, stamp]
-        self.pages: dict[int, set] = {}    # page -> ids of the runs touching it
+        self.pages: dict[int, list] = {}   # page -> ids of the one-range runs touching it,
+                                           # in address order
+        self.mpages: dict[int, set] = {}   # page -> ids of the runs of ranges touching it
         self.rid: dict[int, int] = {}      # start line -> run id
         self.rstart: dict[int, int] = {}   # run id -> start line
         self.next_id = 0
@@ -373,18 +381,33 @@ class L2Cache:
                        for p in range(f, l + 1)})
 
     def _new_id(self, start: int, end: int, touched=None) -> None:
-        """Give the run at ``start`` (lines up to ``end``) a new id, in the pages it touches
-        (``touched``: those pages, when not every page from ``start`` to ``end``)."""
+        """Give the run at ``start`` (lines up to ``end``) a new id, in the pages it touches:
+        a run of one range in every page from ``start`` to ``end``, at its place in address
+        order; a run of ranges (``touched``: the pages its ranges touch) in those pages'
+        sets."""
         self.next_id = rid = self.next_id + 1
         self.rid[start] = rid
-        self.rstart[rid] = start
-        pages, P = self.pages, self.PAGE
-        for p in (range(start // P, (end - 1) // P + 1) if touched is None else touched):
+        rstart = self.rstart
+        rstart[rid] = start
+        P = self.PAGE
+        if touched is not None:
+            mpages = self.mpages
+            for p in touched:
+                page = mpages.get(p)
+                if page is None:
+                    mpages[p] = {rid}
+                else:
+                    page.add(rid)
+            return
+        pages = self.pages
+        for p in range(start // P, (end - 1) // P + 1):
             page = pages.get(p)
             if page is None:
-                pages[p] = {rid}
+                pages[p] = [rid]
+            elif rstart[page[-1]] < start:
+                page.append(rid)            # the common case: after the page's last run
             else:
-                page.add(rid)
+                page.insert(bisect_right(page, start, key=rstart.__getitem__), rid)
 
     def _drop_pages(self, rid: int, lo: int, hi: int, below: bool, above: bool) -> None:
         """Run ``rid`` no longer holds lines [lo, hi): drop it from the pages of those lines,
@@ -398,7 +421,7 @@ class L2Cache:
             last -= 1
         for p in range(first, last + 1):
             page = pages[p]
-            page.discard(rid)
+            page.remove(rid)
             if not page:
                 del pages[p]
 
@@ -409,7 +432,7 @@ class L2Cache:
         rid = self.rid.pop(start)
         del self.rstart[rid]
         if len(run) > 3:            # a run of ranges is in the pages its ranges touch
-            pages = self.pages
+            pages = self.mpages
             for p in self._touched(run[3], run[4]):
                 page = pages[p]
                 page.discard(rid)
@@ -503,29 +526,62 @@ class L2Cache:
         self._drop_pages(self.rid[start], new_end, run[0], True, False)
         run[0] = new_end
 
+    def index(self) -> dict:
+        """The page index as one map: page -> set of the ids of the runs listed in it (runs
+        of one range and of ranges together), for tests and debugging."""
+        out = {p: set(ids) for p, ids in self.pages.items()}
+        for p, ids in self.mpages.items():
+            out.setdefault(p, set()).update(ids)
+        return out
+
     def _overlapping(self, a: int, b: int) -> list[int]:
-        """Starts of the resident runs that share a line with [a, b), in address order."""
+        """Starts of the resident runs that share a line with [a, b), in address order, and
+        of the runs of ranges indexed in its pages whose extent overlaps it."""
         pages, runs, rstart, P = self.pages, self.runs, self.rstart, self.PAGE
         p0, p1 = a // P, (b - 1) // P
-        if p0 == p1:
-            found = pages.get(p0, ())
-        else:
-            found = set()
+        found = []
+        for p in range(p0, p1 + 1):
+            page = pages.get(p)
+            if not page:
+                continue
+            if p == p0:
+                # the runs before the last one starting at or before ``a`` end by it
+                i = bisect_right(page, a, key=rstart.__getitem__) - 1
+                if i < 0:
+                    i = 0
+            else:
+                # a run from the page before (one at most) is found there already
+                i = 1 if rstart[page[0]] < p * P else 0
+            for r in page[i:]:
+                s = rstart[r]
+                if s >= b:
+                    break
+                if runs[s][0] > a:
+                    found.append(s)
+        if self.mpages:
+            mpages = self.mpages
+            multi = set()
             for p in range(p0, p1 + 1):
-                page = pages.get(p)
+                page = mpages.get(p)
                 if page:
-                    found |= page
-        starts = [rstart[r] for r in found]
-        return sorted([s for s in starts if s < b and runs[s][0] > a])
+                    multi |= page
+            if multi:
+                starts = [rstart[r] for r in multi]
+                found.extend([s for s in starts if s < b and runs[s][0] > a])
+                found.sort()
+        return found
 
     def _overlapping_rows(self, lo, hi) -> list[int]:
         """Starts of the resident runs that may share a line with the ranges ``[lo[i],
         hi[i])``, in address order: those indexed in the pages the ranges touch."""
         a, b = int(lo[0]), int(hi[-1])
-        pages, runs, rstart = self.pages, self.runs, self.rstart
+        pages, mpages, runs, rstart = self.pages, self.mpages, self.runs, self.rstart
         found = set()
         for p in self._touched(lo, hi):
             page = pages.get(p)
+            if page:
+                found.update(page)
+            page = mpages.get(p)
             if page:
                 found.update(page)
         starts = [rstart[r] for r in found]
