@@ -1763,7 +1763,10 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
         SyncError: a pipe waits for a flag that is never set (the kernel would hang).
     """
     key = None
-    if REPLAY_MEMO and l2 is None:
+    size = _key_size(blocks) if REPLAY_MEMO and l2 is None else 0
+    # a replay of more records than the store holds is never kept, so none is found
+    # either: its key (a pickle of every record) is not worth computing
+    if REPLAY_MEMO and l2 is None and size <= REPLAY_KEEP_RECORDS:
         try:
             records = _relocated_key(blocks, soc.l2_line_bytes)
             if records is None:
@@ -1785,7 +1788,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
         if enabled:
             gc.enable()
     if key is not None:
-        _REPLAY_KEPT.put(key, _pack(timing), _key_size(blocks))
+        _REPLAY_KEPT.put(key, _pack(timing), size)
     return timing
 
 
