@@ -169,13 +169,18 @@ def scaled_shape(sc: Scenario, scale: float) -> tuple[int, int]:
 
 
 def tile_origins(sc: Scenario, m: int, n: int, block: int):
-    """The (row, column, columns) of each tile a block copies, in its order."""
+    """The (row, column, columns) of each tile a block copies, in its order.
+
+    ``block`` may be ``GetBlockIdx()`` in a lockstep group (npusim.lockstep): the loops'
+    bounds are the same for every block and only the rows depend on it, as in the
+    example's kernel (the block's first row is an offset, not a loop bound), so the
+    blocks run as one group."""
     rows = m // sc.blocks
 
     def sweep(first_row, col0, width):
-        for r in range(first_row, first_row + rows, sc.tile_m):
+        for r in range(0, rows, sc.tile_m):
             for c in range(col0, col0 + width, sc.tile_n):
-                yield r, c, min(sc.tile_n, col0 + width - c)
+                yield first_row + r, c, min(sc.tile_n, col0 + width - c)
 
     if sc.mode == "tiles":
         yield from sweep(block * rows, 0, n)
