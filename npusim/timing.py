@@ -633,7 +633,8 @@ class L2Cache:
         a, b = addr // self.line, (addr + max(span, 1) - 1) // self.line + 1
         self.clock += 1
         stamp = self.clock
-        run = self.runs.get(a)
+        runs = self.runs
+        run = runs.get(a)
         if run is not None and run[0] == b and len(run) == 3:
             # the range is one resident run (a tile written back where it was read): all
             # hits; the run takes the new recency in place, as cutting it out and adding
@@ -644,6 +645,37 @@ class L2Cache:
             run[1], run[2] = dirty, stamp
             heapq.heappush(self.heap, (stamp, a))
             return 1.0, (self._evict() if self.size > self.capacity else 0), through
+        P = self.PAGE
+        p = a // P
+        if (b - 1) // P == p and p not in self.mpages:
+            # within one page that no run of ranges touches (a small copy): the runs it
+            # could share a line with are the last one starting at or before ``a`` and the
+            # next; if neither does, it is the common case below (all misses, one new run),
+            # found and indexed with one bisection (what _cut, _overlapping, _add and
+            # _new_id would do, in one place)
+            pages, rstart = self.pages, self.rstart
+            page = pages.get(p)
+            if page is None:
+                free = True
+            else:
+                i = bisect_right(page, a, key=rstart.__getitem__)
+                free = not ((i and runs[rstart[page[i - 1]]][0] > a)
+                            or (i < len(page) and rstart[page[i]] < b))
+            if free:
+                through = 0
+                if write and self.write_through_when_full and self.size + b - a > self.capacity:
+                    through, write = (b - a) * self.line, False
+                runs[a] = [b, write, stamp]
+                heapq.heappush(self.heap, (stamp, a))
+                self.size += b - a
+                self.next_id = rid = self.next_id + 1
+                self.rid[a] = rid
+                rstart[rid] = a
+                if page is None:
+                    pages[p] = [rid]
+                else:
+                    page.insert(i, rid)
+                return 0.0, (self._evict() if self.size > self.capacity else 0), through
         pieces = self._cut(a, b)
         if not pieces:
             # the common case, a range no resident line touches: all misses, one new run
