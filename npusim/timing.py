@@ -1117,6 +1117,8 @@ class _Memory:
         in flight); the DMA is complete (its data landed, what a flag set on its pipe
         waits for) at the later of that moment and ``not_before``, its fixed latency after
         its own time. ``block``: the block that issues it (its MTE's stream, below)."""
+        if len(key) == 3 and kind == DMA_IN and not key[2] and nbytes > 0:
+            return self._read_range(now, nbytes, key, cube, block)
         soc = self.soc
         rows = None
         copies = None
@@ -1136,7 +1138,13 @@ class _Memory:
                 lines, l2a, l2s = None, a * line, (b - a) * line
         burst = self.burst
         if burst:
-            bursts, extra = row_bursts(addr, span, rows, burst)
+            if rows is None:        # row_bursts of one span, inline (nearly every copy)
+                r = addr % burst
+                n = span if span > 1 else 1
+                bursts = (r + n - 1) // burst + 1
+                extra = bursts - (n + burst - 1) // burst
+            else:
+                bursts, extra = row_bursts(addr, span, rows, burst)
             if not self.grid:
                 extra = 0
         else:
@@ -1156,7 +1164,7 @@ class _Memory:
             if bypass:
                 hit, wb = 0.0, 0
             elif lines is None:
-                hit, wb = self.l2.access(l2a, l2s, False)[:2]
+                hit, wb, _ = self.l2.access(l2a, l2s, False)
             else:
                 hit, wb = self.l2.access_lines(lines[0], lines[1], False, lines[2])[:2]
             hit_bytes = nbytes * hit
@@ -1188,7 +1196,7 @@ class _Memory:
             else:
                 on_hbm = 0.0
             self.hbm_bytes += miss + wb
-            wait = self._queue(wb)
+            wait = self._queue(wb) if wb else None
             direction = 1 if miss else 0
             latency = soc.dma_latency_cycles
             # reads served from L2 alone do not cross the interconnect to HBM
@@ -1243,6 +1251,50 @@ class _Memory:
             return done, not_before
         # its victims found the write queue full: the access waits until the queue has
         # taken them (the queue is then above its high mark: a write batch drains it)
+        return _AllOf(self.loop, (done, wait)), not_before
+
+    def _read_range(self, now: float, nbytes: int, key, cube: bool, block: int):
+        """:meth:`transfer` of a read of one contiguous range through L2 (``key`` =
+        ``(addr, span, False)``, ``nbytes`` > 0), the copy a kernel issues most: the same
+        steps and the same arithmetic, without the branches of the other kinds (a kernel
+        of small copies spends much of its replay here)."""
+        addr, span, _ = key
+        burst = self.burst
+        if burst:                   # row_bursts of one span
+            n = span if span > 1 else 1
+            bursts = (addr % burst + n - 1) // burst + 1
+            extra = bursts - (n + burst - 1) // burst if self.grid else 0
+        else:
+            bursts, extra = 1, 0
+        hit, wb, _ = self.l2.access(addr, span, False)
+        hit_bytes = nbytes * hit
+        miss = nbytes - hit_bytes
+        self.l2_hit_bytes += hit_bytes
+        counts, at = self.l2_bytes, 4 if cube else 0
+        counts[at] += hit_bytes
+        counts[at + 1] += miss
+        pad = extra * burst
+        soc = self.soc
+        own = max(hit_bytes / soc.l2_read_rate + (miss + pad) / soc.ddr_read_rate,
+                  bursts * (self.aic_burst if cube else 1.0) * (self.burst_l2 * (1.0 - hit)))
+        if miss:
+            on_hbm = miss + pad + min(hit_bytes, extra * self.l2.line)
+        else:
+            on_hbm = 0.0
+        self.hbm_bytes += miss + wb
+        wait = self._queue(wb) if wb else None
+        stream = (block, DMA_IN)
+        if on_hbm and self.streams.get(stream) != addr:
+            on_hbm += self.hbm_overhead_bytes
+        self.streams[stream] = addr + span
+        own += self.issue
+        done = _Event()
+        self._flow(nbytes, nbytes / own, (0.0 if cube or not miss else 1.0, on_hbm / nbytes,
+                                          nbytes / nbytes), True, 1 if miss else 0, done,
+                   key if miss and self.same_address else 0.0)
+        not_before = now + soc.dma_latency_cycles + own
+        if wait is None:
+            return done, not_before
         return _AllOf(self.loop, (done, wait)), not_before
 
     def _flow(self, nbytes, limit, weight, first, direction, done, hot=0.0) -> None:
