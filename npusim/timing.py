@@ -1304,7 +1304,8 @@ class _Memory:
         at once form a group of their own (a second one moves the first into it), whose
         rate together is at most :attr:`same_address`; a read alone keeps its usual group,
         so the groups stay few."""
-        self._advance()
+        if self.loop.now > self.since:      # else _advance has nothing to move
+            self._advance()
         self.left.append(float(nbytes))
         self.flows.append((limit, weight, first, direction, done, hot))
         self.dirs[direction] += 1
@@ -1322,11 +1323,17 @@ class _Memory:
                     g = self._join(f[_FLIMIT], f[_FWEIGHT], f[_FREAD], hot)
                     self.group[i] = g
                     self.heavy = list(filter(_w1, self.group))
-        g = self._join(limit, weight, first, tag)
+        g = self.groups.get((limit, weight, first, tag))
+        if g is None or g[_GHOT]:
+            g = self._join(limit, weight, first, tag)
+        else:                               # _join of a group in place, not hot
+            g[_GN] += 1
         self.group.append(g)
         if weight[1]:
             self.heavy.append(g)
-        self._changed()
+        if not self.pending:                # _changed
+            self.pending = True
+            self.loop.schedule(0, _URGENT, self._recompute_start, None)
 
     def _join(self, limit, weight, first, tag) -> list:
         """The group of flows with this limit, weights, class and hot key, one flow more."""
