@@ -33,7 +33,8 @@ Run: ``python examples/data_copy_study.py --case U3`` (or ``--case U1,U3,L2``, o
 the effects the best practice teaches, as simulated / measured ratios of Task Duration;
 ``--scale 0.25`` runs a smaller problem (the rows of each block and the columns scaled, in
 whole tiles): the measured figures are at full size only, so a scaled run prints no errors.
-At full size U1 issues 49,152 copies per block and takes minutes of host time.
+At full size U1 issues 49,152 copies per block (2.4 million in all) and takes about
+80 s of host CPU time, most of it the timing replay (benchmarks/bench_small_copies.py).
 """
 from __future__ import annotations
 
