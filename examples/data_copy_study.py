@@ -33,7 +33,8 @@ Run: ``python examples/data_copy_study.py --case U3`` (or ``--case U1,U3,L2``, o
 the effects the best practice teaches, as simulated / measured ratios of Task Duration;
 ``--scale 0.25`` runs a smaller problem (the rows of each block and the columns scaled, in
 whole tiles): the measured figures are at full size only, so a scaled run prints no errors.
-At full size U1 issues 49,152 copies per block and takes minutes of host time.
+At full size U1 issues 49,152 copies per block (2.4 million in all) and takes about
+80 s of host CPU time, most of it the timing replay (benchmarks/bench_small_copies.py).
 """
 from __future__ import annotations
 
@@ -169,13 +170,18 @@ def scaled_shape(sc: Scenario, scale: float) -> tuple[int, int]:
 
 
 def tile_origins(sc: Scenario, m: int, n: int, block: int):
-    """The (row, column, columns) of each tile a block copies, in its order."""
+    """The (row, column, columns) of each tile a block copies, in its order.
+
+    ``block`` may be ``GetBlockIdx()`` in a lockstep group (npusim.lockstep): the loops'
+    bounds are the same for every block and only the rows depend on it, as in the
+    example's kernel (the block's first row is an offset, not a loop bound), so the
+    blocks run as one group."""
     rows = m // sc.blocks
 
     def sweep(first_row, col0, width):
-        for r in range(first_row, first_row + rows, sc.tile_m):
+        for r in range(0, rows, sc.tile_m):
             for c in range(col0, col0 + width, sc.tile_n):
-                yield r, c, min(sc.tile_n, col0 + width - c)
+                yield first_row + r, c, min(sc.tile_n, col0 + width - c)
 
     if sc.mode == "tiles":
         yield from sweep(block * rows, 0, n)
@@ -247,7 +253,7 @@ def run_scenario(name: str, scale: float = 1.0, soc_name: str = "Ascend910B1",
     gm = GlobalMemory(soc.memory_size)
     src = gm.malloc(m * n * 2)
     # the data does not change the timing; a ramp makes a wrong copy visible in a debugger
-    gm.write(src, (np.arange(m * n, dtype=np.int64) % 2048).astype(np.float16))
+    gm.write(src, np.resize(np.arange(2048, dtype=np.float16), m * n))   # 0..2047 repeated
     kt = KernelMetaType.KERNEL_TYPE_AIV_ONLY if sc.dst == "UB" else \
         KernelMetaType.KERNEL_TYPE_AIC_ONLY
     t0 = time.perf_counter()

@@ -85,7 +85,9 @@ variable ``NPUSIM_LOCKSTEP=0`` (read at each launch).
 from __future__ import annotations
 
 import math
+import operator
 import os
+from itertools import repeat as _repeat
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -208,11 +210,11 @@ class BlockVector:
         if type(other) is BlockVector:
             if other.members != self.members:
                 raise Divergence([(m,) for m in self.members])
-            return _make(self.members, [fn(a, b) for a, b in zip(self.vals, other.vals)])
-        return _make(self.members, [fn(a, other) for a in self.vals])
+            return _make(self.members, list(map(fn, self.vals, other.vals)))
+        return _make(self.members, list(map(fn, self.vals, _repeat(other))))
 
     def _rop(self, other, fn):
-        return _make(self.members, [fn(other, a) for a in self.vals])
+        return _make(self.members, list(map(fn, _repeat(other), self.vals)))
 
     def __add__(self, o): return self._op(o, _add)
     def __radd__(self, o): return self._rop(o, _add)
@@ -256,23 +258,14 @@ class BlockVector:
     def __ceil__(self): return self.map(math.ceil)
 
 
-def _add(a, b): return a + b
-def _sub(a, b): return a - b
-def _mul(a, b): return a * b
-def _truediv(a, b): return a / b
-def _floordiv(a, b): return a // b
-def _mod(a, b): return a % b
-def _lshift(a, b): return a << b
-def _rshift(a, b): return a >> b
-def _and(a, b): return a & b
-def _or(a, b): return a | b
-def _xor(a, b): return a ^ b
-def _lt(a, b): return a < b
-def _le(a, b): return a <= b
-def _gt(a, b): return a > b
-def _ge(a, b): return a >= b
-def _eq(a, b): return a == b
-def _ne(a, b): return a != b
+# the operator module's functions are the operators themselves (``operator.add(a, b)`` is
+# ``a + b``), called from C: a member's result is the one its per-block run computes
+_add, _sub, _mul, _truediv = operator.add, operator.sub, operator.mul, operator.truediv
+_floordiv, _mod, _lshift, _rshift = (operator.floordiv, operator.mod, operator.lshift,
+                                     operator.rshift)
+_and, _or, _xor = operator.and_, operator.or_, operator.xor
+_lt, _le, _gt, _ge, _eq, _ne = (operator.lt, operator.le, operator.gt, operator.ge,
+                                operator.eq, operator.ne)
 
 
 def as_int(x):

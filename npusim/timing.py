@@ -333,6 +333,12 @@ class L2Cache:
     starts costs a memmove of the whole list per change), and cutting lines out of a run
     re-indexes the lines cut and the smaller piece left, not the whole run (a transfer
     that streams through a large resident run costs its own pages, not the run's).
+    A page keeps its runs of one range (:attr:`pages`) in address order: they never share
+    a line, so their order stays that of their starts when a start moves (a run loses
+    lines at its head, never past the next run), and a transfer finds those it overlaps
+    by bisection (a page of 64 one-line runs, each left by a copy of its own, costs a few
+    comparisons, not 64). The runs of several ranges, whose extents interleave with
+    other runs, are kept in sets apart (:attr:`mpages`).
     """
 
     #: lines per index page: a page lists the runs touching it
@@ -344,7 +350,9 @@ class L2Cache:
         self.capacity = max(1, int(soc.l2_size) // self.line)
         self.size = 0                      # resident lines
         self.runs: dict[int, list] = {}    # start line -> [end, dirty, stamp]
-        self.pages: dict[int, set] = {}    # page -> ids of the runs touching it
+        self.pages: dict[int, list] = {}   # page -> ids of the one-range runs touching it,
+                                           # in address order
+        self.mpages: dict[int, set] = {}   # page -> ids of the runs of ranges touching it
         self.rid: dict[int, int] = {}      # start line -> run id
         self.rstart: dict[int, int] = {}   # run id -> start line
         self.next_id = 0
@@ -373,18 +381,33 @@ class L2Cache:
                        for p in range(f, l + 1)})
 
     def _new_id(self, start: int, end: int, touched=None) -> None:
-        """Give the run at ``start`` (lines up to ``end``) a new id, in the pages it touches
-        (``touched``: those pages, when not every page from ``start`` to ``end``)."""
+        """Give the run at ``start`` (lines up to ``end``) a new id, in the pages it touches:
+        a run of one range in every page from ``start`` to ``end``, at its place in address
+        order; a run of ranges (``touched``: the pages its ranges touch) in those pages'
+        sets."""
         self.next_id = rid = self.next_id + 1
         self.rid[start] = rid
-        self.rstart[rid] = start
-        pages, P = self.pages, self.PAGE
-        for p in (range(start // P, (end - 1) // P + 1) if touched is None else touched):
+        rstart = self.rstart
+        rstart[rid] = start
+        P = self.PAGE
+        if touched is not None:
+            mpages = self.mpages
+            for p in touched:
+                page = mpages.get(p)
+                if page is None:
+                    mpages[p] = {rid}
+                else:
+                    page.add(rid)
+            return
+        pages = self.pages
+        for p in range(start // P, (end - 1) // P + 1):
             page = pages.get(p)
             if page is None:
-                pages[p] = {rid}
+                pages[p] = [rid]
+            elif rstart[page[-1]] < start:
+                page.append(rid)            # the common case: after the page's last run
             else:
-                page.add(rid)
+                page.insert(bisect_right(page, start, key=rstart.__getitem__), rid)
 
     def _drop_pages(self, rid: int, lo: int, hi: int, below: bool, above: bool) -> None:
         """Run ``rid`` no longer holds lines [lo, hi): drop it from the pages of those lines,
@@ -398,7 +421,7 @@ class L2Cache:
             last -= 1
         for p in range(first, last + 1):
             page = pages[p]
-            page.discard(rid)
+            page.remove(rid)
             if not page:
                 del pages[p]
 
@@ -409,7 +432,7 @@ class L2Cache:
         rid = self.rid.pop(start)
         del self.rstart[rid]
         if len(run) > 3:            # a run of ranges is in the pages its ranges touch
-            pages = self.pages
+            pages = self.mpages
             for p in self._touched(run[3], run[4]):
                 page = pages[p]
                 page.discard(rid)
@@ -503,29 +526,62 @@ class L2Cache:
         self._drop_pages(self.rid[start], new_end, run[0], True, False)
         run[0] = new_end
 
+    def index(self) -> dict:
+        """The page index as one map: page -> set of the ids of the runs listed in it (runs
+        of one range and of ranges together), for tests and debugging."""
+        out = {p: set(ids) for p, ids in self.pages.items()}
+        for p, ids in self.mpages.items():
+            out.setdefault(p, set()).update(ids)
+        return out
+
     def _overlapping(self, a: int, b: int) -> list[int]:
-        """Starts of the resident runs that share a line with [a, b), in address order."""
+        """Starts of the resident runs that share a line with [a, b), in address order, and
+        of the runs of ranges indexed in its pages whose extent overlaps it."""
         pages, runs, rstart, P = self.pages, self.runs, self.rstart, self.PAGE
         p0, p1 = a // P, (b - 1) // P
-        if p0 == p1:
-            found = pages.get(p0, ())
-        else:
-            found = set()
+        found = []
+        for p in range(p0, p1 + 1):
+            page = pages.get(p)
+            if not page:
+                continue
+            if p == p0:
+                # the runs before the last one starting at or before ``a`` end by it
+                i = bisect_right(page, a, key=rstart.__getitem__) - 1
+                if i < 0:
+                    i = 0
+            else:
+                # a run from the page before (one at most) is found there already
+                i = 1 if rstart[page[0]] < p * P else 0
+            for r in page[i:]:
+                s = rstart[r]
+                if s >= b:
+                    break
+                if runs[s][0] > a:
+                    found.append(s)
+        if self.mpages:
+            mpages = self.mpages
+            multi = set()
             for p in range(p0, p1 + 1):
-                page = pages.get(p)
+                page = mpages.get(p)
                 if page:
-                    found |= page
-        starts = [rstart[r] for r in found]
-        return sorted([s for s in starts if s < b and runs[s][0] > a])
+                    multi |= page
+            if multi:
+                starts = [rstart[r] for r in multi]
+                found.extend([s for s in starts if s < b and runs[s][0] > a])
+                found.sort()
+        return found
 
     def _overlapping_rows(self, lo, hi) -> list[int]:
         """Starts of the resident runs that may share a line with the ranges ``[lo[i],
         hi[i])``, in address order: those indexed in the pages the ranges touch."""
         a, b = int(lo[0]), int(hi[-1])
-        pages, runs, rstart = self.pages, self.runs, self.rstart
+        pages, mpages, runs, rstart = self.pages, self.mpages, self.runs, self.rstart
         found = set()
         for p in self._touched(lo, hi):
             page = pages.get(p)
+            if page:
+                found.update(page)
+            page = mpages.get(p)
             if page:
                 found.update(page)
         starts = [rstart[r] for r in found]
@@ -577,7 +633,8 @@ class L2Cache:
         a, b = addr // self.line, (addr + max(span, 1) - 1) // self.line + 1
         self.clock += 1
         stamp = self.clock
-        run = self.runs.get(a)
+        runs = self.runs
+        run = runs.get(a)
         if run is not None and run[0] == b and len(run) == 3:
             # the range is one resident run (a tile written back where it was read): all
             # hits; the run takes the new recency in place, as cutting it out and adding
@@ -588,6 +645,37 @@ class L2Cache:
             run[1], run[2] = dirty, stamp
             heapq.heappush(self.heap, (stamp, a))
             return 1.0, (self._evict() if self.size > self.capacity else 0), through
+        P = self.PAGE
+        p = a // P
+        if (b - 1) // P == p and p not in self.mpages:
+            # within one page that no run of ranges touches (a small copy): the runs it
+            # could share a line with are the last one starting at or before ``a`` and the
+            # next; if neither does, it is the common case below (all misses, one new run),
+            # found and indexed with one bisection (what _cut, _overlapping, _add and
+            # _new_id would do, in one place)
+            pages, rstart = self.pages, self.rstart
+            page = pages.get(p)
+            if page is None:
+                free = True
+            else:
+                i = bisect_right(page, a, key=rstart.__getitem__)
+                free = not ((i and runs[rstart[page[i - 1]]][0] > a)
+                            or (i < len(page) and rstart[page[i]] < b))
+            if free:
+                through = 0
+                if write and self.write_through_when_full and self.size + b - a > self.capacity:
+                    through, write = (b - a) * self.line, False
+                runs[a] = [b, write, stamp]
+                heapq.heappush(self.heap, (stamp, a))
+                self.size += b - a
+                self.next_id = rid = self.next_id + 1
+                self.rid[a] = rid
+                rstart[rid] = a
+                if page is None:
+                    pages[p] = [rid]
+                else:
+                    page.insert(i, rid)
+                return 0.0, (self._evict() if self.size > self.capacity else 0), through
         pieces = self._cut(a, b)
         if not pieces:
             # the common case, a range no resident line touches: all misses, one new run
@@ -1029,6 +1117,8 @@ class _Memory:
         in flight); the DMA is complete (its data landed, what a flag set on its pipe
         waits for) at the later of that moment and ``not_before``, its fixed latency after
         its own time. ``block``: the block that issues it (its MTE's stream, below)."""
+        if len(key) == 3 and kind == DMA_IN and not key[2] and nbytes > 0:
+            return self._read_range(now, nbytes, key, cube, block)
         soc = self.soc
         rows = None
         copies = None
@@ -1048,7 +1138,13 @@ class _Memory:
                 lines, l2a, l2s = None, a * line, (b - a) * line
         burst = self.burst
         if burst:
-            bursts, extra = row_bursts(addr, span, rows, burst)
+            if rows is None:        # row_bursts of one span, inline (nearly every copy)
+                r = addr % burst
+                n = span if span > 1 else 1
+                bursts = (r + n - 1) // burst + 1
+                extra = bursts - (n + burst - 1) // burst
+            else:
+                bursts, extra = row_bursts(addr, span, rows, burst)
             if not self.grid:
                 extra = 0
         else:
@@ -1068,7 +1164,7 @@ class _Memory:
             if bypass:
                 hit, wb = 0.0, 0
             elif lines is None:
-                hit, wb = self.l2.access(l2a, l2s, False)[:2]
+                hit, wb, _ = self.l2.access(l2a, l2s, False)
             else:
                 hit, wb = self.l2.access_lines(lines[0], lines[1], False, lines[2])[:2]
             hit_bytes = nbytes * hit
@@ -1100,7 +1196,7 @@ class _Memory:
             else:
                 on_hbm = 0.0
             self.hbm_bytes += miss + wb
-            wait = self._queue(wb)
+            wait = self._queue(wb) if wb else None
             direction = 1 if miss else 0
             latency = soc.dma_latency_cycles
             # reads served from L2 alone do not cross the interconnect to HBM
@@ -1157,6 +1253,50 @@ class _Memory:
         # taken them (the queue is then above its high mark: a write batch drains it)
         return _AllOf(self.loop, (done, wait)), not_before
 
+    def _read_range(self, now: float, nbytes: int, key, cube: bool, block: int):
+        """:meth:`transfer` of a read of one contiguous range through L2 (``key`` =
+        ``(addr, span, False)``, ``nbytes`` > 0), the copy a kernel issues most: the same
+        steps and the same arithmetic, without the branches of the other kinds (a kernel
+        of small copies spends much of its replay here)."""
+        addr, span, _ = key
+        burst = self.burst
+        if burst:                   # row_bursts of one span
+            n = span if span > 1 else 1
+            bursts = (addr % burst + n - 1) // burst + 1
+            extra = bursts - (n + burst - 1) // burst if self.grid else 0
+        else:
+            bursts, extra = 1, 0
+        hit, wb, _ = self.l2.access(addr, span, False)
+        hit_bytes = nbytes * hit
+        miss = nbytes - hit_bytes
+        self.l2_hit_bytes += hit_bytes
+        counts, at = self.l2_bytes, 4 if cube else 0
+        counts[at] += hit_bytes
+        counts[at + 1] += miss
+        pad = extra * burst
+        soc = self.soc
+        own = max(hit_bytes / soc.l2_read_rate + (miss + pad) / soc.ddr_read_rate,
+                  bursts * (self.aic_burst if cube else 1.0) * (self.burst_l2 * (1.0 - hit)))
+        if miss:
+            on_hbm = miss + pad + min(hit_bytes, extra * self.l2.line)
+        else:
+            on_hbm = 0.0
+        self.hbm_bytes += miss + wb
+        wait = self._queue(wb) if wb else None
+        stream = (block, DMA_IN)
+        if on_hbm and self.streams.get(stream) != addr:
+            on_hbm += self.hbm_overhead_bytes
+        self.streams[stream] = addr + span
+        own += self.issue
+        done = _Event()
+        self._flow(nbytes, nbytes / own, (0.0 if cube or not miss else 1.0, on_hbm / nbytes,
+                                          nbytes / nbytes), True, 1 if miss else 0, done,
+                   key if miss and self.same_address else 0.0)
+        not_before = now + soc.dma_latency_cycles + own
+        if wait is None:
+            return done, not_before
+        return _AllOf(self.loop, (done, wait)), not_before
+
     def _flow(self, nbytes, limit, weight, first, direction, done, hot=0.0) -> None:
         """Put a flow in flight (``first``: served in the first class, the reads';
         ``hot``: the key of the GM bytes it reads from HBM when concurrent reads of the
@@ -1164,7 +1304,8 @@ class _Memory:
         at once form a group of their own (a second one moves the first into it), whose
         rate together is at most :attr:`same_address`; a read alone keeps its usual group,
         so the groups stay few."""
-        self._advance()
+        if self.loop.now > self.since:      # else _advance has nothing to move
+            self._advance()
         self.left.append(float(nbytes))
         self.flows.append((limit, weight, first, direction, done, hot))
         self.dirs[direction] += 1
@@ -1182,11 +1323,17 @@ class _Memory:
                     g = self._join(f[_FLIMIT], f[_FWEIGHT], f[_FREAD], hot)
                     self.group[i] = g
                     self.heavy = list(filter(_w1, self.group))
-        g = self._join(limit, weight, first, tag)
+        g = self.groups.get((limit, weight, first, tag))
+        if g is None or g[_GHOT]:
+            g = self._join(limit, weight, first, tag)
+        else:                               # _join of a group in place, not hot
+            g[_GN] += 1
         self.group.append(g)
         if weight[1]:
             self.heavy.append(g)
-        self._changed()
+        if not self.pending:                # _changed
+            self.pending = True
+            self.loop.schedule(0, _URGENT, self._recompute_start, None)
 
     def _join(self, limit, weight, first, tag) -> list:
         """The group of flows with this limit, weights, class and hot key, one flow more."""
@@ -1707,7 +1854,10 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
         SyncError: a pipe waits for a flag that is never set (the kernel would hang).
     """
     key = None
-    if REPLAY_MEMO and l2 is None:
+    size = _key_size(blocks) if REPLAY_MEMO and l2 is None else 0
+    # a replay of more records than the store holds is never kept, so none is found
+    # either: its key (a pickle of every record) is not worth computing
+    if REPLAY_MEMO and l2 is None and size <= REPLAY_KEEP_RECORDS:
         try:
             records = _relocated_key(blocks, soc.l2_line_bytes)
             if records is None:
@@ -1729,7 +1879,7 @@ def simulate(blocks: list[list[tuple]], soc, keep_spans: bool = False, cores: in
         if enabled:
             gc.enable()
     if key is not None:
-        _REPLAY_KEPT.put(key, _pack(timing), _key_size(blocks))
+        _REPLAY_KEPT.put(key, _pack(timing), size)
     return timing
 
 

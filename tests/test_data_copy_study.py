@@ -88,6 +88,23 @@ def test_each_scenario_runs_at_a_tiny_scale(name):
     assert not study.full_size(fig)
 
 
+@pytest.mark.parametrize("name", ["U1", "U8", "L7"])
+def test_the_blocks_run_as_one_lockstep_group(name, monkeypatch):
+    """The kernel's loops have the same bounds on every block (only the rows it copies
+    depend on GetBlockIdx()), so the launch runs the kernel's Python once for all blocks
+    (npusim.lockstep), with the figures of a run block after block."""
+    calls = []
+    real = study.data_copy_kernel
+    monkeypatch.setattr(study, "data_copy_kernel", lambda *a: calls.append(1) or real(*a))
+    fig = study.run_scenario(name, 0.01, blocks=4)
+    assert len(calls) == 1
+    monkeypatch.setenv("NPUSIM_LOCKSTEP", "0")
+    alone = study.run_scenario(name, 0.01, blocks=4)
+    assert len(calls) == 5
+    fig.pop("host_seconds"), alone.pop("host_seconds")
+    assert fig == alone
+
+
 def test_main_prints_without_errors_when_scaled(capsys, tmp_path):
     study.main(["--case", "u3,U4", "--scale", "0.01", "--plot", str(tmp_path / "e.png")])
     out = capsys.readouterr().out

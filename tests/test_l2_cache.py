@@ -58,8 +58,11 @@ def test_runs_behave_like_a_per_line_lru(accesses, page):
     for s, (e, _, _) in fast.runs.items():
         for p in range(s // page, (e - 1) // page + 1):
             pages.setdefault(p, set()).add(s)
-    assert pages == {p: {fast.rstart[r] for r in ids} for p, ids in fast.pages.items()}
-    assert all(len(ids) == len({fast.rstart[r] for r in ids}) for ids in fast.pages.values())
+    assert pages == {p: {fast.rstart[r] for r in ids} for p, ids in fast.index().items()}
+    assert all(len(ids) == len({fast.rstart[r] for r in ids}) for ids in fast.index().values())
+    # a page lists its runs in address order (found by bisection)
+    assert all([fast.rstart[r] for r in ids] == sorted(fast.rstart[r] for r in ids)
+               for ids in fast.pages.values())
 
 
 def test_streaming_reads_miss_and_rereads_hit():

@@ -98,9 +98,13 @@ def test_strided_accesses_behave_like_a_per_line_lru_of_their_lines(accesses, pa
                 touch.setdefault(p, set()).add(s)
         for p in range(s // page, (run[0] - 1) // page + 1):
             extent.setdefault(p, set()).add(s)
-    index = {p: {fast.rstart[r] for r in ids} for p, ids in fast.pages.items()}
+    index = {p: {fast.rstart[r] for r in ids} for p, ids in fast.index().items()}
     assert all(touch[p] <= index.get(p, set()) for p in touch)
     assert all(index[p] <= extent.get(p, set()) for p in index)
+    # a page lists its runs of one range in address order (found by bisection), each once
+    for ids in fast.pages.values():
+        starts = [fast.rstart[r] for r in ids]
+        assert starts == sorted(set(starts)) and all(len(fast.runs[st]) == 3 for st in starts)
 
 
 @settings(max_examples=100, deadline=None)

@@ -134,6 +134,25 @@ def test_the_least_recent_replays_are_forgotten_beyond_the_limit(device, monkeyp
     assert not timing._REPLAY_KEPT
 
 
+def test_a_replay_larger_than_the_store_computes_no_key(device, monkeypatch):
+    """A replay of more records than the store holds is never kept: its key (a pickle of
+    every record) is not computed, and its timing is the same."""
+    gm, xa, za, n, replays = device
+    base = launch(gm, xa, za, n)
+    size = next(iter(timing._REPLAY_KEPT.items.values()))[1]
+    digests = []
+    real = timing._digest
+    monkeypatch.setattr(timing, "_digest", lambda *a: digests.append(1) or real(*a))
+    monkeypatch.setattr(timing, "REPLAY_KEEP_RECORDS", size - 1)
+    timing._REPLAY_KEPT.clear()
+    again = launch(gm, xa, za, n)
+    assert not digests and not timing._REPLAY_KEPT and len(replays) == 2
+    assert_same_timing(again.timing, base.timing)
+    monkeypatch.setattr(timing, "REPLAY_KEEP_RECORDS", size)
+    launch(gm, xa, za, n)
+    assert digests and len(timing._REPLAY_KEPT) == 1          # room for it: keyed and kept
+
+
 def test_the_key_of_a_groups_records_sees_every_record(device, monkeypatch):
     """A lockstep group's members share the group's records in the key, those that differ
     from member to member in their group form: a change to one member's value in a

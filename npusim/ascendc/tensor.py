@@ -47,6 +47,8 @@ def _index(x, instruction: str, what: str = "index"):
     if type(x) is int:
         return x
     if type(x) is _lockstep.BlockVector:
+        if all(type(v) is int for v in x.vals):
+            return x                # every member's is an int already
         return x.map(lambda v: _index(v, instruction, what))
     try:
         return operator.index(x)
@@ -107,8 +109,10 @@ class GlobalTensor:
             offset = _index(offset, "GlobalTensor[]")
         sub.address = self.address + offset * self.dtype.itemsize
         rest = self.length - offset
-        sub.length = (rest.map(lambda r: max(r, 0)) if type(rest) is _lockstep.BlockVector
-                      else max(rest, 0))
+        if type(rest) is _lockstep.BlockVector:
+            sub.length = rest if min(rest.vals) >= 0 else rest.map(lambda r: max(r, 0))
+        else:
+            sub.length = max(rest, 0)
         sub._alloc = self._alloc
         sub.cache_mode = self.cache_mode
         cur = _core.current_core_or_none()
