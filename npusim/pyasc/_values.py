@@ -443,6 +443,30 @@ class TBuf:
     def get_with_offset(self, size, buf_offset, dtype) -> LocalTensor:
         return LocalTensor(t=self.q.GetWithOffset(int(size), int(buf_offset), np_dtype(dtype)))
 
+    # pyasc's TBuf is a TQueBind, so a kernel may call the queue methods on it; its code
+    # generator emits Ascend C's TBuf::AllocTensor<T>() ... for them, whose library
+    # implementation gives the whole buffer (Get<T>()) or does nothing (npusim's TBuf).
+    # Ascend C's TBuf declares only those forms: the in-place ones (a LocalTensor argument)
+    # are hidden there and do not compile.
+    def alloc_tensor(self, dtype) -> LocalTensor:
+        return LocalTensor(t=self.q.AllocTensor(_tbuf_dtype(dtype, "alloc_tensor")))
+
+    def deque(self, dtype) -> LocalTensor:
+        return LocalTensor(t=self.q.DeQue(_tbuf_dtype(dtype, "deque")))
+
+    def enque(self, tensor: LocalTensor) -> None:
+        self.q.EnQue(tensor.t)
+
+    def free_tensor(self, tensor: LocalTensor) -> None:
+        self.q.FreeTensor(tensor.t)
+
+
+def _tbuf_dtype(dtype, method: str):
+    if isinstance(dtype, LocalTensor):
+        raise KernelError(f"TBuf.{method}", "Ascend C's TBuf has no in-place form (TBuf<pos> "
+                          f"declares {method} with a type only): call tbuf.{method}(dtype)")
+    return np_dtype(dtype)
+
 
 class TPipe:
     """``asc.TPipe()``: npusim's TPipe of the running block."""
