@@ -109,6 +109,32 @@ def test_tbuf_alloc_tensor_gives_the_whole_buffer():
     np.testing.assert_array_equal(z, 3 * x)
 
 
+@asc.jit
+def shaped_softmax_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, rows: asc.ConstExpr[int],
+                          cols: asc.ConstExpr[int]):
+    """Row softmax of a rows x cols float tile whose shape the tensors carry (asc.array ->
+    asc.ShapeInfo -> set_shape_info); the SoftmaxTiling made in the kernel is empty."""
+    xg, yg = asc.GlobalTensor(), asc.GlobalTensor()
+    xg.set_global_buffer(x)
+    yg.set_global_buffer(y)
+    src = asc.LocalTensorAuto(x.dtype, rows * cols)
+    peak = asc.LocalTensorAuto(x.dtype, rows * 8)
+    total = asc.LocalTensorAuto(x.dtype, rows * 8)
+    asc.data_copy(src, xg, count=rows * cols)
+    src.set_shape_info(asc.ShapeInfo(asc.array(asc.int32, (rows, cols))))
+    asc.adv.softmax(src, total, peak, src, asc.adv.SoftmaxTiling())
+    asc.data_copy(yg, src, count=rows * cols)
+
+
+def test_softmax_reads_the_shape_a_tensor_carries():
+    rng = np.random.default_rng(9)
+    x = (rng.random((8, 64)) * 3).astype(np.float32)
+    y = np.zeros_like(x)
+    shaped_softmax_kernel[1, rt.current_stream()](x, y, 8, 64)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
 def test_matmul_config_gives_the_template_and_names_an_unknown_field():
     """asc.adv.MatmulConfig(snake_case fields) is npusim's MatmulConfig (tiling.h's camelCase
     fields); a field npusim does not have is refused, naming it."""

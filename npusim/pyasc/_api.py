@@ -100,6 +100,8 @@ def convert(value):
         return V.np_dtype(value)
     if isinstance(value, V.StructView):
         return npusim_struct(value.host)
+    if hasattr(type(value), "struct_fields"):     # a Struct built in the kernel (a tiling)
+        return npusim_struct(value)
     return value
 
 
@@ -400,11 +402,11 @@ SPECIAL = {
     "range": pyasc_range, "static_range": pyasc_range,
     "GlobalTensor": V.GlobalTensor, "LocalTensor": V.LocalTensor, "GlobalAddress": V.GlobalAddress,
     "TPipe": V.TPipe, "LocalTensorAuto": V.LocalTensorAuto, "TQue": V.TQue, "TQueBind": V.TQueBind, "TBuf": V.TBuf,
-    "get_tpipe_ptr": V.get_tpipe_ptr,
+    "get_tpipe_ptr": V.get_tpipe_ptr, "array": V.array, "ShapeInfo": V.ShapeInfo,
 }
 
 #: pyasc names that are types, constants or helpers usable as they are.
-_PASS_THROUGH = ("ConstExpr", "DataType", "inline", "number", "array", "Property",
+_PASS_THROUGH = ("ConstExpr", "DataType", "inline", "number", "Property",
                  # AIPP's parameters: plain values SetAippFunctions keeps for LoadImageToLocal
                  "AippPaddingParams", "AippSwapParams", "AippSingleLineParams",
                  "AippDataTypeConvParams", "AippChannelPaddingParams",
