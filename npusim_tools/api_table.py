@@ -41,6 +41,8 @@ FAMILIES = {
                               "head + per repeat: ceil(lanes / rate) (see docs/kernels.md)"),
     "npusim.ascendc.gather": ("Vector: gather and broadcast in UB", "PIPE_V",
                               "16- and 32-bit types", "head + ceil(n / rate)"),
+    "npusim.ascendc.bilinear": ("Vector: gather and broadcast in UB", "PIPE_V", "half",
+                                "the Gatherb, Brcb, Mul, Add and Adds it issues"),
     "npusim.ascendc.transpose": ("Vector: transpose", "PIPE_V", "16- and 32-bit types",
                                  "head + one cycle per 512 B repeat"),
     "npusim.ascendc.sort": ("Vector: sort", "PIPE_V", F16_F32,

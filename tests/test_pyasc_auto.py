@@ -78,6 +78,63 @@ def test_init_buffer_takes_buf_keyword():
     np.testing.assert_array_equal(z, 2 * x)
 
 
+@asc.jit
+def tbuf_queue_calls_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: asc.ConstExpr[int]):
+    """z = 3 x with a TBuf driven by the queue calls pyasc's TBuf inherits from TQueBind:
+    alloc_tensor and deque give the whole buffer (as get), enque and free_tensor do nothing."""
+    xg, zg = asc.GlobalTensor(), asc.GlobalTensor()
+    xg.set_global_buffer(x)
+    zg.set_global_buffer(z)
+    pipe = asc.TPipe()
+    src = asc.TBuf(asc.TPosition.VECCALC)
+    acc = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(buf=src, num=n * x.dtype.sizeof())
+    pipe.init_buffer(buf=acc, num=2 * n * x.dtype.sizeof())
+    t = src.alloc_tensor(x.dtype)
+    asc.data_copy(t, xg, count=n)
+    src.enque(t)
+    t = src.deque(x.dtype)
+    a = acc.alloc_tensor(x.dtype)          # the whole buffer: 2 n elements
+    asc.add(a, t, t, n)
+    asc.add(a[n:], a, t, n)                # its second half is the same buffer's
+    asc.data_copy(zg, a[n:], count=n)
+    src.free_tensor(t)
+    acc.free_tensor(a)
+
+
+def test_tbuf_alloc_tensor_gives_the_whole_buffer():
+    x = np.arange(256, dtype=np.float32)
+    z = np.zeros_like(x)
+    tbuf_queue_calls_kernel[1, rt.current_stream()](x, z, 256)
+    np.testing.assert_array_equal(z, 3 * x)
+
+
+@asc.jit
+def shaped_softmax_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, rows: asc.ConstExpr[int],
+                          cols: asc.ConstExpr[int]):
+    """Row softmax of a rows x cols float tile whose shape the tensors carry (asc.array ->
+    asc.ShapeInfo -> set_shape_info); the SoftmaxTiling made in the kernel is empty."""
+    xg, yg = asc.GlobalTensor(), asc.GlobalTensor()
+    xg.set_global_buffer(x)
+    yg.set_global_buffer(y)
+    src = asc.LocalTensorAuto(x.dtype, rows * cols)
+    peak = asc.LocalTensorAuto(x.dtype, rows * 8)
+    total = asc.LocalTensorAuto(x.dtype, rows * 8)
+    asc.data_copy(src, xg, count=rows * cols)
+    src.set_shape_info(asc.ShapeInfo(asc.array(asc.int32, (rows, cols))))
+    asc.adv.softmax(src, total, peak, src, asc.adv.SoftmaxTiling())
+    asc.data_copy(yg, src, count=rows * cols)
+
+
+def test_softmax_reads_the_shape_a_tensor_carries():
+    rng = np.random.default_rng(9)
+    x = (rng.random((8, 64)) * 3).astype(np.float32)
+    y = np.zeros_like(x)
+    shaped_softmax_kernel[1, rt.current_stream()](x, y, 8, 64)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
 def test_matmul_config_gives_the_template_and_names_an_unknown_field():
     """asc.adv.MatmulConfig(snake_case fields) is npusim's MatmulConfig (tiling.h's camelCase
     fields); a field npusim does not have is refused, naming it."""

@@ -258,3 +258,22 @@ def test_matmul_with_the_mdl_config():
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
     assert "adv.get_mdl_config" in npusim_pyasc.coverage()["mapped"]
+
+
+def test_a_tiling_built_by_hand_without_k_steps_runs_under_norm():
+    """A user's asc.adv.TCubeTiling(...) that sets base, single-core, depth and step_m/n only:
+    step_ka/step_kb/db_l0a/b/c stay 0, which the NORM template does not need (float16 here;
+    npusim.ascendc.lib.matmul_tiling_use); MDL divides by step_ka, so it refuses them."""
+    m, n, k = 32, 64, 96
+    tiling = asc.adv.TCubeTiling(used_core_num=2, m=m, n=n, k_a=k, k_b=k, single_core_m=m,
+                                 single_core_n=32, single_core_k=k, base_m=32, base_n=32,
+                                 base_k=32, depth_a1=1, depth_b1=1, step_m=1, step_n=1,
+                                 is_bias=1)
+    rng = np.random.default_rng(5)
+    a, b = small_ints(rng, (m, k), np.float16), small_ints(rng, (k, n), np.float16)
+    bias = small_ints(rng, (1, n), np.float32)
+    c = np.zeros((m, n), np.float32)
+    cube_matmul_kernel[2, rt.current_stream()](a, b, c, bias, tiling, np.zeros(1024, np.uint8))
+    np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32) + bias)
+    with pytest.raises(npusim.KernelError, match="stepKa = 0.*MDL template divides"):
+        mdl_matmul_kernel[1, rt.current_stream()](a, b, c, tiling, np.zeros(1024, np.uint8))

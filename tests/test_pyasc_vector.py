@@ -568,3 +568,47 @@ def test_the_current_device_is_per_thread():
     finally:
         s.device_count = old
         s.reset_device(1)
+
+
+@asc.jit
+def bilinear_kernel(x: asc.GlobalAddress, off: asc.GlobalAddress, w: asc.GlobalAddress,
+                    z: asc.GlobalAddress, n_x: asc.ConstExpr[int], n_w: asc.ConstExpr[int]):
+    """One vertical iteration of two horizontal ones: z's 128 halves = w[0] * (the 8 blocks
+    of x at off[0:8]) + w[1] * (those at off[8:16]); the scratch buffer from a TBuf."""
+    xg, og, wg, zg = asc.GlobalTensor(), asc.GlobalTensor(), asc.GlobalTensor(), asc.GlobalTensor()
+    xg.set_global_buffer(x)
+    og.set_global_buffer(off)
+    wg.set_global_buffer(w)
+    zg.set_global_buffer(z)
+    pipe = asc.TPipe()
+    xb = asc.TBuf(asc.TPosition.VECCALC)
+    ob = asc.TBuf(asc.TPosition.VECCALC)
+    wb = asc.TBuf(asc.TPosition.VECCALC)
+    zb = asc.TBuf(asc.TPosition.VECCALC)
+    tb = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(buf=xb, num=n_x * 2)
+    pipe.init_buffer(buf=ob, num=16 * 4)
+    pipe.init_buffer(buf=wb, num=n_w * 2)
+    pipe.init_buffer(buf=zb, num=128 * 2)
+    pipe.init_buffer(buf=tb, num=(n_x + n_w) * 32)          # the size the A2 library needs
+    xl = xb.get(x.dtype)
+    ol = ob.get(off.dtype)
+    wl = wb.get(w.dtype)
+    zl = zb.get(z.dtype)
+    tmp = tb.alloc_tensor(asc.uint8)
+    asc.data_copy(xl, xg, count=n_x)
+    asc.data_copy(ol, og, count=16)
+    asc.data_copy(wl, wg, count=n_w)
+    asc.bilinear_interpolation(zl, xl, ol, wl, 128, 2, False, 1, 128, 1, tmp)
+    asc.data_copy(zg, zl, count=128)
+
+
+def test_bilinear_interpolation_from_pyasc():
+    rng = np.random.default_rng(11)
+    x = rng.integers(-8, 8, 256).astype(np.float16)              # 16 blocks
+    off = (rng.integers(0, 16, 16) * 32).astype(np.uint32)
+    w = np.array([3, -2] + [0] * 14, np.float16)
+    z = np.zeros(128, np.float16)
+    launch(bilinear_kernel, 1, x, off, w, z, 256, 16)
+    rows = [np.concatenate([x[o // 2:o // 2 + 16] for o in off[8 * i:8 * i + 8]]) for i in (0, 1)]
+    np.testing.assert_array_equal(z, 3 * rows[0] - 2 * rows[1])

@@ -71,6 +71,10 @@ __all__ += [*_repeat.__all__, *_arith.__all__, *_reduce.__all__, *_gather.__all_
             *_lib.__all__]
 from npusim.ascendc.datacopy import Copy, CopyRepeatParams, SetPadValue  # noqa: E402
 __all__ += ["Copy", "CopyRepeatParams", "SetPadValue", "InitSocState"]
+from npusim.ascendc.bilinear import BilinearInterpolation  # noqa: E402
+__all__ += ["BilinearInterpolation"]
+from npusim.ascendc.shapeinfo import DataFormat, ShapeInfo  # noqa: E402
+__all__ += ["DataFormat", "ShapeInfo"]
 from npusim.ascendc.aipp import AippInputFormat, AippParams, SetAippFunctions  # noqa: E402
 __all__ += ["AippInputFormat", "AippParams", "SetAippFunctions"]
 from npusim.ascendc.sync import (EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3,  # noqa: E402

@@ -335,3 +335,21 @@ class TBuf:
         t = self.Get(np.uint8)[int(offset)].ReinterpretCast(dtype)
         return LocalTensor(self.ctx, dtype, t.offset, int(length), t.limit, self.position, None,
                            self.mem)
+
+    # The queue calls a TBuf inherits from TQueBind (kernel_tpipe.h declares them on TBuf
+    # itself). The library's implementation (asc-devkit impl/basic_api/kernel_tbuf_impl.h)
+    # makes them the buffer's plain accessors: AllocTensor<T>() and DeQue<T>() give
+    # Get<T>(), the whole buffer; EnQue and FreeTensor do nothing (no queue, no flags).
+    def AllocTensor(self, dtype) -> LocalTensor:
+        """``AllocTensor<T>()``: the whole buffer as ``LocalTensor<T>`` (as ``Get<T>()``)."""
+        return self.Get(dtype)
+
+    def DeQue(self, dtype) -> LocalTensor:
+        """``DeQue<T>()``: the whole buffer as ``LocalTensor<T>`` (as ``Get<T>()``)."""
+        return self.Get(dtype)
+
+    def EnQue(self, tensor: LocalTensor) -> None:
+        """``EnQue(tensor)``: nothing (a TBuf has no queue)."""
+
+    def FreeTensor(self, tensor: LocalTensor) -> None:
+        """``FreeTensor(tensor)``: nothing (the buffer stays the TBuf's)."""

@@ -206,7 +206,7 @@ class LocalTensor:
     """
 
     __slots__ = ("ctx", "dtype", "offset", "length", "limit", "position", "owner", "_view",
-                 "_subs", "mem")
+                 "_subs", "mem", "_shape_info")
 
     def __init__(self, ctx, dtype=None, offset: int = 0, length: int = 0, limit: int = 0,
                  position: TPosition = TPosition.VECCALC, owner=None, mem: str | None = None):
@@ -292,6 +292,14 @@ class LocalTensor:
 
     def GetSize(self) -> int:
         return self.length
+
+    def SetShapeInfo(self, shapeInfo) -> None:
+        """``SetShapeInfo``: the shape this tensor carries (npusim.ascendc.shapeinfo)."""
+        self._shape_info = shapeInfo
+
+    def GetShapeInfo(self):
+        """``GetShapeInfo``: the ShapeInfo set on this tensor, or None (C++: an empty one)."""
+        return getattr(self, "_shape_info", None)
 
     def GetPhyAddr(self) -> int:
         """Byte offset of the first element in its memory."""

@@ -11,7 +11,7 @@ is bound to one of:
 * a value type of :mod:`npusim.pyasc._values` (tensors, queues, the pipe, scalars);
 * pyasc's own enums, data types and constants (converted by name where npusim takes them);
 * or, for an API npusim does not implement, a stub that raises
-  :class:`PyascNotSupported` naming it (``asc.bilinear_interpolation``...).
+  :class:`PyascNotSupported` naming it (``asc.fused_mul_add_relu``...).
 
 Argument order (pyasc's docs/python-api conventions): pyasc lists runtime-required,
 template-required, runtime-optional, then template-optional parameters; npusim takes C++'s
@@ -100,6 +100,8 @@ def convert(value):
         return V.np_dtype(value)
     if isinstance(value, V.StructView):
         return npusim_struct(value.host)
+    if hasattr(type(value), "struct_fields"):     # a Struct built in the kernel (a tiling)
+        return npusim_struct(value)
     return value
 
 
@@ -166,7 +168,21 @@ def _bind(api: str, sigs, args, kwargs) -> tuple[inspect.Signature, dict]:
     raise KernelError(api, f"the arguments match no form of asc.{api} (pyasc's forms: {forms})")
 
 
-def _map_args(api: str, sigs, kw: dict, required: int, args, kwargs) -> tuple[list, dict]:
+def _tmp_position(target) -> int | None:
+    """Where npusim's function takes its temporary buffer among its positional parameters,
+    when it names one (BilinearInterpolation's sharedTmpBuffer is its last); None: right
+    after the tensor operands, as most Ascend C APIs take it."""
+    try:
+        params = [p for p in inspect.signature(target).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return None
+    names = {_norm(n) for n in _TMP_BUFFERS}
+    return next((i for i, p in enumerate(params) if _norm(p.name) in names), None)
+
+
+def _map_args(api: str, sigs, kw: dict, required: int, args, kwargs,
+              tmp_at: int | None = None) -> tuple[list, dict]:
     """pyasc call -> (positional, keyword) arguments of npusim's function (module doc)."""
     sig, bound = _bind(api, sigs, args, kwargs)
     pos, out_kw, pending, tmp = [], {}, [], None
@@ -203,7 +219,7 @@ def _map_args(api: str, sigs, kw: dict, required: int, args, kwargs) -> tuple[li
         n = 0
         while n < len(pos) and isinstance(pos[n], _N.LocalTensor):
             n += 1
-        pos.insert(n, tmp)
+        pos.insert(n if tmp_at is None else min(tmp_at, len(pos)), tmp)
     return pos, out_kw
 
 
@@ -211,9 +227,10 @@ def adapter(api: str, pyasc_fn, target):
     """A pyasc function bound to npusim's ``target`` (module doc for the argument order)."""
     sigs = _signatures(pyasc_fn)
     kw, required = _keyword_params(target)
+    tmp_at = _tmp_position(target)
 
     def call(*args, **kwargs):
-        pos, kws = _map_args(api, sigs, kw, required, args, kwargs)
+        pos, kws = _map_args(api, sigs, kw, required, args, kwargs, tmp_at)
         return V.wrap(target(*pos, **kws))
 
     call.__name__ = api.rsplit(".", 1)[-1]
@@ -385,11 +402,11 @@ SPECIAL = {
     "range": pyasc_range, "static_range": pyasc_range,
     "GlobalTensor": V.GlobalTensor, "LocalTensor": V.LocalTensor, "GlobalAddress": V.GlobalAddress,
     "TPipe": V.TPipe, "LocalTensorAuto": V.LocalTensorAuto, "TQue": V.TQue, "TQueBind": V.TQueBind, "TBuf": V.TBuf,
-    "get_tpipe_ptr": V.get_tpipe_ptr,
+    "get_tpipe_ptr": V.get_tpipe_ptr, "array": V.array, "ShapeInfo": V.ShapeInfo,
 }
 
 #: pyasc names that are types, constants or helpers usable as they are.
-_PASS_THROUGH = ("ConstExpr", "DataType", "inline", "number", "array", "Property",
+_PASS_THROUGH = ("ConstExpr", "DataType", "inline", "number", "Property",
                  # AIPP's parameters: plain values SetAippFunctions keeps for LoadImageToLocal
                  "AippPaddingParams", "AippSwapParams", "AippSingleLineParams",
                  "AippDataTypeConvParams", "AippChannelPaddingParams",

@@ -20,6 +20,7 @@ import numpy as np
 
 from npusim.ascendc import core as _core
 from npusim.ascendc import pipe as _pipe
+from npusim.ascendc import shapeinfo as _shapeinfo
 from npusim.ascendc import tensor as _tensor
 from npusim.ascendc.types import HardEvent, TPosition
 from npusim.errors import KernelError
@@ -295,6 +296,14 @@ class LocalTensor:
     def reinterpret_cast(self, dtype) -> "LocalTensor":
         return LocalTensor(t=self.t.ReinterpretCast(np_dtype(dtype)))
 
+    def set_shape_info(self, shape_info) -> None:
+        """``SetShapeInfo``: the shape the tensor carries (SoftMax reads it)."""
+        self.t.SetShapeInfo(shape_info.info if isinstance(shape_info, ShapeInfo) else shape_info)
+
+    def get_shape_info(self) -> "ShapeInfo":
+        info = self.t.GetShapeInfo()
+        return ShapeInfo(info=info if info is not None else _shapeinfo.ShapeInfo())
+
     def numpy(self) -> np.ndarray:
         """npusim extra: a copy of the tensor's elements (for debugging a kernel)."""
         return self.t.numpy()
@@ -314,19 +323,47 @@ class LocalTensorAuto(LocalTensor):
     operation of the IR is one buffer; the flags auto-sync inserts order the reuse.
     """
 
-    __slots__ = ("shape_info",)
+    __slots__ = ()
 
     def __init__(self, dtype=None, shape=None, *, t=None):
         if t is None:
             t = _auto_tensor(dtype, shape)
         super().__init__(t=t)
-        self.shape_info = None
 
-    def set_shape_info(self, shape_info) -> None:
-        self.shape_info = shape_info
 
-    def get_shape_info(self):
-        return self.shape_info
+# -- asc.array and asc.ShapeInfo ------------------------------------------------------------------
+def array(dtype, length_or_values, fill_value=None) -> np.ndarray:
+    """``asc.array(dtype, n[, fill])`` / ``asc.array(dtype, values)``: a kernel's small local
+    array (pyasc's memref alloca), here a numpy array of that type."""
+    dt = np_dtype(dtype)
+    if isinstance(length_or_values, (int, np.integer)):
+        if int(length_or_values) <= 0:
+            raise KernelError("asc.array", "the length must be a positive integer")
+        return np.full(int(length_or_values), 0 if fill_value is None else fill_value, dt)
+    if fill_value is not None:
+        raise KernelError("asc.array", "fill_value cannot be given with initial values")
+    return np.array([int(v) if isinstance(v, Int) else v for v in length_or_values], dt)
+
+
+class ShapeInfo:
+    """``asc.ShapeInfo(shape[, original_shape][, data_format])``: npusim's ShapeInfo."""
+
+    __slots__ = ("info",)
+
+    def __init__(self, shape=None, original_shape=None, data_format=None, *, info=None):
+        if info is None:
+            dims = [] if shape is None else list(shape)
+            ori = dims if original_shape is None else list(original_shape)
+            fmt = _shapeinfo.DataFormat[data_format.name] if data_format is not None \
+                else _shapeinfo.DataFormat.ND
+            info = _shapeinfo.ShapeInfo(len(dims), dims, len(ori), ori, fmt)
+        self.info = info
+
+    def shape(self, dim) -> Int:
+        return Int(self.info.shape[int(dim)])
+
+    def original_shape(self, dim) -> Int:
+        return Int(self.info.originalShape[int(dim)])
 
 
 _NPUSIM_DIR = __file__.rsplit("/", 2)[0]
@@ -442,6 +479,30 @@ class TBuf:
 
     def get_with_offset(self, size, buf_offset, dtype) -> LocalTensor:
         return LocalTensor(t=self.q.GetWithOffset(int(size), int(buf_offset), np_dtype(dtype)))
+
+    # pyasc's TBuf is a TQueBind, so a kernel may call the queue methods on it; its code
+    # generator emits Ascend C's TBuf::AllocTensor<T>() ... for them, whose library
+    # implementation gives the whole buffer (Get<T>()) or does nothing (npusim's TBuf).
+    # Ascend C's TBuf declares only those forms: the in-place ones (a LocalTensor argument)
+    # are hidden there and do not compile.
+    def alloc_tensor(self, dtype) -> LocalTensor:
+        return LocalTensor(t=self.q.AllocTensor(_tbuf_dtype(dtype, "alloc_tensor")))
+
+    def deque(self, dtype) -> LocalTensor:
+        return LocalTensor(t=self.q.DeQue(_tbuf_dtype(dtype, "deque")))
+
+    def enque(self, tensor: LocalTensor) -> None:
+        self.q.EnQue(tensor.t)
+
+    def free_tensor(self, tensor: LocalTensor) -> None:
+        self.q.FreeTensor(tensor.t)
+
+
+def _tbuf_dtype(dtype, method: str):
+    if isinstance(dtype, LocalTensor):
+        raise KernelError(f"TBuf.{method}", "Ascend C's TBuf has no in-place form (TBuf<pos> "
+                          f"declares {method} with a type only): call tbuf.{method}(dtype)")
+    return np_dtype(dtype)
 
 
 class TPipe:

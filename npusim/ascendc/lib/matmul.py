@@ -26,7 +26,8 @@ step of K:
    next chunk's copy overlaps this chunk's loads (scheduler_mdl_base.h ClearL1BufferCache);
    a chunk holding the whole K stays for the next blocks;
 2. MTE1, the step's ``baseM x baseK`` of A into L0A (ZZ) and ``baseK x baseN`` of B into
-   L0B (ZN), ``dbL0A`` / ``dbL0B`` buffers, with the instructions the A2 library picks
+   L0B (ZN), two buffers each unless ``dbL0A`` or ``dbL0B`` is 1 (:mod:`.matmul_tiling_use`
+   gives how the library reads the step and db fields), with the instructions the A2 library picks
    (``stage/split/load_to_l0_utils.h`` GetLoadInstrType, ``load_to_l0b/load_to_l0b_loadInstr.h``):
    one ``LoadData3DParamsV2`` for a 16/32-bit A slice (transposed or not) and for a
    16-bit B kept K x N; one ``LoadData`` (2D) with repeats for a B kept N x K whose slice
@@ -116,6 +117,7 @@ from npusim.ascendc.cube.fixpipe import Fixpipe
 from npusim.ascendc.cube.mmad import Mmad
 from npusim.ascendc.datacopy import DataCopy
 from npusim.ascendc.lib import matmul_scalar as _mm_scalar
+from npusim.ascendc.lib import matmul_tiling_use as _use
 from npusim.ascendc.lib.matmul_config import CFG_NORM, config_of
 from npusim.ascendc.lib.matmul_tiling import CubeFormat, TCubeTiling
 from npusim.ascendc.pipe import GetTPipePtr, TQue
@@ -378,17 +380,22 @@ class Matmul:
         self._check_tiling(name, t)
         pipe = tpipe if tpipe is not None else (self._pipe or GetTPipePtr())
         self._pipe, self._tiling = pipe, t
-        db_a1 = max(1, t.depthA1 // (t.stepM * t.stepKa))
-        db_b1 = max(1, t.depthB1 // (t.stepN * t.stepKb))
-        self._a = _Operand("A", self.aType, t.baseM, t.baseK, t.stepM, t.stepKa, db_a1,
-                           t.dbL0A, TPosition.A1, TPosition.A2)
-        self._b = _Operand("B", self.bType, t.baseN, t.baseK, t.stepN, t.stepKb, db_b1,
-                           t.dbL0B, TPosition.B1, TPosition.B2)
+        # the steps and buffer counts as the library reads the fields (matmul_tiling_use)
+        step_ka, step_kb = _use.k_steps(self.config.template, self.aType.dtype.itemsize,
+                                        t.stepKa, t.stepKb)
+        db_l0 = _use.l0ab_buffers(t.dbL0A, t.dbL0B)
+        db_a1 = max(1, t.depthA1 // (t.stepM * step_ka))
+        db_b1 = max(1, t.depthB1 // (t.stepN * step_kb))
+        self._a = _Operand("A", self.aType, t.baseM, t.baseK, t.stepM, step_ka, db_a1,
+                           db_l0, TPosition.A1, TPosition.A2)
+        self._b = _Operand("B", self.bType, t.baseN, t.baseK, t.stepN, step_kb, db_b1,
+                           db_l0, TPosition.B1, TPosition.B2)
         for op in (self._a, self._b):
             pipe.InitBuffer(op.q1, op.l1_slots, op.l1_bytes())
             pipe.InitBuffer(op.q2, op.l0_slots, op.l0_bytes())
         self._qco1 = TQue(TPosition.CO1, 1)
-        pipe.InitBuffer(self._qco1, t.dbL0C, t.baseM * t.baseN * self._acc.itemsize)
+        pipe.InitBuffer(self._qco1, _use.l0c_buffers(t.dbL0C),
+                        t.baseM * t.baseN * self._acc.itemsize)
         if t.isBias:
             self._qc1, self._qc2 = TQue(TPosition.C1, 1), TQue(TPosition.C2, 1)
             pipe.InitBuffer(self._qc1, 1, t.baseN * self._acc.itemsize)
@@ -442,11 +449,10 @@ class Matmul:
                              "a half bias needs the L1 -> bias-table conversion)")
 
     def _check_tiling(self, name: str, t: TCubeTiling) -> None:
-        """The fields the kernel relies on (TCubeTiling table 2)."""
-        if min(t.baseM, t.baseN, t.baseK, t.stepM, t.stepN, t.stepKa, t.stepKb, t.depthA1,
-               t.depthB1, t.dbL0A, t.dbL0B, t.dbL0C) <= 0:
-            raise KernelError(name, "the tiling has a base, step, depth or db field <= 0 "
-                              "(TCubeTiling: all must be > 0; was GetTiling's result -1?)")
+        """The fields the kernel relies on (TCubeTiling table 2), as the library reads
+        them (:mod:`.matmul_tiling_use`: NORM ignores stepKa/stepKb for 16/32-bit
+        operands; any dbL0A/B/C has a meaning)."""
+        _use.check(name, t, self.config.template, self.aType.dtype.itemsize)
         if t.baseM % 16 or t.baseN % 16:
             raise AlignmentError(name, f"baseM {t.baseM} and baseN {t.baseN} must be multiples "
                                  "of 16 (TCubeTiling table 2)")

@@ -304,8 +304,17 @@ def _check_types(ctx, dst, red, src) -> None:
                          "data: they are T, or float with half data", pipe="PIPE_V")
 
 
-def _resolve_shape(tiling: SoftMaxTiling, shape: SoftMaxShapeInfo | None) -> SoftMaxShapeInfo:
+def _resolve_shape(tiling: SoftMaxTiling, shape: SoftMaxShapeInfo | None,
+                   src=None) -> SoftMaxShapeInfo:
+    """The [srcM, srcK] SoftMax works on: the SoftMaxShapeInfo's when its srcM and srcK are
+    non-zero; else, as the library does (softmax_base_impl.h SoftMaxImpl), the source
+    tensor's ShapeInfo (last dimension K, the others M; the original shape likewise) when
+    one was set (SetShapeInfo); else the tiling's [srcM, srcK]."""
     if shape is None or shape.srcM == 0 or shape.srcK == 0:
+        info = src.GetShapeInfo() if src is not None else None
+        if info is not None and info.last_axis_nd()[1]:
+            (m, k), (ori_m, ori_k) = info.last_axis_nd(), info.last_axis_nd(original=True)
+            return SoftMaxShapeInfo(m, k, ori_m or m, ori_k or k)
         return SoftMaxShapeInfo(tiling.srcM, tiling.srcK, tiling.srcM, tiling.srcK)
     return SoftMaxShapeInfo(shape.srcM, shape.srcK, shape.oriSrcM or shape.srcM,
                             shape.oriSrcK or shape.srcK)
@@ -352,7 +361,7 @@ def SoftMax(dstTensor, sumTensor, maxTensor, srcTensor, *args, isReuseSource=Fal
         raise KernelError(name, "the NZ data format is not modelled by the simulator",
                           pipe="PIPE_V")
     dt, red_dt = srcTensor.dtype, sumTensor.dtype
-    shape = _resolve_shape(tiling, shape)
+    shape = _resolve_shape(tiling, shape, srcTensor)
     m, k = shape.srcM, shape.srcK
     if k * dt.itemsize % 32 or not 0 < shape.oriSrcK <= k or not 0 < shape.oriSrcM <= m:
         raise AlignmentError(name, f"srcK {k} x {dt.itemsize} B must be 32 B aligned and hold "
