@@ -245,7 +245,7 @@ def _neither(c: _Core, lead: int) -> L1Factors:
 
 
 def library_l1_factors(t, ab, m: int, n: int, k: int, base_m: int, base_n: int,
-                       base_k: int) -> tuple | None:
+                       base_k: int, units: tuple | None = None) -> tuple | None:
     """(stepM, stepN, stepKa, stepKb, depthA1, depthB1) as the library's GetL1Factors and
     UpdateTiling set them for tiling object ``t`` (A/B dtype ``ab``, one core's m x n x k
     in elements, the base block); None outside what this module restates."""
@@ -258,7 +258,8 @@ def library_l1_factors(t, ab, m: int, n: int, k: int, base_m: int, base_n: int,
     lead = 1 if not (a_t or b_t) else (2 if a_t and b_t else (1 if base_m > base_n else 2))
     bias_bytes = t._bias_itemsize() if t.isBias else 0
     # the bias rows count in L1 where L0C goes out through Fixpipe (isSupportL0c2Out)
-    c = _Core(_ceil(m, 16), _ceil(n, 16), _ceil(k, c0), base_m // 16, base_n // 16,
+    cm, cn, ck = units if units is not None else (_ceil(m, 16), _ceil(n, 16), _ceil(k, c0))
+    c = _Core(cm, cn, ck, base_m // 16, base_n // 16,
               base_k // c0, t.bufferPool_["l1"], bias_bytes,
               t.isBias and t.soc.support_fixpipe)
     best = _neither(c, lead)
