@@ -58,8 +58,8 @@ library's own code).
 For one core (MatmulApiTiling, SetSingleShape) the base block is the library's
 (GetL0Factors: :mod:`npusim.ascendc.lib.matmul_tiling_l0`) unless SetFixSplit fixes one or
 it breaks a rule below (an int8 side of 16 moved transposed), and the L1 factors are the
-library's GetL1Factors for that base (half/bfloat16, except A transposed with B not:
-:mod:`npusim.ascendc.lib.matmul_tiling_l1`). Elsewhere this tiling chooses on its own [R]:
+library's GetL1Factors for that base (:mod:`npusim.ascendc.lib.matmul_tiling_l1`).
+Elsewhere this tiling chooses on its own [R]:
 
 * the core split: among ``mDim x nDim <= dim`` the one with the fewest 16 x 16 output
   fractals per core, then the least A + B rows per core (GM traffic), then fewer cores;
