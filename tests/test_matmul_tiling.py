@@ -160,7 +160,10 @@ def check_constraints(cube, soc, dtype, m, n, k, dim, trans_a, trans_b, bias):
         assert cube.baseN % (16 if trans_b else 32) == 0
     k_align = c0 if (not trans_a and trans_b) else max(c0, 16)
     assert cube.baseK % k_align == 0 and cube.baseK <= 4095
-    assert cube.singleCoreK == k and cube.singleCoreM <= m and cube.singleCoreN <= n
+    # the library's parts are of the 16-aligned M and N (M = 1 on two cores: 16, as
+    # asc-devkit's own tiling gives)
+    assert cube.singleCoreK == k
+    assert cube.singleCoreM <= -(-m // 16) * 16 and cube.singleCoreN <= -(-n // 16) * 16
     used = -(-m // cube.singleCoreM) * -(-n // cube.singleCoreN)
     assert cube.usedCoreNum == used <= dim
     assert (cube.M, cube.N, cube.Ka, cube.Kb) == (m, n, k, k)

@@ -38,7 +38,8 @@ Published rules every tiling obeys (TCubeTiling table 2; docs/reference/hardware
 * ``baseM``, ``baseN`` multiples of 16; ``baseK`` a multiple of C0_size (32 B / sizeof(A):
   16 half/bf16, 8 float, 32 int8) when A is not transposed and B is, otherwise of 16 — and
   never less than C0_size (int8: 32, the fractal's k);
-* ``singleCoreK = K`` (no split of K over cores), ``singleCoreM <= M``, ``singleCoreN <= N``,
+* ``singleCoreK = K`` (no split of K over cores), ``singleCoreM <= M``, ``singleCoreN <= N``
+  (M and N rounded up to 16 where the library splits them over several cores),
   ``usedCoreNum = ceil(M / singleCoreM) * ceil(N / singleCoreN) <= SetDim``;
 * NZ inputs: M (or N) 16-aligned and K C0_size-aligned (TCubeTiling M/N/Ka/Kb row);
 * type combinations of "Matmul使用说明" table 2 for A2/A3 (A/B half, bfloat16, float, int8;
@@ -48,7 +49,8 @@ Published rules every tiling obeys (TCubeTiling table 2; docs/reference/hardware
 On A2/A3, MultiCoreMatmulTiling with dim > 1 and neither SetShape nor SetSingleShape
 follows the library's multi-core scenarios (SPLIT_MN, SPLIT_SMALL_MN of
 ``matmul_tiling_algorithm.cpp``; the library's scenario test reads SetShape's M and N, so
-SetShape(M, N, K) sends it to its general search, which is not restated): the cores'
+SetShape(M, N, K) sends it to its general search: :mod:`npusim.ascendc.lib.matmul_tiling_dims`,
+then the one-core base and L1 searches below on one core's part): the cores'
 factor pair mDim x nDim, one core's part (``ceil(M16 / mDim)``, rounded to 256 B where the
 library rounds it: not always a multiple of 16), the base block and the L1 depth/step
 factors are the library's (:mod:`npusim.ascendc.lib.matmul_tiling_split`;
@@ -101,6 +103,7 @@ from dataclasses import dataclass, fields
 import ml_dtypes
 import numpy as np
 
+from npusim.ascendc.lib.matmul_tiling_dims import library_dims
 from npusim.ascendc.lib.matmul_tiling_l0 import core_axis, library_l0_factors
 from npusim.ascendc.lib.matmul_tiling_l1 import library_l1_factors
 from npusim.ascendc.lib.matmul_tiling_split import library_split
@@ -547,6 +550,12 @@ class MatmulApiTilingBase:
             return None
         c0 = 32 // ab.itemsize
         units = (core_axis(_ceil(sm, 16)), core_axis(_ceil(sn, 16)), core_axis(_ceil(k, c0)))
+        return self._checked_library_base(ab, units)
+
+    def _checked_library_base(self, ab, units):
+        """The library's base for a core of ``units`` (fractals, fractals, C0 columns), or
+        None when it finds none or its base breaks a rule the kernel's Matmul checks."""
+        c0 = 32 // ab.itemsize
         got = library_l0_factors(self, ab, *units)
         if got is None:
             return None
@@ -809,7 +818,29 @@ class MultiCoreMatmulTiling(MatmulApiTilingBase):
                 return self._library_struct(ab, m, n, k, lib)
             except _TilingError:
                 pass            # a base the kernel's rules refuse (e.g. float baseK 8): ours
+        elif not self._one_core() and not self.enableSplitK_ \
+                and (self.baseM, self.baseN, self.baseK) == (-1, -1, -1):
+            general = self._general(ab, m, n, k)
+            if general is not None:
+                return general
         return super()._compute()
+
+    def _general(self, ab, m, n, k) -> TCubeTiling | None:
+        """The library's general split (:mod:`npusim.ascendc.lib.matmul_tiling_dims`), then
+        its base and L1 searches on one core's shape; None where its base breaks a rule the
+        kernel's Matmul checks (this module's own rule is used then)."""
+        c0 = 32 // ab.itemsize
+        md, nd, cm, cn, ck = library_dims(self, _ceil(m, 16), _ceil(n, 16), _ceil(k, c0),
+                                          self._dim())
+        base = self._checked_library_base(ab, (cm, cn, ck))
+        if base is None:
+            return None
+        bm, bn, bk, db, units = base
+        # GetSingleShape on several cores: the parts of the 16-aligned M and N
+        sm, sn = _ceil(_align(m, 16), md), _ceil(_align(n, 16), nd)
+        self._dims = (md * nd, md, nd)
+        steps = self._l1(ab, sm, sn, k, bm, bn, bk, units)
+        return self._struct(m, n, k, sm, sn, bm, bn, bk, db, steps, ab)
 
     def _library_struct(self, ab, m, n, k, lib) -> TCubeTiling:
         """The struct of the library's A2/A3 multi-core scenario (matmul_tiling_split)."""

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["core_axis", "library_l0_factors"]
+__all__ = ["best_single_core", "core_axis", "library_l0_factors", "mapped_axis"]
 
 _FRACTAL = 512
 _BEST = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -72,6 +72,9 @@ def _mapped(shape: int) -> int:
     return 2 * seed
 
 
+mapped_axis = _mapped
+
+
 def _divisor_count(v: int, hi: int) -> int:
     return sum(1 for i in range(1, min(v, hi) + 1) if v % i == 0)
 
@@ -93,16 +96,23 @@ def _enough_divisors(v: int) -> bool:
     return not (l0 <= 2 or (v > 128 and l0 + l1 <= 4))
 
 
-def core_axis(units: int) -> int:
-    """Rule 1: the axis length (fractals or C0 columns) the one-core search uses."""
-    if _enough_divisors(units):
+def best_single_core(units: int, mapped: int, cores: int) -> int:
+    """One core's share of an axis of ``units`` split ``cores`` ways: ``ceil(units /
+    cores)`` if it has enough divisors (rule 1), else the nearest length that does, moving
+    toward the mapped axis's share ``ceil(mapped / cores)``."""
+    if cores == 1 and _enough_divisors(units):
         return units
-    target, v = _mapped(units), units
+    v, target = _ceil(units, cores), _ceil(mapped, cores)
     while v != target:
         if _enough_divisors(v):
             return v
         v += 1 if v < target else -1
     return v
+
+
+def core_axis(units: int) -> int:
+    """Rule 1: the axis length (fractals or C0 columns) the one-core search uses."""
+    return best_single_core(units, _mapped(units), 1)
 
 
 def _best_value(v: int) -> int:
