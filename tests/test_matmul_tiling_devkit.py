@@ -97,11 +97,6 @@ KNOWN = [
      "the library's baseM (16 or 48) for an int8 A transposed on the way to L0 breaks "
      "LoadDataWithTranspose's 32 x 32 int8 squares, which the kernel's Matmul enforces: "
      "npusim keeps its own tiling there"),
-    ("general split of 2048 x 8192 x 512 half",
-     lambda c: c.dim > 1 and c.set_shape and (c.m, c.n, c.k) == (2048, 8192, 512)
-     and c.dtype in (DT.DT_FLOAT16, DT.DT_BF16), SPLIT | L1,
-     "the library's general split (GetDims) gives 8 x 3 cores here where npusim's "
-     "restatement (matmul_tiling_dims) ranks 1 x 24 first by its GM load estimate"),
     ("small-shape float/int8 base",
      lambda c: _small_mn(c) and c.dtype in (DT.DT_FLOAT, DT.DT_INT8), SPLIT | L0 | L1,
      "SPLIT_SMALL_MN's base for float (baseK a multiple of 8, e.g. 40, where A is "
@@ -213,4 +208,4 @@ def test_the_table_and_its_agreement(diffs):
     gets closer)."""
     assert len(CASES) == 1344
     same = sum(1 for d in diffs.values() if not d)
-    assert same >= 1236, same
+    assert same >= 1248, same

@@ -94,17 +94,19 @@ def _load_size(l1, m32, n32, dm, dn, m, n, k, k_bytes) -> int:
     k0 = min(64 // m0, 64 // n0, k) if (m0 and n0) else k
     db = 2
 
-    def update(tmp):
-        nonlocal total
-        if total > tmp:
-            total = tmp
+    def update(tmp_a, tmp_b):
+        # a better estimate also replaces the A and B sizes the later tests read (as
+        # the library's UpdateDimCalculator does)
+        nonlocal total, amat, bmat
+        if total > tmp_a + tmp_b:
+            total, amat, bmat = tmp_a + tmp_b, tmp_a, tmp_b
     if ((amat + n0 * db) * k_bytes <= l1 or (bmat + m0 * db) * k_bytes <= l1
             or (amat + bmat) * k_bytes <= l1):
-        update(ori_a * dn + ori_b * dm)
+        update(ori_a * dn, ori_b * dm)
         return total
     if ((n0 * k_bytes + m0 * k0 * _FRACTAL) * db > l1
             and (m0 * k_bytes + n0 * k0 * _FRACTAL) * db > l1):
-        update(ori_a * _ceil(n32, n0) + ori_b * _ceil(m32, m0))
+        update(ori_a * _ceil(n32, n0), ori_b * _ceil(m32, m0))
         return total
     if (m0 + n0) * k_bytes * db <= l1:
         m1 = _ceil(l1 - n0 * k_bytes * db, k_bytes * db * m0) * m0
@@ -112,16 +114,16 @@ def _load_size(l1, m32, n32, dm, dn, m, n, k, k_bytes) -> int:
         m_first = ori_a * dn + ori_b * _ceil(m32, m1)
         n_first = ori_b * dm + ori_a * _ceil(n32, n1)
         if m_first < n_first:
-            update(ori_a * dn + ori_b * _ceil(m32, m1))
+            update(ori_a * dn, ori_b * _ceil(m32, m1))
         else:
-            update(ori_a * _ceil(n32, n1) + ori_b * dm)
+            update(ori_a * _ceil(n32, n1), ori_b * dm)
         return total
     if (amat * k_bytes + n0 * k0 * _FRACTAL * db <= l1
             or m0 * k_bytes * db + n0 * k0 * _FRACTAL * db <= l1):
-        update(ori_a * dn + ori_b * _ceil(m32, m0))
+        update(ori_a * dn, ori_b * _ceil(m32, m0))
     if (bmat * k_bytes + m0 * k0 * _FRACTAL * db <= l1
             or n0 * k_bytes * db + m0 * k0 * _FRACTAL * db <= l1):
-        update(ori_b * dm + ori_a * _ceil(n32, n0))
+        update(ori_b * dm, ori_a * _ceil(n32, n0))       # (the library's order)
     return total
 
 
