@@ -20,9 +20,10 @@ mapped length of an axis is the power of two above it, doubled (16..1024 -> 32..
    dividing m32, its mapped length or dim, plus the two near the "balanced" point
    ``sqrt(m32 / n32 * dim)`` (and ``dim`` over the other's). Every pair mDim x nDim <= dim
    is scored, N outermost, ascending: the loop count of a 16 x 8 x 4-ish block
-   (``LoopNumFromSingleCoreToL0``: fewer is better, then more cores), then the GM rows read
-   as ``CalcLoadSize`` estimates them for what fits L1 (in half-precision bytes whatever
-   the type), then the pair with more N cores; a "big package" rule prefers pairs that
+   (``LoopNumFromSingleCoreToL0``: fewer is better, then more cores), then, among pairs
+   using as many cores, the GM rows read as ``CalcLoadSize`` estimates them for what fits
+   L1 (in half-precision bytes whatever the type; each better estimate's A and B sizes
+   are those the later fit tests read); a "big package" rule prefers pairs that
    leave at least 16 fractals per core on the side moved transposed to L1 (B not
    transposed: N; A transposed: M), unless only B is transposed.
 3. The winner's parts ``ceil(m32 / mDim)`` are replaced by the nearest lengths with enough

@@ -15,7 +15,7 @@ Units: M and N in 16-row fractals, K in C0 columns (32 B of the A type); a fract
    among its divisors -- and, above 128, more than four counting 65..128 too); otherwise
    it moves, one unit at a time, toward the next power of two above it (doubled: the
    "mapped" shape, 16..1024, capped at 2048) until an axis with enough divisors is found.
-   So 1000 rows (63 fractals, few divisors) are searched as 64 fractals.
+   So 272 rows (17 fractals, a prime) are searched as 18 fractals; 1000 rows (63) stay.
 2. Limits: ``maxMk = min(L1, L0A / 2) / 512`` fractals of A per base (likewise B with
    L0B), ``maxMn = L0C / 1024`` output fractals (one L0C buffer: the default template's
    l0cDB is off), at most 64 fractals along the major axis, starting near 11; with a bias
