@@ -38,7 +38,8 @@ Published rules every tiling obeys (TCubeTiling table 2; docs/reference/hardware
 * ``baseM``, ``baseN`` multiples of 16; ``baseK`` a multiple of C0_size (32 B / sizeof(A):
   16 half/bf16, 8 float, 32 int8) when A is not transposed and B is, otherwise of 16 — and
   never less than C0_size (int8: 32, the fractal's k);
-* ``singleCoreK = K`` (no split of K over cores), ``singleCoreM <= M``, ``singleCoreN <= N``,
+* ``singleCoreK = K`` (no split of K over cores), ``singleCoreM <= M``, ``singleCoreN <= N``
+  (M and N rounded up to 16 where the library splits them over several cores),
   ``usedCoreNum = ceil(M / singleCoreM) * ceil(N / singleCoreN) <= SetDim``;
 * NZ inputs: M (or N) 16-aligned and K C0_size-aligned (TCubeTiling M/N/Ka/Kb row);
 * type combinations of "Matmul使用说明" table 2 for A2/A3 (A/B half, bfloat16, float, int8;
@@ -48,17 +49,19 @@ Published rules every tiling obeys (TCubeTiling table 2; docs/reference/hardware
 On A2/A3, MultiCoreMatmulTiling with dim > 1 and neither SetShape nor SetSingleShape
 follows the library's multi-core scenarios (SPLIT_MN, SPLIT_SMALL_MN of
 ``matmul_tiling_algorithm.cpp``; the library's scenario test reads SetShape's M and N, so
-SetShape(M, N, K) sends it to its general search, which is not restated): the cores'
+SetShape(M, N, K) sends it to its general search: :mod:`npusim.ascendc.lib.matmul_tiling_dims`,
+then the one-core base and L1 searches below on one core's part): the cores'
 factor pair mDim x nDim, one core's part (``ceil(M16 / mDim)``, rounded to 256 B where the
 library rounds it: not always a multiple of 16), the base block and the L1 depth/step
 factors are the library's (:mod:`npusim.ascendc.lib.matmul_tiling_split`;
 tests/test_matmul_tiling_library.py, and tests/test_matmul_tiling_devkit.py against the
 library's own code).
 
-For one core (MatmulApiTiling, SetSingleShape) the L1 factors are the library's
-GetL1Factors for the base below (half/bfloat16, except A transposed with B not:
-:mod:`npusim.ascendc.lib.matmul_tiling_l1`); its base search (GetL0Factors) is not
-reproduced. Elsewhere this tiling chooses on its own [R]:
+For one core (MatmulApiTiling, SetSingleShape) the base block is the library's
+(GetL0Factors: :mod:`npusim.ascendc.lib.matmul_tiling_l0`) unless SetFixSplit fixes one or
+it breaks a rule below (an int8 side of 16 moved transposed), and the L1 factors are the
+library's GetL1Factors for that base (:mod:`npusim.ascendc.lib.matmul_tiling_l1`).
+Elsewhere this tiling chooses on its own [R]:
 
 * the core split: among ``mDim x nDim <= dim`` the one with the fewest 16 x 16 output
   fractals per core, then the least A + B rows per core (GM traffic), then fewer cores;
@@ -100,6 +103,8 @@ from dataclasses import dataclass, fields
 import ml_dtypes
 import numpy as np
 
+from npusim.ascendc.lib.matmul_tiling_dims import library_dims
+from npusim.ascendc.lib.matmul_tiling_l0 import core_axis, library_l0_factors
 from npusim.ascendc.lib.matmul_tiling_l1 import library_l1_factors
 from npusim.ascendc.lib.matmul_tiling_split import library_split
 from npusim.ascendc.types import TPosition
@@ -522,9 +527,51 @@ class MatmulApiTilingBase:
         self._check_nz(ab)
         sm, sn, m_dim, n_dim = self._split_cores(m, n)
         self._dims = (m_dim * n_dim, m_dim, n_dim)
-        base_m, base_n, base_k, db = self._base(ab, sm, sn, k)
-        steps = self._l1(ab, sm, sn, k, base_m, base_n, base_k)
+        units = None
+        lib = self._library_base(ab, sm, sn, k)
+        if lib is not None:
+            base_m, base_n, base_k, db, units = lib
+        else:
+            base_m, base_n, base_k, db = self._base(ab, sm, sn, k)
+        steps = self._l1(ab, sm, sn, k, base_m, base_n, base_k, units)
         return self._struct(m, n, k, sm, sn, base_m, base_n, base_k, db, steps, ab)
+
+    def _one_core(self) -> bool:
+        """Whether the library tiles this as one core's problem (its one-core branch):
+        one core, or a part fixed by SetSingleShape."""
+        return self._dim() == 1 or any(v > 0 for v in self._fixed_single())
+
+    def _library_base(self, ab, sm, sn, k):
+        """(baseM, baseN, baseK, (dbL0A, dbL0B, dbL0C), (m, n, k) units) of the library's
+        one-core base search (:mod:`npusim.ascendc.lib.matmul_tiling_l0`), or None where it
+        does not apply (several cores, SetFixSplit) or its base breaks a rule the kernel's
+        Matmul checks (then this module's own base is used)."""
+        if not self._one_core() or (self.baseM, self.baseN, self.baseK) != (-1, -1, -1):
+            return None
+        c0 = 32 // ab.itemsize
+        units = (core_axis(_ceil(sm, 16)), core_axis(_ceil(sn, 16)), core_axis(_ceil(k, c0)))
+        return self._checked_library_base(ab, units)
+
+    def _checked_library_base(self, ab, units):
+        """The library's base for a core of ``units`` (fractals, fractals, C0 columns), or
+        None when it finds none or its base breaks a rule the kernel's Matmul checks."""
+        c0 = 32 // ab.itemsize
+        got = library_l0_factors(self, ab, *units)
+        if got is None:
+            return None
+        ml0, nl0, kl0, db_a, db_b = got
+        bm, bn, bk = ml0 * 16, nl0 * 16, kl0 * c0
+        isz, pool = ab.itemsize, self.bufferPool_
+        if bk % self._k_align(ab):
+            return None
+        if isz == 1 and ((self.aType_.isTrans and bm % 32) or (not self.bType_.isTrans and bn % 32)):
+            return None
+        if bm * bk * isz * db_a > pool["l0a"] or bn * bk * isz * db_b > pool["l0b"] \
+                or bm * bn * 4 > pool["l0c"]:
+            return None
+        if self.isBias and pool["bt"] and bn * 4 > pool["bt"]:
+            return None
+        return bm, bn, bk, (db_a, db_b, 1), units
 
     def _check_config(self) -> None:
         if getattr(self, "_config_error", None):
@@ -648,7 +695,7 @@ class MatmulApiTilingBase:
             raise _TilingError(f"{what} = {nbytes} B exceeds {mem} ({cap} B)")
         return 2 if 2 * nbytes <= cap else 1
 
-    def _l1(self, ab, sm, sn, k, base_m, base_n, base_k):
+    def _l1(self, ab, sm, sn, k, base_m, base_n, base_k, units=None):
         """(stepM, stepN, stepKa, stepKb, db) fitting L1 (module docstring)."""
         isz = ab.itemsize
         a_blk = 0 if self.aType_.pos == TPosition.TSCM else base_m * base_k * isz
@@ -676,7 +723,7 @@ class MatmulApiTilingBase:
                     step_m, step_n = sm_, sn_
                     break
         # the library's own L1 factors (GetL1Factors) where they are restated and fit
-        lib = library_l1_factors(self, ab, sm, sn, k, base_m, base_n, base_k)
+        lib = library_l1_factors(self, ab, sm, sn, k, base_m, base_n, base_k, units)
         if lib is not None:
             lm, ln, lka, lkb, lda, ldb = lib
             used = a_blk * lda + b_blk * ldb + bias
@@ -771,7 +818,29 @@ class MultiCoreMatmulTiling(MatmulApiTilingBase):
                 return self._library_struct(ab, m, n, k, lib)
             except _TilingError:
                 pass            # a base the kernel's rules refuse (e.g. float baseK 8): ours
+        elif not self._one_core() and not self.enableSplitK_ \
+                and (self.baseM, self.baseN, self.baseK) == (-1, -1, -1):
+            general = self._general(ab, m, n, k)
+            if general is not None:
+                return general
         return super()._compute()
+
+    def _general(self, ab, m, n, k) -> TCubeTiling | None:
+        """The library's general split (:mod:`npusim.ascendc.lib.matmul_tiling_dims`), then
+        its base and L1 searches on one core's shape; None where its base breaks a rule the
+        kernel's Matmul checks (this module's own rule is used then)."""
+        c0 = 32 // ab.itemsize
+        md, nd, cm, cn, ck = library_dims(self, _ceil(m, 16), _ceil(n, 16), _ceil(k, c0),
+                                          self._dim())
+        base = self._checked_library_base(ab, (cm, cn, ck))
+        if base is None:
+            return None
+        bm, bn, bk, db, units = base
+        # GetSingleShape on several cores: the parts of the 16-aligned M and N
+        sm, sn = _ceil(_align(m, 16), md), _ceil(_align(n, 16), nd)
+        self._dims = (md * nd, md, nd)
+        steps = self._l1(ab, sm, sn, k, bm, bn, bk, units)
+        return self._struct(m, n, k, sm, sn, bm, bn, bk, db, steps, ab)
 
     def _library_struct(self, ab, m, n, k, lib) -> TCubeTiling:
         """The struct of the library's A2/A3 multi-core scenario (matmul_tiling_split)."""

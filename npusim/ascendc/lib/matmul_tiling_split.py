@@ -51,7 +51,7 @@ so the first candidate depends on the sort's sequence of comparisons.
    mDim x nDim. The part need not be a multiple of 16 (1024 over 3 cores: 342).
 Rule 1 holds only without SetShape (or SetShape(-1, -1, k)): the library's scenario test
 reads SetShape's M and N, so a MultiCoreMatmulTiling given SetShape(M, N, K) takes the
-general search (the asc-devkit samples call SetShape; npusim keeps its own rule there).
+general search (the asc-devkit samples call SetShape; :mod:`.matmul_tiling_dims` restates it).
 """
 from __future__ import annotations
 
