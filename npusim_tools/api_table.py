@@ -211,12 +211,28 @@ DOC_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 
 
 def main(argv=None) -> int:
-    """Write the table to ``docs/ascendc_api.md`` (or the path given)."""
-    argv = sys.argv[1:] if argv is None else argv
-    path = argv[0] if argv else DOC_PATH
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(render())
-    print(f"{path}: {len(rows())} names")
+    """Write the table to ``docs/ascendc_api.md`` (or the path given); with ``--check``,
+    write nothing and exit 1 if the file differs from what would be written."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m npusim_tools.api_table",
+                                     description=main.__doc__.splitlines()[0])
+    parser.add_argument("path", nargs="?", default=DOC_PATH,
+                        help="where to write the table (default: docs/ascendc_api.md)")
+    parser.add_argument("--check", action="store_true",
+                        help="only check that the file is up to date (exit 1 if not)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    text = render()
+    if args.check:
+        try:
+            with open(args.path, encoding="utf-8") as f:
+                same = f.read() == text
+        except FileNotFoundError:
+            same = False
+        print(f"{args.path}: {'up to date' if same else 'out of date'}")
+        return 0 if same else 1
+    with open(args.path, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"{args.path}: {len(rows())} names")
     return 0
 
 

@@ -22,6 +22,19 @@ def test_the_table_is_up_to_date():
         "docs/ascendc_api.md is stale: run python -m npusim_tools.api_table"
 
 
+def test_the_command_checks_without_writing_and_takes_options_as_options(tmp_path, capsys):
+    stale = tmp_path / "api.md"
+    stale.write_text("old")
+    assert api_table.main(["--check", str(stale)]) == 1          # out of date, left as is
+    assert stale.read_text() == "old"
+    assert api_table.main([str(stale)]) == 0                     # written
+    assert api_table.main(["--check", str(stale)]) == 0
+    assert stale.read_text() == api_table.render()
+    with pytest.raises(SystemExit) as e:                          # an option, not a path
+        api_table.main(["--help"])
+    assert e.value.code == 0 and not Path("--help").exists()
+
+
 def test_every_exported_name_has_a_row_and_every_function_a_family():
     text = DOC.read_text()
     for name in asc.__all__:
