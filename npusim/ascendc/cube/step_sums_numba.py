@@ -43,14 +43,24 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import warnings
 
 import ml_dtypes
 import numpy as np
 
 __all__ = ["AVAILABLE", "ENABLED", "mmad_steps_fused", "rounded_step_sums_fused"]
 
+
+def _installed() -> bool:
+    """numba is on the path (found, not imported: its import costs most of a second)."""
+    try:
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 #: numba is installed (imported on the loop's first use: :func:`kernels`)
-AVAILABLE = importlib.util.find_spec("numba") is not None
+AVAILABLE = _installed()
 #: the compiled loop is used (``NPUSIM_NUMBA=0`` turns it off)
 ENABLED = AVAILABLE and os.environ.get("NPUSIM_NUMBA", "1") != "0"
 _KERNELS = None
@@ -63,6 +73,21 @@ def kernels():
         from npusim.ascendc.cube import step_sums_jit
         _KERNELS = step_sums_jit
     return _KERNELS
+
+
+def _loads() -> bool:
+    """The loops import (numba found but failing to import, e.g. built for another numpy:
+    warned once, and the numpy rendering runs from then on)."""
+    global ENABLED
+    if _KERNELS is None:
+        try:
+            kernels()
+        except Exception as exc:            # noqa: BLE001 - any import failure: numpy's path
+            ENABLED = False
+            warnings.warn(f"npusim: numba does not import ({exc}); Mmad's step sums run in "
+                          "numpy", RuntimeWarning, stacklevel=3)
+            return False
+    return True
 
 
 #: (mantissa bits, smallest normal exponent, rows by their bits) of each type
@@ -78,7 +103,7 @@ def supports(a: np.ndarray, b: np.ndarray) -> bool:
     type, with k0 16, 16 and 8 (Mmad's fractal steps)."""
     fmt = _FORMATS.get(a.dtype)
     return (ENABLED and fmt is not None and b.dtype == a.dtype
-            and a.shape[-1] == (8 if a.dtype == np.float32 else 16))
+            and a.shape[-1] == (8 if a.dtype == np.float32 else 16) and _loads())
 
 
 _SCRATCH: dict = {}
