@@ -23,12 +23,17 @@ time. Target (8192^3): within 5x numpy. Timings are the fastest of ``--repeats``
 interleaved runs (sim, numpy, sim, numpy, ...); the process's CPU time of each is printed
 too (on a host other processes load, wall time counts their share).
 
+Mmad's step sums run in the compiled loop when numba is installed (``pip install
+'npusim[fast]'``, :mod:`npusim.ascendc.cube.step_sums_numba`), in numpy with
+``NPUSIM_NUMBA=0``: the line says which, and the digest of C shows the bytes are the same.
+
 Run: ``python benchmarks/bench_cube_kernel.py [--sizes 2048,4096] [--repeats N]
 [--json F]`` (8192^3 takes minutes of host time per run).
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
 from pathlib import Path
@@ -40,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
 from npusim import GlobalMemory, get_soc, run_kernel  # noqa: E402
+from npusim.ascendc.cube import step_sums_numba  # noqa: E402
 from npusim.ascendc import (DataCopy, Fixpipe, FixpipeParamsV220, GetBlockIdx,  # noqa: E402
                             GlobalTensor, HardEvent, KernelMetaType, LoadData, LoadData2DParams,
                             LocalTensor, Mmad, MmadParams, Nd2NzParams, QuantMode_t, SetFlag,
@@ -136,6 +142,7 @@ def measure(n: int, repeats: int) -> dict:
         c = np.frombuffer(gm.read(pc, n * n * 4), np.float32).reshape(n, n)
         ref = a32 @ b32
         sim["rel_err"] = float(np.abs(c - ref).max() / np.abs(ref).max())
+        sim["c_sha256"] = hashlib.sha256(c.tobytes()).hexdigest()[:16]
 
     def numpy_run():
         t0 = time.process_time()
@@ -152,6 +159,7 @@ def measure(n: int, repeats: int) -> dict:
             "functional_s": prof.host_functional_s, "timing_s": prof.host_timing_s,
             "numpy_s": numpy_s, "numpy_runs": times["numpy"], "ratio": sim_s / numpy_s,
             "kernel_us": prof.duration_us, "rel_err": sim["rel_err"],
+            "c_sha256": sim["c_sha256"], "step_sums": "numba" if step_sums_numba.ENABLED else "numpy",
             "sim_cpu_s": min(cpu["sim"]), "numpy_cpu_s": min(cpu["numpy"]),
             "ratio_cpu": min(cpu["sim"]) / min(cpu["numpy"])}
 
@@ -170,7 +178,8 @@ def main(argv=None):
         r = measure(n, args.repeats)
         rows.append(r)
         print(f"fp16 {n}^3 on {SOC}, {r['blockDim']} AIC, base {BASE_M}x{BASE_N}x{BASE_K}: "
-              f"simulated {r['kernel_us']:.1f} us; max rel err vs numpy fp32 {r['rel_err']:.1e}\n"
+              f"simulated {r['kernel_us']:.1f} us; max rel err vs numpy fp32 {r['rel_err']:.1e}; "
+              f"step sums in {r['step_sums']}, C sha256 {r['c_sha256']}\n"
               f"  host: simulator {r['sim_s']:.2f} s (functional {r['functional_s']:.2f} s, "
               f"timing {r['timing_s']:.2f} s); numpy fp32 1 thread {r['numpy_s']:.3f} s -> "
               f"{r['ratio']:.1f}x (target <= 5x); {time.perf_counter() - t0:.0f} s in all\n"

@@ -8,6 +8,9 @@ then float32; inf/NaN by IEEE rules. Orders: the product is replaced by explicit
 k order, in reverse, pairwise, and by the exact sum pushed as far as the error bound of any
 order allows (the worst a BLAS could do); in child processes, three of OpenBLAS's x86-64
 kernels (as tests/test_cube_step_products.py does).
+
+Every test runs on both renderings: numpy's, and the compiled loop
+(npusim/ascendc/cube/step_sums_numba.py), skipped where numba is not installed.
 """
 import json
 import math
@@ -21,12 +24,22 @@ import numpy as np
 import pytest
 
 from npusim.ascendc.cube import step_sums as ss
+from npusim.ascendc.cube import step_sums_numba as fused
 from npusim.ascendc.cube.step_products import step_products
 
 ROOT = Path(__file__).parents[1]
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 BF16 = np.dtype(ml_dtypes.bfloat16)
 K0 = {np.dtype(np.float16): 16, BF16: 16, np.dtype(np.float32): 8}
+
+
+@pytest.fixture(autouse=True, params=["numpy", "numba"])
+def rendering(request, monkeypatch):
+    """Each test with numpy's rendering and with the compiled loop."""
+    if request.param == "numba" and not fused.AVAILABLE:
+        pytest.skip("numba is not installed (pip install 'npusim[fast]')")
+    monkeypatch.setattr(fused, "ENABLED", request.param == "numba")
+    return request.param
 
 
 def exact_steps(a, b):
@@ -286,14 +299,18 @@ print(json.dumps(out))
 
 @pytest.mark.skipif(sys.platform != "linux" or os.uname().machine != "x86_64",
                     reason="OpenBLAS core types of x86-64")
-def test_same_bytes_under_every_openblas_kernel():
+def test_same_bytes_under_every_openblas_kernel(rendering):
+    if rendering == "numba":
+        pytest.skip("the compiled loop calls no BLAS")
     from threadpoolctl import threadpool_info
     if not any(lib.get("internal_api") == "openblas" for lib in threadpool_info()):
         pytest.skip("numpy's BLAS is not OpenBLAS")
     module = ROOT / "npusim" / "ascendc" / "cube" / "step_sums.py"
     children = {core: subprocess.Popen(
         [sys.executable, "-c", CHILD, str(module)], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, env=dict(os.environ, OPENBLAS_CORETYPE=core))
+        stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, OPENBLAS_CORETYPE=core, NPUSIM_NUMBA=str(int(rendering == "numba")),
+                 PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])))
         for core in ("Katmai", "Nehalem", "Haswell")}
     runs = {}
     for core, child in children.items():

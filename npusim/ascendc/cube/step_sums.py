@@ -52,6 +52,10 @@ all taken as wide: their low bits would show few exact pairs) and one to see tha
 failed; the row and column figures (about 1/N and 1/M of the product's passes); an
 fsum per element computed again.
 Work arrays are kept between calls (:func:`_scratch`).
+
+With numba installed (``pip install 'npusim[fast]'``), :func:`mmad_steps` and
+:func:`rounded_step_sums` hand the whole computation to a compiled loop that gives these
+same bytes (:mod:`npusim.ascendc.cube.step_sums_numba`; ``NPUSIM_NUMBA=0`` turns it off).
 """
 from __future__ import annotations
 
@@ -59,6 +63,8 @@ import math
 
 import ml_dtypes
 import numpy as np
+
+from npusim.ascendc.cube import step_sums_numba as _fused
 
 __all__ = ["mmad_steps", "rounded_step_sums"]
 
@@ -125,6 +131,8 @@ def rounded_step_sums(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = Non
     """
     if out is None:
         out = np.empty(a.shape[:2] + b.shape[-1:], np.float32)
+    if _fused.supports(a, b):        # the compiled loop, the same bits (step_sums_numba)
+        return _fused.rounded_step_sums_fused(a, b, out)
     plan = _Plan(a, b)
     plan.steps(0, a.shape[0], out)
     return out
@@ -158,6 +166,8 @@ def mmad_steps(a: np.ndarray, b: np.ndarray, init: np.ndarray | None,
         ``out``. A sum that is exactly zero is +0.0 (-0.0 from BLAS or from a -0.0 start
         becomes +0.0 at the first step).
     """
+    if _fused.supports(a, b):        # the compiled loop, the same bits (step_sums_numba)
+        return _fused.mmad_steps_fused(a, b, init, out)
     G, S, M, k0 = a.shape
     N = b.shape[-1]
     plan = _Plan(a.reshape(G * S, M, k0), b.reshape(G * S, k0, N))

@@ -1,0 +1,216 @@
+"""The compiled loops of :mod:`npusim.ascendc.cube.step_sums_numba` (numba, imported on
+first use: importing numba costs most of a second, which a process that runs no Mmad
+should not pay). The module docstring there gives what they compute and why the bytes
+are numpy's.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+_FAR = 1 << 20                          # the span of a row that never needs a check
+
+
+@njit(cache=True)
+def _exact_sum(a, b, nb, s, m, t, partials):
+    """The exact sum of ``a[s, m, j] * b[nb, s, j, t]`` (finite, exact products) rounded
+    once to float64, to nearest-even: the value ``math.fsum`` gives. Shewchuk's
+    algorithm (Adaptive Precision Floating-Point Arithmetic, 1997): the running sum
+    is kept as non-overlapping partials, each added term split by an error-free
+    two-sum; then the partials are added from the largest, and a half-way result
+    that the remaining partials push past the tie is rounded up."""
+    count = 0
+    for j in range(a.shape[2]):
+        x = a[s, m, j] * b[nb, s, j, t]
+        kept = 0
+        for i in range(count):
+            y = partials[i]
+            if abs(x) < abs(y):
+                x, y = y, x
+            hi = x + y
+            lo = y - (hi - x)
+            if lo != 0.0:
+                partials[kept] = lo
+                kept += 1
+            x = hi
+        partials[kept] = x
+        count = kept + 1
+    i = count - 1
+    hi = partials[i]
+    lo = 0.0
+    while i > 0:
+        i -= 1
+        x = hi
+        y = partials[i]
+        hi = x + y
+        lo = y - (hi - x)
+        if lo != 0.0:
+            break
+    # lo: the rounding error of hi; what lies below it (partials[i - 1]) decides a tie
+    if i > 0 and ((lo < 0.0 and partials[i - 1] < 0.0) or
+                  (lo > 0.0 and partials[i - 1] > 0.0)):
+        y = lo * 2.0
+        x = hi + y
+        if y == x - hi:
+            hi = x
+    return hi
+
+@njit(cache=True)
+def _figures(bits_a, bits_b, mbits, emin, by_bits, lk, pow2):
+    """The figures of one member's rows of A and columns of B, from the bits of their
+    float64 values (``bits_a`` (S, M, k0), ``bits_b`` (blocks, S, k0, width): int64
+    views; every value of the three types is a normal float64 or zero): ``top``
+    (``|x| < 2**top``) and ``span`` (bits from ``top`` down to the last bit the type
+    allows the smallest nonzero magnitude) of each row (S, M) and column (blocks, S,
+    width), and the widest column of each block and step. A row of zeros, or one
+    holding inf or NaN, gets a span ``_FAR`` below zero (it needs no check: its sums
+    are 0, or not finite); without ``by_bits`` every other row spans 53 bits
+    (checked). In place of the tops, the factors of the bound ``E >= e`` (as
+    :func:`.step_sums._bounds` gives them: ``2**(top_A + 2 lk - 52)`` per row,
+    ``2**top_B`` per column, ``pow2[e + 1074]`` being ``2.0**e``)."""
+    S, M, k0 = bits_a.shape
+    NBLK, _, _, NB = bits_b.shape
+    ea = np.empty((S, M))
+    sa = np.empty((S, M), np.int64)
+    eb = np.empty((NBLK, S, NB))
+    sb = np.empty((NBLK, S, NB), np.int64)
+    widest = np.empty((NBLK, S), np.int64)
+    hi = np.empty(NB, np.int64)
+    lo = np.empty(NB, np.int64)
+    mag = (1 << 63) - 1                      # all but the sign: |x| grows with it
+    for s in range(S):
+        for r in range(M):
+            h = 0
+            w = mag
+            for j in range(k0):
+                x = bits_a[s, r, j] & mag
+                h = max(h, x)
+                w = min(w, (x - 1) & mag)     # a zero wraps to the largest
+            top, sa[s, r] = _span(h, w, mbits, emin, by_bits)
+            ea[s, r] = pow2[max(top + 2 * lk - 52, -1074) + 1074]
+    for nb in range(NBLK):
+        for s in range(S):
+            for t in range(NB):
+                hi[t] = 0
+                lo[t] = mag
+            for j in range(k0):
+                for t in range(NB):
+                    x = bits_b[nb, s, j, t] & mag
+                    hi[t] = max(hi[t], x)
+                    lo[t] = min(lo[t], (x - 1) & mag)
+            w = -_FAR
+            for t in range(NB):
+                top, sb[nb, s, t] = _span(hi[t], lo[t], mbits, emin, by_bits)
+                eb[nb, s, t] = pow2[top + 1074]
+                w = max(w, sb[nb, s, t])
+            widest[nb, s] = w
+    return ea, sa, eb, sb, widest
+
+@njit(cache=True)
+def _span(hi, lo, mbits, emin, by_bits):
+    """``(top, span)`` of a row whose largest magnitude has the bits ``hi`` and whose
+    smallest nonzero one the bits ``lo + 1`` (float64, sign cleared)."""
+    e_hi = hi >> 52
+    if hi == 0 or e_hi == 0x7FF:             # zeros; inf or NaN
+        return 0, -_FAR
+    top = e_hi - 1022                        # |x| < 2**top
+    if not by_bits:
+        return top, 53
+    return top, top - (max(((lo + 1) >> 52) - 1023, emin) - mbits)
+
+@njit(cache=True)
+def _settle(a, b, nb, s, m, limit, ea, sa, eb, sb, r):
+    """The sums ``r[t]`` of row ``m`` of step ``s``, columns ``t`` of block ``nb``
+    (``b``: (blocks, S, k0, width)) whose fp32 rounding is not shown to be the exact
+    sum's, replaced by that (an fp32 value, held exactly in float64). A sum is shown
+    (module docstring) when its row and column are exact by their bits (``sa + sb <=
+    limit``), or ``fp32(r - E) == fp32(r + E)`` for ``E = ea * eb``, or it is not
+    finite. One pass that only counts (it vectorises), then the few again."""
+    bad = 0
+    for t in range(r.shape[0]):
+        x = r[t]
+        e = ea[s, m] * eb[nb, s, t]
+        bad += ((np.float32(x - e) != np.float32(x + e)) & (abs(x) < math.inf)
+                & (sa[s, m] + sb[nb, s, t] > limit))
+    if bad == 0:
+        return
+    partials = np.empty(a.shape[2] + 1)
+    for t in range(r.shape[0]):
+        x = r[t]
+        e = ea[s, m] * eb[nb, s, t]
+        if ((np.float32(x - e) != np.float32(x + e)) and abs(x) < math.inf
+                and sa[s, m] + sb[nb, s, t] > limit):
+            r[t] = np.float32(_exact_sum(a, b, nb, s, m, t, partials))
+
+@njit(cache=True)
+def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
+    """``out[g, n // 16, m, n % 16]`` = fp32 ``init + step 0 + step 1 + ...`` for row
+    m, column n of member g (``init``, of ``out``'s shape, read only when
+    ``has_init``; it may be ``out``). ``a`` (G, S, M, k0) and ``b`` (G, blocks, S,
+    k0, width): float64; k0 16 or 8; column n is ``width * block + t``.
+
+    Block by block of columns, step by step, row by row: the row's sums over the
+    block in one loop with A's k0 values in locals (four chains, then a tree), which
+    the compiler vectorises over the columns, while the block of B (16 KiB) stays in
+    the first-level cache; their fp32 values added to the block's accumulator, which
+    goes to L0C's NZ order once."""
+    G, S, M, k0 = a.shape
+    NBLK, NB = b.shape[1], b.shape[4]
+    r = np.empty(NB)
+    c = np.empty((M, NB), np.float32)
+    zero = np.float32(0.0)
+    limit = 53 - lk
+    for g in range(G):
+        ag, bg = a[g], b[g]
+        ea, sa, eb, sb, widest = _figures(ag.view(np.int64), bg.view(np.int64), mbits,
+                                          emin, by_bits, lk, pow2)
+        for nb in range(NBLK):
+            for s in range(S):
+                for m in range(M):
+                    if k0 == 16:
+                        x0, x1, x2, x3 = ag[s, m, 0], ag[s, m, 1], ag[s, m, 2], ag[s, m, 3]
+                        x4, x5, x6, x7 = ag[s, m, 4], ag[s, m, 5], ag[s, m, 6], ag[s, m, 7]
+                        x8, x9, x10, x11 = (ag[s, m, 8], ag[s, m, 9], ag[s, m, 10],
+                                            ag[s, m, 11])
+                        x12, x13, x14, x15 = (ag[s, m, 12], ag[s, m, 13], ag[s, m, 14],
+                                              ag[s, m, 15])
+                        for t in range(NB):
+                            p0 = x0 * bg[nb, s, 0, t] + x4 * bg[nb, s, 4, t]
+                            p1 = x1 * bg[nb, s, 1, t] + x5 * bg[nb, s, 5, t]
+                            p2 = x2 * bg[nb, s, 2, t] + x6 * bg[nb, s, 6, t]
+                            p3 = x3 * bg[nb, s, 3, t] + x7 * bg[nb, s, 7, t]
+                            p0 += x8 * bg[nb, s, 8, t]
+                            p1 += x9 * bg[nb, s, 9, t]
+                            p2 += x10 * bg[nb, s, 10, t]
+                            p3 += x11 * bg[nb, s, 11, t]
+                            p0 += x12 * bg[nb, s, 12, t]
+                            p1 += x13 * bg[nb, s, 13, t]
+                            p2 += x14 * bg[nb, s, 14, t]
+                            p3 += x15 * bg[nb, s, 15, t]
+                            r[t] = (p0 + p1) + (p2 + p3)
+                    else:
+                        x0, x1, x2, x3 = ag[s, m, 0], ag[s, m, 1], ag[s, m, 2], ag[s, m, 3]
+                        x4, x5, x6, x7 = ag[s, m, 4], ag[s, m, 5], ag[s, m, 6], ag[s, m, 7]
+                        for t in range(NB):
+                            p0 = x0 * bg[nb, s, 0, t] + x4 * bg[nb, s, 4, t]
+                            p1 = x1 * bg[nb, s, 1, t] + x5 * bg[nb, s, 5, t]
+                            p2 = x2 * bg[nb, s, 2, t] + x6 * bg[nb, s, 6, t]
+                            p3 = x3 * bg[nb, s, 3, t] + x7 * bg[nb, s, 7, t]
+                            r[t] = (p0 + p1) + (p2 + p3)
+                    if sa[s, m] + widest[nb, s] > limit:  # not every sum exact by its bits
+                        _settle(ag, bg, nb, s, m, limit, ea, sa, eb, sb, r)
+                    if s > 0:
+                        for t in range(NB):
+                            c[m, t] = c[m, t] + np.float32(r[t])
+                    elif has_init:      # as numpy: (init + step 0) + 0, then + steps
+                        for u in range(NB // 16):
+                            for t in range(16):
+                                c[m, u * 16 + t] = (init[g, nb * (NB // 16) + u, m, t]
+                                                    + np.float32(r[u * 16 + t])) + zero
+                    else:
+                        for t in range(NB):
+                            c[m, t] = np.float32(r[t]) + zero
+            for u in range(NB // 16):
+                for m in range(M):
+                    for t in range(16):
+                        out[g, nb * (NB // 16) + u, m, t] = c[m, u * 16 + t]

@@ -1,0 +1,161 @@
+"""Mmad's per-step sums and their fp32 accumulation in one compiled loop (numba), the same
+bits as :mod:`npusim.ascendc.cube.step_sums`'s numpy rendering.
+
+The value of a step is defined once (:mod:`.step_sums`): ``fp32(float64(exact sum of the
+k0 products))``; Mmad's float result is ``init + step 0 + step 1 + ...`` in fp32, k order.
+The numpy rendering gets there through one BLAS product of every step and checks on whole
+arrays, so it writes every step's m x n result to memory and reads it back several times.
+This loop (:func:`.step_sums_jit._accumulate`) takes a block of up to 128 columns of C at a
+time (B's part of it stays in the first-level cache), step by step and row by row: a
+row's float64 sums over the block in one vectorised pass, their fp32 values added to the
+block's fp32 accumulator, which goes to L0C's NZ order once. Each step's value is shown to
+be the defined one by the same arguments as there, per element:
+
+* Exact by its bits: the step's row of A and column of B span, from the top of their
+  largest magnitude down to the last bit their type allows their smallest nonzero one,
+  ``span_A + span_B + ceil(log2 k0) <= 53`` bits: every partial sum is exact, so the
+  loop's sum (four chains of products, then a tree; any order would do) is the exact
+  sum. float rows are all taken as wide, as :mod:`.step_sums` takes them.
+* Rounded alike: otherwise, with the bound ``E`` of any order's error (Higham, §4.2; the
+  products are exact, so a fused multiply-add the compiler might form changes nothing),
+  ``fp32(r - E) == fp32(r + E)`` gives the value.
+* Computed again: an element that fails both, by an exact sum of its k0 products
+  (Shewchuk's error-free partials, rounded once to nearest-even: ``math.fsum``'s result,
+  :func:`.step_sums_jit._exact_sum`).
+* A sum that is not finite (a product holds inf or NaN) is NaN or the infinity, whatever
+  the order; it is taken as summed. NaN's bits are the host's here as there (Mmad makes
+  every NaN the canonical one).
+
+No step's value depends on the host's vector width or BLAS: the compiled code runs with
+numba's default, strict IEEE semantics (no fastmath: no reassociation, no assumption that
+values are finite), and every value it keeps is one the arguments above pin down. The
+float32 adds of the accumulation are the numpy rendering's, in the same order.
+
+Selection (:data:`ENABLED`): used by :func:`.step_sums.mmad_steps` and
+:func:`.step_sums.rounded_step_sums` when numba imports, unless the environment sets
+``NPUSIM_NUMBA=0`` (or a caller sets ``ENABLED = False``). ``pip install 'npusim[fast]'``
+installs numba; it is imported on the first Mmad (:func:`kernels`), not with npusim. The
+first call compiles the loop (about 7 s of CPU on a 2.4 GHz AMD EPYC, numba's import
+included; once per operand layout) or loads it from numba's cache (0.9 s; ``cache=True``:
+``__pycache__`` next to the source, else numba's user-wide cache directory).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import warnings
+
+import ml_dtypes
+import numpy as np
+
+__all__ = ["AVAILABLE", "ENABLED", "mmad_steps_fused", "rounded_step_sums_fused"]
+
+
+def _installed() -> bool:
+    """numba is on the path (found, not imported: its import costs most of a second)."""
+    try:
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+#: numba is installed (imported on the loop's first use: :func:`kernels`)
+AVAILABLE = _installed()
+#: the compiled loop is used (``NPUSIM_NUMBA=0`` turns it off)
+ENABLED = AVAILABLE and os.environ.get("NPUSIM_NUMBA", "1") != "0"
+_KERNELS = None
+
+
+def kernels():
+    """The module of compiled loops (:mod:`.step_sums_jit`), imported on first use."""
+    global _KERNELS
+    if _KERNELS is None:
+        from npusim.ascendc.cube import step_sums_jit
+        _KERNELS = step_sums_jit
+    return _KERNELS
+
+
+def _loads() -> bool:
+    """The loops import (numba found but failing to import, e.g. built for another numpy:
+    warned once, and the numpy rendering runs from then on)."""
+    global ENABLED
+    if _KERNELS is None:
+        try:
+            kernels()
+        except Exception as exc:            # noqa: BLE001 - any import failure: numpy's path
+            ENABLED = False
+            warnings.warn(f"npusim: numba does not import ({exc}); Mmad's step sums run in "
+                          "numpy", RuntimeWarning, stacklevel=3)
+            return False
+    return True
+
+
+#: (mantissa bits, smallest normal exponent, rows by their bits) of each type
+_FORMATS = {np.dtype(np.float16): (10, -14, True),
+            np.dtype(ml_dtypes.bfloat16): (7, -126, True),
+            np.dtype(np.float32): (23, -126, False)}
+_WIDTH = 128                            # columns of B per block: 16 KiB of float64 (k0 16)
+_POW2 = np.ldexp(1.0, np.arange(-1074, 1024))      # 2.0**e at e + 1074
+
+
+def supports(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the loop is on and takes these operands: half, bfloat16 or float of one
+    type, with k0 16, 16 and 8 (Mmad's fractal steps)."""
+    fmt = _FORMATS.get(a.dtype)
+    return (ENABLED and fmt is not None and b.dtype == a.dtype
+            and a.shape[-1] == (8 if a.dtype == np.float32 else 16) and _loads())
+
+
+_SCRATCH: dict = {}
+
+
+def _float64(key: str, x: np.ndarray) -> np.ndarray:
+    """``x`` as float64 in a work array kept from call to call (a fresh array of a few MiB
+    costs more in page faults than the loop's reading it; launches run one at a time and
+    an instruction does not yield, as :func:`.step_sums._scratch` says)."""
+    buf = _SCRATCH.get(key)
+    if buf is None or buf.size < x.size:
+        buf = _SCRATCH[key] = np.empty(x.size)
+    out = buf[:x.size].reshape(x.shape)
+    out[...] = x
+    return out
+
+
+def _operands(a, b):
+    """float64 copies of A (G, S, M, k0) and of B in blocks of columns (G, blocks, S, k0,
+    width: the widest multiple of 16 up to :data:`_WIDTH` that divides N), and the type's
+    figures."""
+    fmt = _FORMATS[a.dtype]
+    G, S, k0, N = b.shape
+    width = max(w for w in range(16, _WIDTH + 1, 16) if N % w == 0)
+    b = b.reshape(G, S, k0, N // width, width).transpose(0, 3, 1, 2, 4)
+    return (_float64("a", a), _float64("b", b), fmt[0], fmt[1], fmt[2],
+            max(k0 - 1, 1).bit_length())
+
+
+def mmad_steps_fused(a: np.ndarray, b: np.ndarray, init: np.ndarray | None,
+                     out: np.ndarray) -> np.ndarray:
+    """:func:`.step_sums.mmad_steps` (same arguments and result: ``a`` (G, S, M, k0),
+    ``b`` (G, S, k0, N), ``init`` None or float32 (G, N/16, M, 16), possibly ``out``
+    itself; ``out`` float32 (G, N/16, M, 16)) in the compiled loop; :func:`supports` must
+    hold; N a multiple of 16."""
+    a64, b64, mbits, emin, by_bits, lk = _operands(a, b)
+    has_init = init is not None
+    kernels()._accumulate(a64, b64, init if has_init else out, has_init, out, mbits, emin,
+                          by_bits, lk, _POW2)
+    return out
+
+
+def rounded_step_sums_fused(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """:func:`.step_sums.rounded_step_sums` (``a`` (S, M, k0), ``b`` (S, k0, N), ``out``
+    float32 (S, M, N)) in the compiled loop; :func:`supports` must hold."""
+    S, M, k0 = a.shape
+    N = b.shape[-1]
+    n16 = -(-N // 16) * 16                   # columns of zeros up to whole fractals
+    if n16 != N:
+        b = np.concatenate([b, np.zeros((S, k0, n16 - N), b.dtype)], axis=-1)
+    # each step a member of one step, no start: its value + 0.0 (a zero's sign is free here)
+    nz = mmad_steps_fused(a.reshape(S, 1, M, k0), b.reshape(S, 1, k0, n16), None,
+                          np.empty((S, n16 // 16, M, 16), np.float32))
+    out[...] = nz.transpose(0, 2, 1, 3).reshape(S, M, n16)[:, :, :N]
+    return out

@@ -1,0 +1,148 @@
+"""The compiled loop of Mmad's step sums (npusim/ascendc/cube/step_sums_numba.py) gives the
+bytes numpy's rendering (npusim/ascendc/cube/step_sums.py) gives, on random operands of
+every shape and type Mmad hands it: wide exponent spreads (subnormals, half's overflow to
+inf), NaN and inf entries, rows and columns of zeros, sums next to fp32 rounding
+boundaries, a start or none, accumulation in place. NaNs are compared as Mmad leaves
+them (canonical). Its exact sum is ``math.fsum``'s.
+
+tests/test_cube_step_sums.py runs the step-sum tests on both renderings.
+"""
+import math
+import os
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from npusim.ascendc import nans
+from npusim.ascendc.cube import step_sums as ss
+from npusim.ascendc.cube import step_sums_numba as fused
+
+pytestmark = [pytest.mark.skipif(not fused.AVAILABLE,
+                                 reason="numba is not installed (pip install 'npusim[fast]')"),
+              pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning"),
+              pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")]
+BF16 = np.dtype(ml_dtypes.bfloat16)
+DTYPES = [np.dtype(np.float16), BF16, np.dtype(np.float32)]
+
+
+def operands(rng, dtype, G, S, M, N, spread, special, midpoints):
+    """Normal data times 2**uniform(-spread, spread) in ``dtype``; zero rows and columns;
+    with ``special`` NaN, +-inf, and whole NaN padding rows; with ``midpoints`` rows and
+    columns whose sums cancel down next to an fp32 rounding boundary (1 + 2**-24 and
+    its neighbours from 2**15-scale terms), where summation orders disagree."""
+    k0 = 8 if dtype == np.float32 else 16
+    with np.errstate(over="ignore"):
+        a = rng.standard_normal((G, S, M, k0)) * np.exp2(rng.uniform(-spread, spread,
+                                                                       (G, S, M, k0)))
+        b = rng.standard_normal((G, S, k0, N)) * np.exp2(rng.uniform(-spread, spread,
+                                                                       (G, S, k0, N)))
+        if midpoints:
+            g, s, m, n = (rng.integers(0, x, 4) for x in (G, S, M, N))
+            row = [2.0 ** 15, 1.0, 2.0 ** -12, 2.0 ** -24, -(2.0 ** 15)]
+            col = [2.0 ** 15, 1.0, 2.0 ** -12, 2.0 ** -24, 2.0 ** 15]
+            for i in range(4):           # the five terms at random places along k
+                at = rng.permutation(k0)
+                a[g[i], s[i], m[i], at[:5]] = np.array(row) * rng.choice([-1.0, 1.0], 5)
+                a[g[i], s[i], m[i], at[5:]] = 0
+                b[g[i], s[i], at[:5], n[i]] = col
+                b[g[i], s[i], at[5:], n[i]] = rng.choice([0.0, 2.0 ** -30], k0 - 5)
+        a, b = a.astype(dtype), b.astype(dtype)
+    a[0, 0, rng.integers(M)] = 0
+    b[-1, -1, :, rng.integers(N)] = 0
+    if special:
+        a[0, 0, rng.integers(M), rng.integers(k0)] = np.nan
+        b[-1, 0, rng.integers(k0), rng.integers(N)] = -np.inf
+        a[-1, -1, rng.integers(M), rng.integers(k0)] = np.inf
+        a[:, :, -1] = np.nan                       # a padding row
+    return a, b
+
+
+def both(a, b, init, in_place):
+    """mmad_steps through each rendering: (numpy's, numba's) float32 results, NaNs made
+    canonical as Mmad makes them."""
+    G, S, M, _ = a.shape
+    N = b.shape[-1]
+    got = []
+    for on in (False, True):
+        fused.ENABLED = on
+        try:
+            if in_place:
+                out = init.copy()
+                ss.mmad_steps(a, b, out, out)
+            else:
+                out = np.full((G, N // 16, M, 16), np.nan, np.float32)
+                ss.mmad_steps(a, b, init, out)
+        finally:
+            fused.ENABLED = fused.AVAILABLE
+        got.append(nans.canonical(out).view(np.uint32))
+    return got
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(dtype=st.sampled_from(DTYPES), G=st.integers(1, 3), S=st.integers(1, 5),
+       M=st.integers(1, 40), n16=st.integers(1, 12), spread=st.sampled_from([0, 4, 14, 30, 60]),
+       special=st.booleans(), midpoints=st.booleans(),
+       start=st.sampled_from(["none", "given", "in place"]), seed=st.integers(0, 2 ** 32 - 1))
+def test_the_same_bytes_as_numpys_rendering(dtype, G, S, M, n16, spread, special, midpoints,
+                                            start, seed):
+    rng = np.random.default_rng(seed)
+    N = 16 * n16
+    a, b = operands(rng, dtype, G, S, M, N, spread, special, midpoints)
+    init = None
+    if start != "none":
+        init = (rng.standard_normal((G, N // 16, M, 16)) * 4).astype(np.float32)
+        init[0, 0, 0, :3] = [-0.0, np.inf, np.nan]
+    want, got = both(a, b, init, start == "in place")
+    assert np.array_equal(got, want)
+
+
+def test_the_lockstep_tile_of_a_matmul_kernel():
+    """The shape a lockstep group hands Mmad (128 x 256 x 64 half: 4 steps), and
+    float data of the same tile, with the float checks and recomputations exercised."""
+    rng = np.random.default_rng(1)
+    for dtype, k0, spread in ((np.float16, 16, 0), (np.float32, 8, 40)):
+        a = rng.standard_normal((6, 64 // k0, 128, k0)).astype(dtype)
+        b = (rng.standard_normal((6, 64 // k0, k0, 256))
+             * np.exp2(rng.uniform(-spread, spread, (6, 64 // k0, k0, 256)))).astype(dtype)
+        init = rng.standard_normal((6, 16, 128, 16)).astype(np.float32)
+        want, got = both(a, b, init, True)
+        assert np.array_equal(got, want)
+
+
+def test_the_exact_sum_is_fsums():
+    """Shewchuk's sum rounds as ``math.fsum`` does: ties to even, ties pushed off by a
+    lower partial, cancellation, huge exponent spreads."""
+    rng = np.random.default_rng(2)
+    cases = [[1.0, 2.0 ** -53], [1.0, 2.0 ** -53, 2.0 ** -106], [1.0, -(2.0 ** -54)],
+             [1.0 + 2.0 ** -52, 2.0 ** -53], [2.0 ** 100, 1.0, -(2.0 ** 100)],
+             [0.0, -0.0], [3.0, 2.0 ** -53, -(2.0 ** -105)], [2.0 ** -298, 2.0 ** 200] * 4]
+    for _ in range(300):
+        k = int(rng.choice([8, 16]))
+        x = rng.standard_normal(k) * np.exp2(rng.integers(-140, 120, k))
+        y = rng.standard_normal(k) * np.exp2(rng.integers(-140, 120, k))
+        x, y = x.astype(np.float32).astype(float), y.astype(np.float32).astype(float)
+        cases.append(list(x * y))
+        x[: k // 2] = x[k // 2:] * -1                  # cancellation down to the small ones
+        cases.append(list(x * y[::-1]))
+    for terms in cases:
+        k = len(terms)
+        a = np.array(terms, float).reshape(1, 1, k)
+        b = np.ones((1, 1, k, 1))
+        got = fused.kernels()._exact_sum(a, b, 0, 0, 0, 0, np.empty(k + 1))
+        assert got == math.fsum(terms) and math.copysign(1, got) == math.copysign(
+            1, math.fsum(terms)) or got == 0 == math.fsum(terms), terms
+
+
+def test_npusim_numba_0_turns_it_off():
+    """On where numba imports (this process); off in a process started with
+    ``NPUSIM_NUMBA=0``."""
+    assert fused.ENABLED or os.environ.get("NPUSIM_NUMBA") == "0"
+    code = ("from npusim.ascendc.cube import step_sums_numba as f; "
+            "print(f.AVAILABLE, f.ENABLED)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, NPUSIM_NUMBA="0"), check=True).stdout
+    assert out.split() == ["True", "False"]
