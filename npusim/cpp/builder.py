@@ -274,7 +274,7 @@ _HOST_TILING = re.compile(r'#\s*include\s*["<]tiling/(tiling_api|platform/platfo
 #: The host tiling sources compiled for it (the user's headers' own, under impl/adv_api/tiling).
 HOST_TILING_SOURCES = ("matmul/bmm_tiling.cpp", "matmul/math_util.cpp", "matmul/matmul_tiling.cpp",
                        "matmul/matmul_tiling_algorithm.cpp", "matmul/matmul_tiling_base.cpp",
-                       "transpose/confusion_transpose_tiling_impl.cpp")
+                       "transpose/confusion_transpose_tiling_impl.cpp", "math/axpy_tiling_impl.cpp")
 
 
 #: npusim's stand-ins the host tiling sources compile against (their hash keys the library).
@@ -461,6 +461,8 @@ def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, de
     for part in (cxx, " ".join(flags), " ".join(map(str, include)), str(devkit),
                  _devkit_version(devkit), _own_layer_hash()):
         h.update(part.encode())
+    if host_tiling:             # the host tiling sources linked in
+        h.update(" ".join(HOST_TILING_SOURCES).encode())
     key = h.hexdigest()[:24]
     out = cache_root() / key
     lib = out / f"{source.stem}.so"

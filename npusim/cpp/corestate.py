@@ -17,8 +17,9 @@ poll GM flags the others write). So each core here gets what a fork would have g
 
 Swaps happen lazily: when an intrinsic arrives from a core whose state is not the one
 loaded (:func:`ensure`), that is only after a core handed over at a wait. Cost per swap:
-a memcpy of the library's globals (a few KiB) and of the core's memories (192 KiB for an
-AIV, 776 KiB for an AIC); blocks that never wait never swap twice.
+a memcpy of the library's globals (a few KiB), and of a core memory (192 KiB for an AIV's
+UB, 776 KiB for an AIC's L1/L0/BT/FB) only when the core going on uses a buffer another core
+filled since; blocks that never wait never swap twice.
 
 Cross-core polling: a core that re-reads the same GM bytes it read last time (IBWait's and
 WaitPreBlock's ``DataCopy`` loops, a ``dcci`` of a message line the Matmul API's server
@@ -107,10 +108,25 @@ def _writable_mappings() -> list[tuple[int, int]]:
 
 
 class LibraryState:
-    """The writable regions of one loaded library (computed once)."""
+    """The writable regions of one loaded library (computed once), less the core-memory
+    buffers ``exclude`` ((address, size): swapped on their own, see _claim)."""
 
-    def __init__(self, lib: ctypes.CDLL):
-        self.regions = writable_regions(lib)
+    def __init__(self, lib: ctypes.CDLL, exclude=()):
+        regions = writable_regions(lib)
+        for lo, size in exclude:
+            if not lo or not size:
+                continue
+            hi, cut = lo + size, []
+            for a, n in regions:
+                if a < hi and lo < a + n:
+                    if a < lo:
+                        cut.append((a, lo - a))
+                    if hi < a + n:
+                        cut.append((hi, a + n - hi))
+                else:
+                    cut.append((a, n))
+            regions = cut
+        self.regions = regions
 
     def snapshot(self) -> list:
         return [ctypes.string_at(a, s) for a, s in self.regions]
@@ -140,12 +156,6 @@ class CoreRecord:
 
     def save(self) -> None:
         self.saved = self.rt.state.snapshot()
-        for mem, host in self.bound.items():
-            buf = self.memories.get(mem)
-            if buf is None:
-                buf = self.memories[mem] = host.copy()
-            else:
-                buf[:] = host
         rt = self.rt
         self.error, self.tensors = rt.error, rt._tensors
 
@@ -153,10 +163,35 @@ class CoreRecord:
         rt = self.rt
         rt.state.load(self.saved)
         for mem, host in self.bound.items():
-            buf = self.memories.get(mem)
-            if buf is not None:
-                host[:] = buf
+            _claim(self, mem, host)
         rt.ctx, rt.error, rt._tensors = self.ctx, self.error, self.tensors
+
+    def bind(self, mem: str, host) -> None:
+        """The core uses the headers' host buffer ``host`` as its memory ``mem``."""
+        self.bound[mem] = host
+        _claim(self, mem, host)
+
+
+#: host buffer address -> the CoreRecord whose bytes it holds: a core memory is swapped only
+#: when a core that uses the same buffer goes on (an AIC and an AIV never swap each other's)
+_OWNER: dict = {}
+
+
+def _claim(rec, mem: str, host) -> None:
+    key = host.ctypes.data
+    cur = _OWNER.get(key)
+    if cur is rec:
+        return
+    if cur is not None:
+        buf = cur.memories.get(mem)
+        if buf is None:
+            cur.memories[mem] = host.copy()
+        else:
+            buf[:] = host
+    buf = rec.memories.get(mem)
+    if buf is not None:
+        host[:] = buf
+    _OWNER[key] = rec
 
 
 class Launch:
@@ -230,6 +265,7 @@ def end_launch() -> None:
     if launch is not None:
         launch.restore_bases()
         _LAUNCH[0] = None
+    _OWNER.clear()
 
 
 def begin_core(rt, ctx) -> CoreRecord:

@@ -174,20 +174,20 @@ class KernelRuntime:
                 raise KernelError("npusim.cpp", f"the headers' UB buffer ({size} B) is smaller "
                                   f"than the {ctx.soc.soc_version} UB ({n} B)")
             host = np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(base))
+            if rec is not None:
+                rec.bind(_core.UB, host)
             host[:] = ctx.ub
             ctx.ub = host
-            if rec is not None:
-                rec.bound[_core.UB] = host
         else:
             for mem in HW_MEMORIES[1:]:
                 base, size = self.hw[mem]
                 want = _core.memory_size(ctx.soc, mem)
                 if base and want <= size:
                     host = np.ctypeslib.as_array((ctypes.c_uint8 * want).from_address(base))
+                    if rec is not None:
+                        rec.bind(mem, host)
                     host.fill(_core.UB_POISON)
                     ctx.mems[mem] = host
-                    if rec is not None:
-                        rec.bound[mem] = host
 
     @property
     def uses_gm_flags(self) -> bool:
@@ -202,7 +202,7 @@ class KernelRuntime:
     def state(self) -> corestate.LibraryState:
         """The library's writable regions (computed on first use)."""
         if self._state is None:
-            self._state = corestate.LibraryState(self.lib)
+            self._state = corestate.LibraryState(self.lib, self.hw.values())
         return self._state
 
     def end_block(self) -> None:
