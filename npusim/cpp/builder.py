@@ -429,7 +429,8 @@ def kernel_types(text: str) -> dict:
 def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, defines=(),
           include=(), opt: str = "-O1", force: bool = False, pch: bool = True) -> Build:
     """Compile ``source`` (an Ascend C ``.cpp``/``.asc`` file) into a shared library for an
-    A2/A3 ``core`` ("aiv" or "aic"; default: :func:`kernel_core` of the source), cached by the source's and its folder's headers' bytes,
+    A2/A3 ``core`` ("aiv", "aic" or "mix": one build for both kinds; default:
+    :func:`kernel_core` of the source), cached by the source's and its folder's headers' bytes,
     the flags, the headers' version and npusim's intrinsic layer. ``opt``: -O1 by default: at
     -O0 the headers' CPU-mode TPipe (which fills every core buffer with random words through
     a std::map look-up per word) costs 0.4 s per block. ``pch``: parse the Ascend C

@@ -231,8 +231,9 @@ def coverage_page(results: list[SampleResult], root: Path, total: int,
         "(an error's location reads `?` or `<frozen runpy>`: it has no Python frame of the\n"
         "kernel's own, and npusim does not yet name the C++ line).\n\n")
     if earlier:
-        head += ("† a result of the previous run, not measured again in this one (for time: "
-                 "vector samples whose code paths did not change).\n\n")
+        head += ("† a result of the previous run, not measured again in this one (for time); "
+                 "a † row whose\nreason says a MIX kernel is not supported predates MIX support "
+                 "(not measured with it yet).\n\n")
     page = head + coverage_table(results, root, earlier)
     groups = failure_groups(results)
     if groups:
