@@ -20,7 +20,7 @@ import subprocess
 
 from npusim.ascendc import core as _core
 from npusim.cpp.builder import Build, CppBuildError, build, find_compiler, find_devkit
-from npusim.cpp.dispatch import HeaderAssertion, KernelRuntime, abort_as_error
+from npusim.cpp.dispatch import HeaderAssertion, KernelRuntime, abort_as_error, run_block
 from npusim.errors import KernelError
 
 __all__ = ["CppKernel", "CppBuildError", "HeaderAssertion", "HostRun", "load", "run_host", "build", "find_devkit",
@@ -47,12 +47,16 @@ def _symbols(lib_path) -> dict:
     return dict(zip(demangled, mangled))
 
 
-def _open(b: Build):
-    got = _LIBS.get(str(b.library))
+def _open_path(path):
+    got = _LIBS.get(str(path))
     if got is None:
-        lib = ctypes.CDLL(str(b.library))
-        got = _LIBS[str(b.library)] = (lib, KernelRuntime(lib))
+        lib = ctypes.CDLL(str(path))
+        got = _LIBS[str(path)] = (lib, KernelRuntime(lib))
     return got
+
+
+def _open(b: Build):
+    return _open_path(b.library)
 
 
 class CppKernel:
@@ -97,23 +101,16 @@ class CppKernel:
         self.fn.restype = None
 
     def __call__(self, *args):
-        """Run one block (inside :func:`npusim.run_kernel`)."""
+        """Run one core (inside :func:`npusim.run_kernel`)."""
         ctx = _core.current_core()
-        rt = self.rt
+        rt, fn = self.rt, self.fn
         if len(args) != len(self.pointers):
             raise KernelError(self.__name__, f"takes {len(self.pointers)} arguments "
                               f"({self.signature}), got {len(args)}")
         rt.map_gm(ctx.gm)
         cargs = [rt.host_pointer(ctx.gm, int(a)) if is_ptr and a else a
                  for a, is_ptr in zip(args, self.pointers)]
-        core_type = {_core.AIC: 1, _core.AIV: 2}.get(ctx.core_kind, 0)
-        rt.begin_block(ctx, ctx.block_idx, ctx.block_num, ctx.sub_block_idx, ctx.task_ratio,
-                       core_type)
-        try:
-            with abort_as_error():
-                self.fn(*cargs)
-        finally:
-            rt.end_block()
+        run_block(rt, fn, cargs)
 
     def __repr__(self):
         return f"<CppKernel {self.signature} from {self.build.library}>"
@@ -132,7 +129,8 @@ def load(source, name: str | None = None, *, core: str | None = None, devkit=Non
     b = build(source, core=core, devkit=devkit, defines=defines, include=include, force=force)
     if name is None:
         text = open(source, errors="replace").read()
-        names = re.findall(r"__global__[^(;{]*?\b([A-Za-z_]\w*)\s*\(", text)
+        from npusim.cpp.builder import kernel_types
+        names = list(kernel_types(text))
         if len(set(names)) != 1:
             raise CppBuildError(f"name the kernel to load: {source} defines "
                                 f"{sorted(set(names)) or 'no __global__ function'}")
@@ -185,6 +183,9 @@ def run_host(source, *, soc="Ascend910B1", cwd=None, argv=(), core: str | None =
     if b.core == "aic":
         from npusim.ascendc.types import KernelMetaType
         session.kernel_type = KernelMetaType.KERNEL_TYPE_AIC_ONLY
+    from npusim.cpp.builder import kernel_types
+    session.kernel_types = kernel_types(open(source, errors="replace").read())
+    session.mix = b.core == "mix"
     args = [str(source).encode(), *[str(a).encode() for a in argv]]
     c_argv = (ctypes.c_char_p * (len(args) + 1))(*args, None)
     old = os.getcwd()

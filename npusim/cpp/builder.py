@@ -37,6 +37,11 @@ ARCH_DEFINES = {
             "-D__DAV_C220_VEC__", "-D__DAV_VEC__"],
     "aic": ["-DASCENDC_CPU_DEBUG=1", "-D__NPU_ARCH__=2201", "-D__DAV_C220__",
             "-D__DAV_C220_CUBE__", "-D__DAV_CUBE__"],
+    # a MIX kernel (or a source with both kinds of kernel): one build for both kinds of
+    # core, neither __DAV_CUBE__ nor __DAV_VEC__, the headers choosing by g_coreType at run
+    # time (ASCEND_IS_AIC/AIV in CPU mode; the CPU-mode Matmul API is the client on the
+    # AIVs and its server on the AIC: kfc_register_obj.h, matmul_intf.h)
+    "mix": ["-DASCENDC_CPU_DEBUG=1", "-D__NPU_ARCH__=2201", "-D__DAV_C220__"],
 }
 #: SoCs whose kernels build for dav-c220 (Atlas A2 training/inference series, A3).
 A2_SOCS = ("Ascend910B", "Ascend910_93")
@@ -178,7 +183,7 @@ def kernel_tiling_header(devkit: Path, out_dir: Path) -> Path:
 
 
 #: ``kernel<<<blockDim, l2ctrl, stream>>>(args)``: the launch syntax of the device compiler.
-_CHEVRON = re.compile(r"\b([A-Za-z_][A-Za-z0-9_:<>, ]*?)\s*<<<(.*?)>>>\s*\(", re.S)
+_CHEVRON = re.compile(r"\b([A-Za-z_][A-Za-z0-9_:<>, ]*?)\s*<<<((?:(?!<<<|>>>).)*?)>>>\s*\(", re.S)
 
 
 def rewrite_source(text: str) -> str:
@@ -269,7 +274,7 @@ _HOST_TILING = re.compile(r'#\s*include\s*["<]tiling/(tiling_api|platform/platfo
 #: The host tiling sources compiled for it (the user's headers' own, under impl/adv_api/tiling).
 HOST_TILING_SOURCES = ("matmul/bmm_tiling.cpp", "matmul/math_util.cpp", "matmul/matmul_tiling.cpp",
                        "matmul/matmul_tiling_algorithm.cpp", "matmul/matmul_tiling_base.cpp",
-                       "transpose/confusion_transpose_tiling_impl.cpp")
+                       "transpose/confusion_transpose_tiling_impl.cpp", "math/axpy_tiling_impl.cpp")
 
 
 #: npusim's stand-ins the host tiling sources compile against (their hash keys the library).
@@ -404,7 +409,8 @@ def workspace_parameters(text: str) -> dict:
     workspace a launch hands the kernel: GetSysWorkSpacePtr in CPU mode), for the
     ``__global__`` functions of a source that have one."""
     out = {}
-    for m in re.finditer(r"__global__[^(;{]*?\b([A-Za-z_]\w*)\s*\(([^)]*)\)", text):
+    for m in re.finditer(r"__global__(?:[^(;{]|\([^()]*\))*?\b(?!__mix__\b)([A-Za-z_]\w*)\s*"
+                         r"\(([^)]*)\)", text):
         params = [p.strip() for p in m.group(2).split(",")]
         for i, p in enumerate(params):
             if re.search(r"\b\w*workspace\w*\s*$", p, re.I):
@@ -444,12 +450,34 @@ class Build:
     key: str
     command: list = field(default_factory=list)
     core: str = "aiv"
+_KERNEL_DEF = re.compile(r"__global__((?:[^;{(]|\([^()]*\))*?)\b(?!__mix__\b)([A-Za-z_]\w*)\s*\(")
+
+
+def kernel_types(text: str) -> dict:
+    """Kernel name -> "aiv", "aic", "mix" (one AIC, two AIVs) or "mix11" (one of each) for
+    the ``__global__`` functions of a source: ``__vector__``, ``__cube__``,
+    ``__mix__(1, n)`` on the function, else the source's kind (:func:`kernel_core`)."""
+    whole = kernel_core(text)
+    out = {}
+    for m in _KERNEL_DEF.finditer(text):
+        quals, name = m.group(1), m.group(2)
+        mix = re.search(r"__mix__\s*\(\s*1\s*,\s*(\d)\s*\)", quals)
+        if mix:
+            out[name] = "mix11" if mix.group(1) == "1" else "mix"
+        elif "__cube__" in quals:
+            out[name] = "aic"
+        elif "__vector__" in quals:
+            out[name] = "aiv"
+        else:
+            out[name] = whole
+    return out
 
 
 def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, defines=(),
           include=(), opt: str = "-O1", force: bool = False, pch: bool = True) -> Build:
     """Compile ``source`` (an Ascend C ``.cpp``/``.asc`` file) into a shared library for an
-    A2/A3 ``core`` ("aiv" or "aic"; default: :func:`kernel_core` of the source), cached by the source's and its folder's headers' bytes,
+    A2/A3 ``core`` ("aiv", "aic" or "mix": one build for both kinds; default:
+    :func:`kernel_core` of the source), cached by the source's and its folder's headers' bytes,
     the flags, the headers' version and npusim's intrinsic layer. ``opt``: -O1 by default: at
     -O0 the headers' CPU-mode TPipe (which fills every core buffer with random words through
     a std::map look-up per word) costs 0.4 s per block. ``pch``: parse the Ascend C
@@ -462,11 +490,8 @@ def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, de
     source = Path(source).resolve()
     if core is None:
         core = kernel_core(source.read_text(errors="replace"))
-    if core == "mix":
-        raise CppBuildError(f"{source.name}: a MIX kernel (one AIC and two AIVs per block) is "
-                            "not supported by npusim's C++ front end yet (docs/cpp.md)")
     if core not in ARCH_DEFINES:
-        raise CppBuildError(f"core {core!r}: use 'aiv' or 'aic'")
+        raise CppBuildError(f"core {core!r}: use 'aiv', 'aic' or 'mix'")
     devkit = find_devkit(devkit)
     cxx = find_compiler()
     text = source.read_text(errors="replace")
@@ -484,6 +509,8 @@ def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, de
     for part in (cxx, " ".join(flags), " ".join(map(str, include)), str(devkit),
                  _devkit_version(devkit), _own_layer_hash()):
         h.update(part.encode())
+    if host_tiling:             # the host tiling sources linked in
+        h.update(" ".join(HOST_TILING_SOURCES).encode())
     key = h.hexdigest()[:24]
     out = cache_root() / key
     lib = out / f"{source.stem}.so"

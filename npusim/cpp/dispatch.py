@@ -30,6 +30,7 @@ from npusim.ascendc import core as _core
 from npusim.ascendc import repeat as _repeat
 from npusim.ascendc import types as _types
 from npusim.ascendc.tensor import GlobalTensor, LocalTensor
+from npusim.cpp import corestate
 from npusim.errors import KernelError
 
 # Argument kinds and element codes (include/stub_fun.h).
@@ -53,6 +54,8 @@ class HeaderAssertion(KernelError):
 
 #: SIGABRTs caught while a kernel or host program runs (abort_as_error)
 _ABORTS: list = []
+#: [how many callers are inside abort_as_error, then the handler it replaced]
+_ABORT_DEPTH: list = [0]
 
 
 def _abort_error():
@@ -69,13 +72,21 @@ def abort_as_error():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.signal(signal.SIGABRT, lambda signum, frame: _ABORTS.append(signum))
+    # re-entrant: the cores of an interleaved launch (greenlets) enter and leave it in any
+    # order; the handler stays while any of them is inside
+    if _ABORT_DEPTH[0] == 0:
+        _ABORT_DEPTH.append(signal.signal(signal.SIGABRT,
+                                          lambda signum, frame: _ABORTS.append(signum)))
+    _ABORT_DEPTH[0] += 1
     try:
         yield
         if _ABORTS:
             raise _abort_error()
     finally:
-        signal.signal(signal.SIGABRT, old)
+        _ABORT_DEPTH[0] -= 1
+        if _ABORT_DEPTH[0] == 0:
+            old = _ABORT_DEPTH.pop()       # None: a handler not set from Python
+            signal.signal(signal.SIGABRT, signal.SIG_DFL if old is None else old)
 
 
 class Ptr(int):
@@ -130,6 +141,9 @@ class KernelRuntime:
         self._gm_allocs: list = []
         self._tensors: dict = {}
         self.calls = 0
+        self._state = None
+        self._gm_flags = None
+        corestate.RUNTIMES.add(self)
         #: NPUSIM_CPP_TRACE=1: print each intrinsic and its decoded arguments to stderr
         self.trace = os.environ.get("NPUSIM_CPP_TRACE") == "1"
 
@@ -137,8 +151,13 @@ class KernelRuntime:
     def begin_block(self, ctx, block_idx: int, block_num: int, sub_block_idx: int = 0,
                     task_ratio: int = 1, core_type: int = 2) -> None:
         """Set the headers' per-core globals and bind the context's memories to the
-        headers' host buffers (their bytes start as the context's: poisoned)."""
+        headers' host buffers (their bytes start as the context's: poisoned). A core of an
+        interleaved launch (its cores run as coroutines) gets C++ state of its own
+        (:mod:`npusim.cpp.corestate`), starting from the host program's."""
         lib = self.lib
+        rec = corestate.begin_core(self, ctx) if corestate.interleaved(ctx) else None
+        if rec is None:
+            corestate.end_launch()
         ctypes.c_int64.in_dll(lib, "block_idx").value = block_idx
         ctypes.c_int64.in_dll(lib, "block_num").value = block_num
         ctypes.c_int64.in_dll(lib, "sub_block_idx").value = sub_block_idx
@@ -155,6 +174,8 @@ class KernelRuntime:
                 raise KernelError("npusim.cpp", f"the headers' UB buffer ({size} B) is smaller "
                                   f"than the {ctx.soc.soc_version} UB ({n} B)")
             host = np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(base))
+            if rec is not None:
+                rec.bind(_core.UB, host)
             host[:] = ctx.ub
             ctx.ub = host
         else:
@@ -163,10 +184,30 @@ class KernelRuntime:
                 want = _core.memory_size(ctx.soc, mem)
                 if base and want <= size:
                     host = np.ctypeslib.as_array((ctypes.c_uint8 * want).from_address(base))
+                    if rec is not None:
+                        rec.bind(mem, host)
                     host.fill(_core.UB_POISON)
                     ctx.mems[mem] = host
 
+    @property
+    def uses_gm_flags(self) -> bool:
+        """Whether the library calls IBSet/IBWait (the CPU library's markers of a block
+        waiting for another through a flag in GM)."""
+        if self._gm_flags is None:
+            with open(self.lib._name, "rb") as f:
+                self._gm_flags = b"__ib_wait_stub" in f.read()
+        return self._gm_flags
+
+    @property
+    def state(self) -> corestate.LibraryState:
+        """The library's writable regions (computed on first use)."""
+        if self._state is None:
+            self._state = corestate.LibraryState(self.lib, self.hw.values())
+        return self._state
+
     def end_block(self) -> None:
+        if self.ctx is not None:
+            corestate.end_core(self.ctx)
         self.ctx = None
         if self.error is not None:
             err, self.error = self.error, None
@@ -222,6 +263,9 @@ class KernelRuntime:
 
     # -- the callback ----------------------------------------------------------------------
     def _dispatch(self, name_p, nargs, args_p):
+        ctx = _core._current
+        if ctx is not self.ctx and ctx is not None:
+            corestate.ensure(ctx)            # another core's C++ state is loaded
         if _ABORTS and self.error is None:
             self.error = _abort_error()
         if self.error is not None:
@@ -245,6 +289,8 @@ class KernelRuntime:
                                   "modelled by npusim's C++ front end yet (docs/cpp.md)")
             self.calls += 1
             r = handler(self, *args)
+            if ctx is not None and _core._current is ctx and self.ctx is not ctx:
+                corestate.ensure(ctx)        # the handler handed over to other cores
             return 0 if r is None else int(r) & _MASK64
         except BaseException as exc:   # noqa: BLE001 - kept, raised when the kernel returns
             self.error = exc
@@ -254,7 +300,7 @@ class KernelRuntime:
 # -- handlers: intrinsic name -> level-0 instruction ------------------------------------------
 HANDLERS: dict = {}
 #: Intrinsics with no effect on npusim's state (cache maintenance, hints).
-NOOPS = {"dcci", "dc_preload", "preload", "set_atomic_none_", "icache_preload", "dsb"}
+NOOPS = {"dc_preload", "preload", "set_atomic_none_", "icache_preload", "dsb"}
 
 
 def handler(*names):
@@ -272,7 +318,9 @@ def _asc():
 
 @handler("get_block_idx")
 def _get_block_idx(rt):
-    return rt.ctx.block_idx
+    """The register: the block (AI core) index, the same on an AIC and its AIVs (GetBlockIdx
+    of an AIV is block * GetTaskRation + GetSubBlockIdx, computed by the headers)."""
+    return rt.ctx.block_idx // rt.ctx.task_ratio
 
 
 @handler("get_block_num")
@@ -387,11 +435,96 @@ def _pipe_barrier(rt, pipe):
 
 
 # Data movement GM <-> UB (lengths and gaps in 32 B blocks, DataCopyParams).
+def _poll(rt, kind: str, ptr: int, size: int) -> None:
+    """A GM read: in an interleaved launch, a re-read of unchanged bytes hands over to the
+    other cores (corestate.poll: the core polls a flag another core writes)."""
+    if size > 0 and getattr(rt.ctx, "cpp_record", None) is not None:
+        corestate.poll(rt.ctx, (kind, int(ptr), int(size)),
+                       lambda: ctypes.string_at(int(ptr), int(size)))
+
+
 @handler("copy_gm_to_ubuf")
 def _copy_gm_to_ubuf(rt, dst, src, sid, n_burst, len_burst, src_stride, dst_stride):
     span = (n_burst * (len_burst + src_stride)) * 32
     _asc().DataCopy(rt.local(dst, "DataCopy", np.uint8), rt.global_(src, span, "DataCopy"),
                     _types.DataCopyParams(n_burst, len_burst, src_stride, dst_stride))
+    _poll(rt, "DataCopy", src, span)
+
+
+@handler("dcci")
+def _dcci(rt, ptr=None, line=0, dst=0):
+    """Cache maintenance has no effect on npusim's memory; a flush of one GM cache line (64
+    B) is where a scalar poll loop (the Matmul API's message queues) may hand over."""
+    if isinstance(ptr, Ptr) and line == 0 and getattr(rt.ctx, "cpp_record", None) is not None:
+        try:
+            rt.device_address(int(ptr), "dcci")
+        except KernelError:
+            return
+        _poll(rt, "dcci", int(ptr) & ~63, 64)
+
+
+# Cross-core flags and SyncAll (dav_c220 kernel_operator_sync_impl.h): ffts_cross_core_sync
+# carries GetffstMsg(mode, flagId) = 1 + (mode & 3) << 4 + (flagId & 15) << 8.
+@handler("ffts_cross_core_sync")
+def _ffts_cross_core_sync(rt, pipe, config):
+    """CrossCoreSetFlag<mode, pipe>(flagId); flagIds 11-14 are SyncAll's hardware form."""
+    ctx = rt.ctx
+    flag, mode = (config >> 8) & 0xF, (config >> 4) & 0x3
+    if ctx.mix is not None:
+        if flag <= 10:
+            _asc().CrossCoreSetFlag(flag, modeId=mode, pipe=_types.Pipe(pipe))
+        else:                          # SyncAll's flags: the same counters, ids 11-14
+            ctx.mix.set_flag(ctx, flag, mode, _types.Pipe(pipe))
+        return
+    if flag > 10 and mode == 0:        # SyncAll of a vector-only (or cube-only) launch
+        ctx.cpp_sync_flags = getattr(ctx, "cpp_sync_flags", set()) | {flag}
+        return
+    _asc().CrossCoreSetFlag(flag, modeId=mode, pipe=_types.Pipe(pipe))
+
+
+@handler("wait_flag_dev")
+def _wait_flag_dev(rt, flag):
+    """CrossCoreWaitFlag(flagId), or the wait of SyncAll's hardware form."""
+    ctx = rt.ctx
+    if ctx.mix is not None:
+        _pair_broadcasts(ctx.mix)
+        ctx.cpp_waited = getattr(ctx, "cpp_waited", set()) | {flag}
+        if flag <= 10:
+            _asc().CrossCoreWaitFlag(flag)
+        else:
+            ctx.mix.wait_flag(ctx, flag)
+        return
+    pending = getattr(ctx, "cpp_sync_flags", set())
+    if flag in pending:
+        pending.discard(flag)
+        from npusim.ascendc.syncall import SyncAll
+        SyncAll(isAIVOnly=True)
+        return
+    _asc().CrossCoreWaitFlag(flag)
+
+
+def _pair_broadcasts(state) -> None:
+    """The Matmul API's server answers one AIV with a mode-2 set of flagId
+    devEvtID * 2 + subBlockIdx (matmul_server_impl_c220.h, NotifyEvent), which reaches both
+    AIVs of its block (CrossCoreSetFlag mode 2): the other AIV never waits on that flagId.
+    The end-of-kernel pairing check (CrossCoreState.end_checks) leaves out sets of a flagId
+    an AIV never waits on in the launch."""
+    if getattr(state, "cpp_pairing", False):
+        return
+    check = state.end_checks
+
+    def end_checks():
+        for (core, flag), q in state.counters.items():
+            c = state.ctxs[core]
+            if q and c.core_kind == _core.AIV and flag not in getattr(c, "cpp_waited", ()):
+                q.clear()
+        check()
+    state.end_checks = end_checks
+    state.cpp_pairing = True
+
+
+for _n in ("__ib_set_stub", "__ib_wait_stub", "__sync_all_stub"):
+    NOOPS.add(_n)      # markers of the CPU library; the waits are GM polls (corestate.poll)
 
 
 @handler("copy_ubuf_to_gm")
@@ -477,6 +610,8 @@ class HostSession:
         self.profiles: list = []
         self.host_buffers: dict = {}
         self.kernel_type = None          # KERNEL_TYPE_AIC_ONLY for a cube kernel
+        self.kernel_types: dict = {}     # kernel name -> builder.kernel_types' kind
+        self.mix = False                 # a MIX build: each kernel launches as its type
         #: kernel name -> index of its workspace parameter (GetSysWorkSpacePtr's value)
         self.workspace_params: dict = {}
 
@@ -584,38 +719,78 @@ def _ctype_of(arg):
     return (ctypes.c_int64 if arg < 0 else ctypes.c_uint64), arg
 
 
+#: kernel_types' kinds -> the launch's KernelMetaType name (A2/A3)
+LAUNCH_TYPES = {"aiv": "KERNEL_TYPE_AIV_ONLY", "aic": "KERNEL_TYPE_AIC_ONLY",
+                "mix": "KERNEL_TYPE_MIX_AIC_1_2", "mix11": "KERNEL_TYPE_MIX_AIC_1_1"}
+
+
+def run_block(rt, cfn, args, workspace: int = 0) -> None:
+    """Run one core of a launch: ``cfn(*args)`` of ``rt``'s library on the current core,
+    with its globals set (and C++ state of its own when the cores interleave)."""
+    ctx = _core.current_core()
+    core_type = {_core.AIC: 1, _core.AIV: 2}.get(ctx.core_kind, 0)
+    # the headers' block_idx is the block (AI core): an AIV's GetBlockIdx is
+    # block_idx * g_taskRation + sub_block_idx (kernel_operator_sys_var_impl.h, CPU mode)
+    rt.begin_block(ctx, ctx.block_idx // ctx.task_ratio, ctx.block_num, ctx.sub_block_idx,
+                   ctx.task_ratio, core_type)
+    try:
+        if hasattr(rt.lib, "npusim_set_sys_workspace"):
+            rt.lib.npusim_set_sys_workspace(ctypes.c_void_p(workspace or None))
+        with abort_as_error():
+            cfn(*args)
+    finally:
+        rt.end_block()
+
+
+def interleave(soc, kind: str, block_dim: int) -> bool:
+    """Whether a launch runs its cores as coroutines that may wait for each other (a MIX
+    launch always; a vector or cube launch whose blocks are all resident at once, so that
+    a block may wait for another: blockDim at most the cores of that kind)."""
+    if kind.startswith("mix"):
+        return True
+    cores = soc.cube_block_num if kind == "aic" else soc.vector_block_num
+    return block_dim <= cores
+
+
 @handler("__npusim_launch__")
 def _launch(rt, fn, block_dim, stream, name_p, *args):
     """``kernel<<<blockDim, l2ctrl, stream>>>(args)``: run_kernel on the session's device."""
+    from npusim.ascendc.types import KernelMetaType
     from npusim.launch import run_kernel
     h = _host(rt)
     name = ctypes.string_at(int(name_p)).decode()
     types_values = [_ctype_of(a) for a in args]
-    cfn = ctypes.CFUNCTYPE(None, *[t for t, _ in types_values])(int(fn))
+    proto = ctypes.CFUNCTYPE(None, *[t for t, _ in types_values])
+    cfn = proto(int(fn))
     values = tuple(v for _, v in types_values)
-
-    ws = h.workspace_params.get(name.split("<")[0].split("::")[-1])
+    base = name.split("<")[0].split("::")[-1]
+    ws = h.workspace_params.get(base)
     workspace = int(args[ws]) if ws is not None and ws < len(args) else 0
 
+    kind = h.kernel_types.get(base, "aic" if h.kernel_type is not None else "aiv")
+    kernel_type = h.kernel_type
+    if h.mix:                         # one build for both kinds: the kernel's own type
+        kernel_type = KernelMetaType[LAUNCH_TYPES[kind]]
+
     def block(*a):
-        ctx = _core.current_core()
-        if hasattr(rt.lib, "npusim_set_sys_workspace"):
-            rt.lib.npusim_set_sys_workspace(ctypes.c_void_p(workspace or None))
-        core_type = {_core.AIC: 1, _core.AIV: 2}.get(ctx.core_kind, 0)
-        rt.begin_block(ctx, ctx.block_idx, ctx.block_num, ctx.sub_block_idx, ctx.task_ratio,
-                       core_type)
-        try:
-            with abort_as_error():
-                cfn(*a)
-        finally:
-            rt.end_block()
+        run_block(rt, cfn, a, workspace)
 
     block.npusim_lockstep = False
     block.npusim_timing_only = False
     block.__name__ = name
     rt.map_gm(h.gm)
-    prof = run_kernel(block, int(block_dim), values, soc=h.soc, gm=h.gm, name=name,
-                      checks=h.checks, kernel_type=h.kernel_type)
+    sync_all = not kind.startswith("mix") and interleave(h.soc, kind, int(block_dim))
+    checks = h.checks
+    if rt.uses_gm_flags and checks.cross_block == "error":
+        # IBSet/IBWait order blocks through flags in GM, which the end-of-launch comparison
+        # of the blocks' GM accesses (SyncAll phases) cannot see: its findings are warnings
+        import dataclasses
+        checks = dataclasses.replace(checks, cross_block="warn")
+    try:
+        prof = run_kernel(block, int(block_dim), values, soc=h.soc, gm=h.gm, name=name,
+                          checks=checks, kernel_type=kernel_type, sync_all=sync_all)
+    finally:
+        corestate.end_launch()        # the host program's C++ state again
     h.profiles.append(prof)
     return 0
 
@@ -681,6 +856,7 @@ def _copy_gm_to_ubuf_align(name):
         _asc().DataCopyPad(rt.local(dst, "DataCopyPad", dt),
                            rt.global_(src, span, "DataCopyPad", dt),
                            _types.DataCopyExtParams(n_burst, len_burst, src_gap, dst_gap), pad)
+        _poll(rt, "DataCopyPad", src, span)
     return run
 
 

@@ -180,13 +180,16 @@ def coverage_table(results: list[SampleResult], root: Path, earlier=frozenset())
 #: Failure causes, by the reason's text (the first match names the group).
 CAUSES = (
     ("MIX kernel (AIC + AIVs: KFC messages, cross-core flags)", r"MIX kernel|ffts_cross_core|"
-     r"crosscore|cross_core|__kfc_workspace__|kfc"),
-    ("blocks waiting for each other (IBSet/IBWait, SyncAll)", r"hangs|timeout|ib_wait|SyncAll"),
+     r"crosscore|cross_core|CrossCore|__kfc_workspace__|kfc"),
+    ("blocks waiting for each other (IBSet/IBWait, SyncAll, GM flags)",
+     r"hangs|ib_wait|SyncAll|polls GM"),
+    ("too slow for the run (stopped)", r"timeout|stopped after"),
     ("int4 forms", r"_s4\b|int4|s4 "),
     ("an intrinsic not forwarded yet", r"not modelled by npusim's C\+\+ front end"),
     ("a symbol of the closed CPU library or of a host tiling source not compiled yet, or a "
      "header", r"undefined symbol|No such file|asc_dump"),
-    ("checker finding", r"GmAccessError|UbError|SyncError"),
+    ("the C++ program crashed (SIGSEGV/SIGABRT)", r"process ended"),
+    ("checker finding", r"GmAccessError|UbError|SyncError|UninitialisedError"),
     ("Fixpipe channel split", r"channelSplit"),
     ("result differs (verify_result.py)", r"^verify"),
     ("sample tooling (gen_data.py)", r"gen_data"),
@@ -225,11 +228,12 @@ def coverage_page(results: list[SampleResult], root: Path, total: int,
         "the CMake's other `add_definitions` are passed too.\n\n"
         f"Tried {n} of the {total} A2 samples: **{comp} compiled, {ran} ran, {ok} correct**.\n"
         "Task Duration is the simulated time of each launch. The reason is the first failure\n"
-        "(an error's location reads `<frozen runpy>`: it has no Python frame of the kernel's own,\n"
-        "and npusim does not yet name the C++ line).\n\n")
+        "(an error's location reads `?` or `<frozen runpy>`: it has no Python frame of the\n"
+        "kernel's own, and npusim does not yet name the C++ line).\n\n")
     if earlier:
-        head += ("† a result of the previous run, not measured again in this one (for time: "
-                 "vector samples whose code paths did not change).\n\n")
+        head += ("† a result of the previous run, not measured again in this one (for time); "
+                 "a † row whose\nreason says a MIX kernel is not supported predates MIX support "
+                 "(not measured with it yet).\n\n")
     page = head + coverage_table(results, root, earlier)
     groups = failure_groups(results)
     if groups:
