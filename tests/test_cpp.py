@@ -376,6 +376,21 @@ def test_sample_cmake_definitions_fill_in_the_architecture(tmp_path):
     assert cmake_defines(tmp_path) == ["ASC_ARCHITECTURES=2201", "USE_FAST=1"]
 
 
+def test_sample_cmake_target_definitions_take_the_simulator_branch(tmp_path):
+    """target_compile_definitions count like add_definitions; of an if on
+    CMAKE_ASC_RUN_MODE "npu", the else branch (the samples' simulator mode) counts."""
+    from npusim.cpp.samples import cmake_defines
+    (tmp_path / "CMakeLists.txt").write_text(
+        "target_compile_definitions(demo PRIVATE SCENARIO_NUM=${SCENARIO_NUM})\n"
+        'if (CMAKE_ASC_RUN_MODE STREQUAL "npu")\n'
+        "    target_compile_definitions(demo PRIVATE CYCLENUMS=10000)\n"
+        "else()\n"
+        "    target_compile_definitions(demo PRIVATE CYCLENUMS=1 -DEXTRA)\n"
+        "endif()\n"
+        "if (SOMETHING)\n  add_definitions(-DKEPT=2)\nendif()\n")
+    assert cmake_defines(tmp_path) == ["CYCLENUMS=1", "EXTRA", "KEPT=2"]
+
+
 # -- cores that wait for each other (npusim/cpp/corestate.py), without asc-devkit ---------------
 @pytest.fixture(scope="module")
 def cross_core_kernels(tmp_path_factory):

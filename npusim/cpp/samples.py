@@ -72,17 +72,44 @@ def scenario(d: Path) -> str | None:
 
 
 def cmake_defines(d: Path, arch: str = "2201") -> list[str]:
-    """The ``add_definitions(-DNAME=value)`` of a sample's CMake build, with the
-    architecture number its CMake derives from CMAKE_ASC_ARCHITECTURES (``${ARCH_NUM}``,
-    dav-2201 for Atlas A2) filled in."""
+    """The definitions of a sample's CMake build: its ``add_definitions(-DNAME=value)`` and
+    ``target_compile_definitions(<target> PRIVATE NAME=value ...)``, with the architecture
+    number its CMake derives from CMAKE_ASC_ARCHITECTURES (``${ARCH_NUM}``, dav-2201 for
+    Atlas A2) filled in. npusim builds as the samples' simulator mode does: of an
+    ``if (CMAKE_ASC_RUN_MODE STREQUAL "npu") ... else() ... endif()``, the ``else`` branch
+    counts (e.g. a loop count of 1 instead of the device's 10000); every other branch counts
+    as written."""
     cmake = d / "CMakeLists.txt"
     if not cmake.is_file():
         return []
     out = []
-    for m in re.finditer(r"add_definitions\(([^)]*)\)", cmake.read_text(errors="replace")):
-        for flag in m.group(1).split():
-            if flag.startswith("-D") and "SCENARIO_NUM" not in flag:
-                out.append(flag[2:].replace("${ARCH_NUM}", arch))
+    skip = []                       # per open if(): is its current branch the npu-only one
+    for line in cmake.read_text(errors="replace").splitlines():
+        code = line.split("#")[0].strip()
+        low = code.replace(" ", "").lower()
+        if low.startswith("if("):
+            skip.append("cmake_asc_run_mode" in low and '"npu"' in low)
+            continue
+        if low.startswith("else(") or low.startswith("elseif("):
+            if skip:
+                skip[-1] = False
+            continue
+        if low.startswith("endif("):
+            if skip:
+                skip.pop()
+            continue
+        if any(skip):
+            continue
+        m = re.match(r"add_definitions\(([^)]*)\)", code)
+        if m:
+            flags = [f[2:] for f in m.group(1).split() if f.startswith("-D")]
+        else:
+            m = re.match(r"target_compile_definitions\(\s*\S+([^)]*)\)", code)
+            flags = [f[2:] if f.startswith("-D") else f for f in (m.group(1).split() if m else ())
+                     if f not in ("PRIVATE", "PUBLIC", "INTERFACE")]
+        for flag in flags:
+            if "SCENARIO_NUM" not in flag:
+                out.append(flag.replace("${ARCH_NUM}", arch))
     return [x for x in out if "${" not in x]
 
 

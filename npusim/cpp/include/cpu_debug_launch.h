@@ -14,4 +14,9 @@ inline void GmFree(void* p)
     const npusim::Arg v[1] = {npusim::pack(p)};
     npusim_intrinsic("GmFree", 1, v);
 }
+/* the CPU-debug library declares them in namespace AscendC too (AscendC::GmAlloc) */
+namespace AscendC {
+using ::GmAlloc;
+using ::GmFree;
+}
 #endif
