@@ -56,12 +56,14 @@ class SetLRU(LineLRU):
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(addr_st, runs_st, st.sampled_from(
     ["read", "write", "span read", "span write", "bypass"])), min_size=1, max_size=30),
-    st.sampled_from([1, 3, 64]))
-def test_strided_accesses_behave_like_a_per_line_lru_of_their_lines(accesses, page):
+    st.sampled_from([1, 3, 64]), st.sampled_from([0, 4, 64]))
+def test_strided_accesses_behave_like_a_per_line_lru_of_their_lines(accesses, page, python):
     """Row sets, whole spans and writes around the cache, mixed: the same hits, write-backs,
-    resident and dirty lines as a per-line LRU given the lines of the bytes moved."""
+    resident and dirty lines as a per-line LRU given the lines of the bytes moved; row sets
+    cut with numpy (``python`` 0), in Python, or both by their size."""
     fast, ref = L2Cache(SOC), SetLRU(64)
     fast.PAGE = page
+    fast.ROWS_IN_PYTHON = python
     for addr, runs, how in accesses + accesses[::-1]:     # and again: the same row sets
         lines = moved_lines(addr, runs)
         if how.startswith("span"):
@@ -110,11 +112,12 @@ def test_strided_accesses_behave_like_a_per_line_lru_of_their_lines(accesses, pa
 @settings(max_examples=100, deadline=None)
 @given(st.sampled_from([4, 6, 8]), st.sampled_from([0, 32]),
        st.lists(st.tuples(st.integers(0, 7), st.integers(1, 2), st.integers(1, 9), st.booleans()),
-                min_size=1, max_size=40))
-def test_column_tiles_of_one_matrix_behave_like_a_per_line_lru(pitch_lines, skew, tiles):
+                min_size=1, max_size=40), st.sampled_from([0, 4, 64]))
+def test_column_tiles_of_one_matrix_behave_like_a_per_line_lru(pitch_lines, skew, tiles, python):
     """Column tiles of one matrix (rows of whole lines at one pitch, the case the cache
     compares by residue and re-reads as one run), read and written again and again."""
     fast, ref = L2Cache(SOC), SetLRU(64)
+    fast.ROWS_IN_PYTHON = python
     pitch = pitch_lines * LINE
     for col, width, rows, write in tiles:
         addr, runs = skew + col * LINE, ((0, width * LINE, pitch - width * LINE, rows),)
