@@ -83,7 +83,8 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from itertools import compress as _compress, repeat as _repeat
-from operator import itemgetter, mul as _mul, not_ as _not, sub as _sub, truediv as _truediv
+from operator import (itemgetter, lt as _lt, mul as _mul, not_ as _not, sub as _sub,
+                      truediv as _truediv)
 
 import numpy as np
 
@@ -1108,12 +1109,18 @@ def row_lines(addr: int, rows: tuple, line: int) -> tuple:
     from ``addr``, row bytes, pitch, count) (the form of
     :meth:`npusim.ascendc.checker.GmLog.note`), the lines between rows are not in them.
 
-    Computed with numpy over the rows (a copy can have thousands) and kept by the rows'
-    form and the address within its line (a kernel's copies repeat one form at many
-    addresses), so a transfer costs an addition and a list conversion."""
+    Computed with numpy over the rows (a copy can have thousands; a few dozen with Python
+    ints, :func:`_few_row_lines`) and kept by the rows' form and the address within its
+    line (a kernel's copies repeat one form at many addresses), so a transfer costs an
+    addition and a list conversion."""
     r = addr % line
     key = (r, line, rows)
     rel = _ROW_LINES.get(key)
+    if rel is None and sum([run[3] for run in rows]) <= L2Cache.ROWS_IN_PYTHON:
+        rel = _few_row_lines(r, rows, line)
+        if len(_ROW_LINES) >= _ROW_LINES_KEEP:
+            _ROW_LINES.clear()
+        _ROW_LINES[key] = rel
     if rel is None:
         if len(rows) == 1:
             off, row, pitch, count = rows[0]
@@ -1146,6 +1153,42 @@ def row_lines(addr: int, rows: tuple, line: int) -> tuple:
     if reg is not None:
         reg = ((reg[0] + base) % reg[1], reg[1], reg[2])
     return lo + base, hi + base, reg
+
+
+def _few_row_lines(r: int, rows: tuple, line: int) -> tuple:
+    """:func:`row_lines` of a few rows at ``r`` bytes into a line, with Python ints (numpy
+    costs more per call than a loop over a few dozen rows): the same ranges (int64
+    arrays) and ``reg``."""
+    lo, hi = [], []
+    for off, row, pitch, count in rows:
+        row = max(row, 1)
+        for i in range(count):
+            a = r + off + i * pitch
+            lo.append(a // line)
+            hi.append((a + row - 1) // line + 1)
+    if len(lo) > 1:
+        if any(map(_lt, lo[1:], lo)):
+            order = sorted(range(len(lo)), key=lo.__getitem__)     # stable
+            lo, hi = [lo[i] for i in order], [hi[i] for i in order]
+        # a range starts where a row begins past every line the rows before it reach
+        out_lo, out_hi = [lo[0]], []
+        reach = hi[0]
+        for a, b in zip(lo, hi):
+            if a > reach:
+                out_hi.append(reach)
+                out_lo.append(a)
+                reach = b
+            elif b > reach:
+                reach = b
+        out_hi.append(reach)
+        lo, hi = out_lo, out_hi
+    reg = None
+    if len(lo) > 1:
+        pitch, n = lo[1] - lo[0], hi[0] - lo[0]
+        if all([b - a == pitch for a, b in zip(lo, lo[1:])]) and \
+                all([b - a == n for a, b in zip(lo, hi)]):
+            reg = (lo[0], pitch, n)
+    return np.array(lo, np.int64), np.array(hi, np.int64), reg
 
 
 #: bursts of recent row sets, by (address mod burst, burst, rows): see :func:`row_bursts`
@@ -1355,7 +1398,9 @@ class _Memory:
                 a, b = int(lines[0][0]), int(lines[1][0])
                 lines, l2a, l2s = None, a * line, (b - a) * line
         burst = self.burst
-        if burst:
+        if copies is not None:
+            bursts = extra = 0      # the batch's own, below
+        elif burst:
             if rows is None:        # row_bursts of one span, inline (nearly every copy)
                 r = addr % burst
                 n = span if span > 1 else 1

@@ -11,6 +11,7 @@ from npusim.ascendc import (DataCopy, DataCopyParams, GetBlockIdx, GlobalTensor,
                             TPosition, TQue, half)
 from npusim.ascendc.core import DMA_IN
 from npusim.ascendc.types import Pipe
+from npusim import timing
 from npusim.timing import L2Cache, row_lines, simulate
 from test_l2_cache import SOC, LineLRU
 
@@ -46,6 +47,17 @@ def test_row_lines_are_the_lines_of_the_bytes_moved(addr, runs):
     assert got == sorted(moved_lines(addr, runs))
     # sorted, disjoint and not adjacent: each range is a run of lines the cache keeps whole
     assert all(b > a for a, b in zip(lo, hi)) and all(n > b for b, n in zip(hi, lo[1:]))
+    # a few rows are computed with Python ints, many with numpy: the same ranges either way
+    timing._ROW_LINES.clear()
+    few = L2Cache.ROWS_IN_PYTHON
+    try:
+        L2Cache.ROWS_IN_PYTHON = 0
+        n_lo, n_hi, n_reg = row_lines(addr, as_runs(runs), LINE)
+    finally:
+        L2Cache.ROWS_IN_PYTHON = few
+        timing._ROW_LINES.clear()
+    assert lo.dtype == n_lo.dtype == hi.dtype == n_hi.dtype == np.int64
+    assert lo.tolist() == n_lo.tolist() and hi.tolist() == n_hi.tolist() and reg == n_reg
 
 
 class SetLRU(LineLRU):
