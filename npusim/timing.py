@@ -643,11 +643,53 @@ class L2Cache:
                 r_lo = np.concatenate((run[3][:i0], np.array(r_lo, np.int64), run[3][i1:]))
                 r_hi = np.concatenate((run[4][:i0], np.array(r_hi, np.int64), run[4][i1:]))
                 r_d = np.concatenate((run[5][:i0], np.array(r_d, bool), run[5][i1:]))
-            self._remove(st)
-            if len(r_lo):
-                self._put(r_lo, r_hi, r_d, run[2])
+            if len(r_lo) > 1:
+                self._shrink(st, run, r_lo, r_hi, r_d)
+            else:
+                self._remove(st)
+                if len(r_lo):
+                    self._put(r_lo, r_hi, r_d, run[2])
         pieces.sort()
         return pieces
+
+    def _shrink(self, st: int, run: list, lo, hi, dirt) -> None:
+        """The run of ranges at ``st`` keeps only the ranges ``[lo[i], hi[i])`` (two or
+        more, lists or arrays as :meth:`_put` takes them), in place: the run
+        :meth:`_remove` and :meth:`_put` would leave (the same lines, dirtiness, recency
+        and start), keeping its id, and dropped from the pages it no longer touches
+        (its ranges are a subset of those it had: it enters no page)."""
+        start = int(lo[0])
+        touched = self._touched(lo, hi)
+        if type(lo) is list:
+            n = sum(map(_sub, hi, lo))
+            lo, hi, dirt = (np.array(lo, np.int64), np.array(hi, np.int64),
+                            np.array(dirt, bool))
+        else:
+            n = int((hi - lo).sum())
+        self.size += n - run[6]
+        run[0] = int(hi[-1])
+        run[3], run[4], run[5], run[6], run[7] = lo, hi, dirt, n, None
+        rid = self.rid[st]
+        if start != st:
+            # a new start: keyed anew, with a recency entry of its own (the one at ``st``
+            # is stale now, as after a removal)
+            del self.runs[st]
+            self.runs[start] = run
+            del self.rid[st]
+            self.rid[start] = rid
+            self.rstart[rid] = start
+            heapq.heappush(self.heap, (run[2], start))
+        was = self.mtouched[rid]
+        if len(touched) < len(was):
+            mpages = self.mpages
+            keep = set(touched)
+            for p in was:
+                if p not in keep:
+                    page = mpages[p]
+                    page.discard(rid)
+                    if not page:
+                        del mpages[p]
+            self.mtouched[rid] = touched
 
     def _drop_head(self, start: int, new_start: int) -> None:
         """The run at ``start`` loses its lines [start, new_start) (fewer than it has): the
