@@ -656,8 +656,7 @@ class L2Cache:
         """The run of ranges at ``st`` keeps only the ranges ``[lo[i], hi[i])`` (two or
         more, lists or arrays as :meth:`_put` takes them), in place: the run
         :meth:`_remove` and :meth:`_put` would leave (the same lines, dirtiness, recency
-        and start), keeping its id, and dropped from the pages it no longer touches
-        (its ranges are a subset of those it had: it enters no page)."""
+        and start), keeping its id, in the pages :meth:`_put` would list it in."""
         start = int(lo[0])
         touched = self._touched(lo, hi)
         if type(lo) is list:
@@ -680,15 +679,24 @@ class L2Cache:
             self.rstart[rid] = start
             heapq.heappush(self.heap, (run[2], start))
         was = self.mtouched[rid]
-        if len(touched) < len(was):
+        if touched != was:
+            # the pages _put would index it in (those of its extent when that is short,
+            # :meth:`_touched`, which a smaller run may have and a larger one had not)
             mpages = self.mpages
-            keep = set(touched)
+            keep, had = set(touched), set(was)
             for p in was:
                 if p not in keep:
                     page = mpages[p]
                     page.discard(rid)
                     if not page:
                         del mpages[p]
+            for p in touched:
+                if p not in had:
+                    page = mpages.get(p)
+                    if page is None:
+                        mpages[p] = {rid}
+                    else:
+                        page.add(rid)
             self.mtouched[rid] = touched
 
     def _drop_head(self, start: int, new_start: int) -> None:
