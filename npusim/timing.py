@@ -79,11 +79,12 @@ import itertools
 import math
 import pickle
 import zlib
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from itertools import compress as _compress, repeat as _repeat
-from operator import itemgetter, mul as _mul, not_ as _not, sub as _sub, truediv as _truediv
+from operator import (itemgetter, lt as _lt, mul as _mul, not_ as _not, sub as _sub,
+                      truediv as _truediv)
 
 import numpy as np
 
@@ -343,6 +344,10 @@ class L2Cache:
 
     #: lines per index page: a page lists the runs touching it
     PAGE = 64
+    #: row sets of at most this many ranges are cut and indexed with Python ints and lists
+    #: (numpy costs a microsecond or more per call, a cut tens of calls: more than a loop
+    #: over a few dozen ranges); larger ones with numpy over the ranges
+    ROWS_IN_PYTHON = 64
 
     def __init__(self, soc):
         # residency by sector: a miss fills the 128 B sectors it touches, not the 512 B line
@@ -355,6 +360,7 @@ class L2Cache:
         self.mpages: dict[int, set] = {}   # page -> ids of the runs of ranges touching it
         self.rid: dict[int, int] = {}      # start line -> run id
         self.rstart: dict[int, int] = {}   # run id -> start line
+        self.mtouched: dict[int, list] = {}  # id of a run of ranges -> the pages it is in
         self.next_id = 0
         self.heap: list[tuple[int, int]] = []   # (stamp, start), stale entries skipped
         self.clock = 0
@@ -369,14 +375,35 @@ class L2Cache:
 
     def _touched(self, lo, hi) -> list:
         """The pages the line ranges ``[lo[i], hi[i])`` touch, in order (a row set's rows
-        are far apart: its extent's pages are many more)."""
+        are far apart: its extent's pages are many more). ``lo``, ``hi``: lists or arrays.
+
+        The ranges are sorted and disjoint, so the pages of range i are at or after those
+        of range i - 1 (its last line is before range i's first): dropping a page equal to
+        the one before it dedupes them, a sort is not needed."""
         P = self.PAGE
         a, b = int(lo[0]), int(hi[-1])
         if (b - 1) // P - a // P < 2 * len(lo):
             return list(range(a // P, (b - 1) // P + 1))
+        if type(lo) is list or len(lo) <= self.ROWS_IN_PYTHON:
+            if type(lo) is not list:
+                lo, hi = lo.tolist(), hi.tolist()
+            out = []
+            last = -1
+            for l, h in zip(lo, hi):
+                f, e = l // P, (h - 1) // P
+                if f <= last:
+                    f = last + 1
+                if f <= e:
+                    out.extend(range(f, e + 1))
+                    last = e
+            return out
         first, last = lo // P, (hi - 1) // P
         if int((last - first).max()) <= 1:
-            return np.unique(np.concatenate((first, last))).tolist()
+            pages = np.stack((first, last), axis=1).ravel()     # in order, repeats adjacent
+            keep = np.empty(len(pages), bool)
+            keep[0] = True
+            np.not_equal(pages[1:], pages[:-1], out=keep[1:])
+            return pages[keep].tolist()
         return sorted({p for f, l in zip(first.tolist(), last.tolist())
                        for p in range(f, l + 1)})
 
@@ -391,6 +418,7 @@ class L2Cache:
         rstart[rid] = start
         P = self.PAGE
         if touched is not None:
+            self.mtouched[rid] = touched
             mpages = self.mpages
             for p in touched:
                 page = mpages.get(p)
@@ -433,7 +461,7 @@ class L2Cache:
         del self.rstart[rid]
         if len(run) > 3:            # a run of ranges is in the pages its ranges touch
             pages = self.mpages
-            for p in self._touched(run[3], run[4]):
+            for p in self.mtouched.pop(rid):
                 page = pages[p]
                 page.discard(rid)
                 if not page:
@@ -449,16 +477,23 @@ class L2Cache:
         mod pitch, pitch, lines) when its ranges are equal and evenly spaced, else None),
         indexed by its extent;
         it is created by one access (or is what is left of one), so runs of one recency
-        never interleave and (recency, start) orders lines as a per-line LRU does."""
+        never interleave and (recency, start) orders lines as a per-line LRU does.
+        ``lo``, ``hi``, ``dirt``: arrays, or lists (of ints and bools), kept as arrays."""
         if len(lo) == 1:
             self._add(int(lo[0]), int(hi[0]), bool(dirt[0]), stamp)
             return
         start, end = int(lo[0]), int(hi[-1])
-        n = int((hi - lo).sum())
+        touched = self._touched(lo, hi)
+        if type(lo) is list:
+            n = sum(map(_sub, hi, lo))
+            lo, hi, dirt = (np.array(lo, np.int64), np.array(hi, np.int64),
+                            np.array(dirt, bool))
+        else:
+            n = int((hi - lo).sum())
         self.runs[start] = [end, None, stamp, lo, hi, dirt, n, reg]
         heapq.heappush(self.heap, (stamp, start))
         self.size += n
-        self._new_id(start, end, self._touched(lo, hi))
+        self._new_id(start, end, touched)
 
     def _ranges(self, starts):
         """The ranges of the runs at ``starts``, sorted: lo, hi, dirty, and the index in
@@ -506,6 +541,163 @@ class L2Cache:
                 m = m[np.argsort(r_lo[m], kind="stable")]
                 self._put(r_lo[m], r_hi[m], c_dirt[r_c[m]], stamp)
         return plo, phi, c_dirt[ci]
+
+    def _cut_rows(self, starts, a_lo: list, a_hi: list, near: dict | None = None) -> list:
+        """:meth:`_cut_ranges` of a few ranges (``a_lo``, ``a_hi``: lists of ints), in
+        Python: the same runs left, made in the same order, and the removed pieces as a
+        sorted list of (lo, hi, dirty). A run is compared with the ranges within its
+        extent alone, by bisection into its ranges, and what is left of a run that loses
+        lines is its ranges copied in slices around the pieces: a cut costs what it cuts,
+        not what the runs it passes near hold. ``near``: run start -> the indices of the
+        ranges that share a page with the run (:meth:`_near_rows`), the only ones that can
+        share a line with it."""
+        runs = self.runs
+        pieces = []
+        for st in starts:
+            run = runs[st]
+            end = run[0]
+            if len(run) == 3:
+                j = bisect_right(a_hi, st)          # the first range ending past the start
+                j1 = bisect_left(a_lo, end, j)      # and those starting before the end
+                if j >= j1:
+                    continue
+                d = bool(run[1])
+                r_lo, r_hi = [], []
+                pos = st
+                for k in range(j, j1):
+                    s = a_lo[k] if a_lo[k] > st else st
+                    e = a_hi[k] if a_hi[k] < end else end
+                    pieces.append((s, e, d))
+                    if s > pos:
+                        r_lo.append(pos)
+                        r_hi.append(s)
+                    pos = e
+                if pos < end:
+                    r_lo.append(pos)
+                    r_hi.append(end)
+                self._remove(st)
+                if r_lo:
+                    self._put(r_lo, r_hi, [d] * len(r_lo), run[2])
+                continue
+            if near is None:
+                j = bisect_right(a_hi, st)
+                ks = range(j, bisect_left(a_lo, end, j))
+            else:
+                ks = near[st]
+            c_lo, c_hi, c_d = run[3], run[4], run[5]
+            n_c = len(c_lo)
+            i0, i1 = 0, n_c
+            if n_c > self.ROWS_IN_PYTHON:           # only its ranges within the cut's extent
+                if not ks:
+                    continue
+                i0 = int(np.searchsorted(c_hi, a_lo[ks[0]], side="right"))
+                i1 = int(np.searchsorted(c_lo, a_hi[ks[-1]], side="left"))
+                if i0 >= i1:
+                    continue
+            c_lo, c_hi = c_lo[i0:i1].tolist(), c_hi[i0:i1].tolist()
+            n = i1 - i0
+            # the pieces (range index, lo, hi), in address order
+            cut = []
+            for k in ks:
+                lo, hi = a_lo[k], a_hi[k]
+                i = bisect_right(c_hi, lo)
+                while i < n and c_lo[i] < hi:
+                    cut.append((i, c_lo[i] if c_lo[i] > lo else lo,
+                                c_hi[i] if c_hi[i] < hi else hi))
+                    i += 1
+            if not cut:
+                continue
+            c_d = c_d[i0:i1].tolist()
+            r_lo, r_hi, r_d = [], [], []            # what is left of the run's ranges
+            at = -1                                 # the range being cut, lines from ``pos``
+            pos = 0
+            for i, s, e in cut:
+                if i != at:
+                    if at >= 0:
+                        if pos < c_hi[at]:
+                            r_lo.append(pos)
+                            r_hi.append(c_hi[at])
+                            r_d.append(c_d[at])
+                        at += 1
+                    else:
+                        at = 0
+                    r_lo += c_lo[at:i]              # the ranges between, whole
+                    r_hi += c_hi[at:i]
+                    r_d += c_d[at:i]
+                    at, pos = i, c_lo[i]
+                d = c_d[i]
+                if s > pos:
+                    r_lo.append(pos)
+                    r_hi.append(s)
+                    r_d.append(d)
+                pieces.append((s, e, d))
+                pos = e
+            if pos < c_hi[at]:
+                r_lo.append(pos)
+                r_hi.append(c_hi[at])
+                r_d.append(c_d[at])
+            r_lo += c_lo[at + 1:]
+            r_hi += c_hi[at + 1:]
+            r_d += c_d[at + 1:]
+            if i0 or i1 < n_c:                      # the ranges outside the cut's extent
+                r_lo = np.concatenate((run[3][:i0], np.array(r_lo, np.int64), run[3][i1:]))
+                r_hi = np.concatenate((run[4][:i0], np.array(r_hi, np.int64), run[4][i1:]))
+                r_d = np.concatenate((run[5][:i0], np.array(r_d, bool), run[5][i1:]))
+            if len(r_lo) > 1:
+                self._shrink(st, run, r_lo, r_hi, r_d)
+            else:
+                self._remove(st)
+                if len(r_lo):
+                    self._put(r_lo, r_hi, r_d, run[2])
+        pieces.sort()
+        return pieces
+
+    def _shrink(self, st: int, run: list, lo, hi, dirt) -> None:
+        """The run of ranges at ``st`` keeps only the ranges ``[lo[i], hi[i])`` (two or
+        more, lists or arrays as :meth:`_put` takes them), in place: the run
+        :meth:`_remove` and :meth:`_put` would leave (the same lines, dirtiness, recency
+        and start), keeping its id, in the pages :meth:`_put` would list it in."""
+        start = int(lo[0])
+        touched = self._touched(lo, hi)
+        if type(lo) is list:
+            n = sum(map(_sub, hi, lo))
+            lo, hi, dirt = (np.array(lo, np.int64), np.array(hi, np.int64),
+                            np.array(dirt, bool))
+        else:
+            n = int((hi - lo).sum())
+        self.size += n - run[6]
+        run[0] = int(hi[-1])
+        run[3], run[4], run[5], run[6], run[7] = lo, hi, dirt, n, None
+        rid = self.rid[st]
+        if start != st:
+            # a new start: keyed anew, with a recency entry of its own (the one at ``st``
+            # is stale now, as after a removal)
+            del self.runs[st]
+            self.runs[start] = run
+            del self.rid[st]
+            self.rid[start] = rid
+            self.rstart[rid] = start
+            heapq.heappush(self.heap, (run[2], start))
+        was = self.mtouched[rid]
+        if touched != was:
+            # the pages _put would index it in (those of its extent when that is short,
+            # :meth:`_touched`, which a smaller run may have and a larger one had not)
+            mpages = self.mpages
+            keep, had = set(touched), set(was)
+            for p in was:
+                if p not in keep:
+                    page = mpages[p]
+                    page.discard(rid)
+                    if not page:
+                        del mpages[p]
+            for p in touched:
+                if p not in had:
+                    page = mpages.get(p)
+                    if page is None:
+                        mpages[p] = {rid}
+                    else:
+                        page.add(rid)
+            self.mtouched[rid] = touched
 
     def _drop_head(self, start: int, new_start: int) -> None:
         """The run at ``start`` loses its lines [start, new_start) (fewer than it has): the
@@ -571,6 +763,33 @@ class L2Cache:
                 found.sort()
         return found
 
+    def _near_rows(self, lo: list, hi: list) -> dict:
+        """The resident runs that may share a line with the ranges ``[lo[i], hi[i])`` (lists
+        of ints; the runs :meth:`_overlapping_rows` finds), as run start -> the indices of
+        the ranges that share a page with the run, ascending: a run shares no line with a
+        range it shares no page with, however close their extents."""
+        P = self.PAGE
+        pages, mpages = self.pages, self.mpages
+        by_id: dict = {}
+        for k, (l, h) in enumerate(zip(lo, hi)):
+            for p in range(l // P, (h - 1) // P + 1):
+                for page in (pages.get(p), mpages.get(p)):
+                    if page:
+                        for r in page:
+                            ks = by_id.get(r)
+                            if ks is None:
+                                by_id[r] = [k]
+                            elif ks[-1] != k:
+                                ks.append(k)
+        a, b = lo[0], hi[-1]
+        runs, rstart = self.runs, self.rstart
+        out = {}
+        for r, ks in by_id.items():
+            s = rstart[r]
+            if s < b and runs[s][0] > a:
+                out[s] = ks
+        return out
+
     def _overlapping_rows(self, lo, hi) -> list[int]:
         """Starts of the resident runs that may share a line with the ranges ``[lo[i],
         hi[i])``, in address order: those indexed in the pages the ranges touch."""
@@ -598,8 +817,7 @@ class L2Cache:
         multi = [s for s in found if len(runs[s]) > 3]
         if multi:
             found = [s for s in found if len(runs[s]) == 3]
-            plo, phi, pd = self._cut_ranges(multi, np.array([a]), np.array([b]))
-            pieces.extend(zip(plo.tolist(), phi.tolist(), pd.tolist()))
+            pieces.extend(self._cut_rows(multi, [a], [b]))
         for s in found:
             e, dirty, stamp = runs[s]
             if s < a:
@@ -742,7 +960,13 @@ class L2Cache:
         stamp = self.clock
         total = int((hi - lo).sum())
         n_ranges = len(lo)
-        found = self._overlapping_rows(lo, hi)
+        near = None
+        if n_ranges <= self.ROWS_IN_PYTHON:
+            lo_l, hi_l = lo.tolist(), hi.tolist()
+            near = self._near_rows(lo_l, hi_l)
+            found = sorted(near)
+        else:
+            found = self._overlapping_rows(lo, hi)
         if found and reg is not None:
             found = self._apart(found, reg)
             if len(found) == 1:
@@ -758,6 +982,8 @@ class L2Cache:
                     self._remove(found[0])
                     self._put(lo, hi, dirt, stamp, reg)
                     return 1.0, (self._evict() if self.size > self.capacity else 0), through
+        if near is not None:
+            return self._access_rows(lo_l, hi_l, write, reg, found, near, stamp, total)
         hits = 0
         dirt = np.full(len(lo), bool(write))
         if found:
@@ -780,6 +1006,46 @@ class L2Cache:
         if write and self.write_through_when_full and self.size + total > self.capacity:
             through = total * self.line
             dirt = np.zeros(len(lo), bool)
+        self._put(lo, hi, dirt, stamp, reg if len(lo) == n_ranges else None)
+        return hits / total, (self._evict() if self.size > self.capacity else 0), through
+
+    def _access_rows(self, lo: list, hi: list, write: bool, reg, found: list, near: dict,
+                     stamp: int, total: int) -> tuple[float, int, int]:
+        """The rest of :meth:`access_lines` for a few ranges (lists of ints), in Python:
+        the same steps, hits, runs and order."""
+        hits = 0
+        n_ranges = len(lo)
+        dirt = [bool(write)] * n_ranges
+        if found:
+            pieces = self._cut_rows(found, lo, hi, near)
+            hits = sum([e - s for s, e, _ in pieces])
+            if not write and any([d for _, _, d in pieces]):
+                # the lines that were dirty stay dirty: split the ranges there
+                n_lo, n_hi, dirt = [], [], []
+                dirty = [(s, e) for s, e, d in pieces if d]
+                k, n_d = 0, len(dirty)
+                for a, b in zip(lo, hi):
+                    pos = a
+                    while k < n_d and dirty[k][0] < b:
+                        s, e = dirty[k]
+                        if s > pos:
+                            n_lo.append(pos)
+                            n_hi.append(s)
+                            dirt.append(False)
+                        n_lo.append(s)
+                        n_hi.append(e)
+                        dirt.append(True)
+                        pos = e
+                        k += 1
+                    if pos < b:
+                        n_lo.append(pos)
+                        n_hi.append(b)
+                        dirt.append(False)
+                lo, hi = n_lo, n_hi
+        through = 0
+        if write and self.write_through_when_full and self.size + total > self.capacity:
+            through = total * self.line
+            dirt = [False] * len(lo)
         self._put(lo, hi, dirt, stamp, reg if len(lo) == n_ranges else None)
         return hits / total, (self._evict() if self.size > self.capacity else 0), through
 
@@ -844,7 +1110,10 @@ class L2Cache:
         """Drop the lines ``[lo[i], hi[i])`` of rows written around the cache."""
         found = self._overlapping_rows(lo, hi)
         if found:
-            self._cut_ranges(found, lo, hi)
+            if len(lo) <= self.ROWS_IN_PYTHON:
+                self._cut_rows(found, lo.tolist(), hi.tolist())
+            else:
+                self._cut_ranges(found, lo, hi)
 
 
 def _overlaps(c_lo, c_hi, a_lo, a_hi):
@@ -890,12 +1159,18 @@ def row_lines(addr: int, rows: tuple, line: int) -> tuple:
     from ``addr``, row bytes, pitch, count) (the form of
     :meth:`npusim.ascendc.checker.GmLog.note`), the lines between rows are not in them.
 
-    Computed with numpy over the rows (a copy can have thousands) and kept by the rows'
-    form and the address within its line (a kernel's copies repeat one form at many
-    addresses), so a transfer costs an addition and a list conversion."""
+    Computed with numpy over the rows (a copy can have thousands; a few dozen with Python
+    ints, :func:`_few_row_lines`) and kept by the rows' form and the address within its
+    line (a kernel's copies repeat one form at many addresses), so a transfer costs an
+    addition and a list conversion."""
     r = addr % line
     key = (r, line, rows)
     rel = _ROW_LINES.get(key)
+    if rel is None and sum([run[3] for run in rows]) <= L2Cache.ROWS_IN_PYTHON:
+        rel = _few_row_lines(r, rows, line)
+        if len(_ROW_LINES) >= _ROW_LINES_KEEP:
+            _ROW_LINES.clear()
+        _ROW_LINES[key] = rel
     if rel is None:
         if len(rows) == 1:
             off, row, pitch, count = rows[0]
@@ -928,6 +1203,42 @@ def row_lines(addr: int, rows: tuple, line: int) -> tuple:
     if reg is not None:
         reg = ((reg[0] + base) % reg[1], reg[1], reg[2])
     return lo + base, hi + base, reg
+
+
+def _few_row_lines(r: int, rows: tuple, line: int) -> tuple:
+    """:func:`row_lines` of a few rows at ``r`` bytes into a line, with Python ints (numpy
+    costs more per call than a loop over a few dozen rows): the same ranges (int64
+    arrays) and ``reg``."""
+    lo, hi = [], []
+    for off, row, pitch, count in rows:
+        row = max(row, 1)
+        for i in range(count):
+            a = r + off + i * pitch
+            lo.append(a // line)
+            hi.append((a + row - 1) // line + 1)
+    if len(lo) > 1:
+        if any(map(_lt, lo[1:], lo)):
+            order = sorted(range(len(lo)), key=lo.__getitem__)     # stable
+            lo, hi = [lo[i] for i in order], [hi[i] for i in order]
+        # a range starts where a row begins past every line the rows before it reach
+        out_lo, out_hi = [lo[0]], []
+        reach = hi[0]
+        for a, b in zip(lo, hi):
+            if a > reach:
+                out_hi.append(reach)
+                out_lo.append(a)
+                reach = b
+            elif b > reach:
+                reach = b
+        out_hi.append(reach)
+        lo, hi = out_lo, out_hi
+    reg = None
+    if len(lo) > 1:
+        pitch, n = lo[1] - lo[0], hi[0] - lo[0]
+        if all([b - a == pitch for a, b in zip(lo, lo[1:])]) and \
+                all([b - a == n for a, b in zip(lo, hi)]):
+            reg = (lo[0], pitch, n)
+    return np.array(lo, np.int64), np.array(hi, np.int64), reg
 
 
 #: bursts of recent row sets, by (address mod burst, burst, rows): see :func:`row_bursts`
@@ -1137,7 +1448,9 @@ class _Memory:
                 a, b = int(lines[0][0]), int(lines[1][0])
                 lines, l2a, l2s = None, a * line, (b - a) * line
         burst = self.burst
-        if burst:
+        if copies is not None:
+            bursts = extra = 0      # the batch's own, below
+        elif burst:
             if rows is None:        # row_bursts of one span, inline (nearly every copy)
                 r = addr % burst
                 n = span if span > 1 else 1

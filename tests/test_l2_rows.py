@@ -11,6 +11,7 @@ from npusim.ascendc import (DataCopy, DataCopyParams, GetBlockIdx, GlobalTensor,
                             TPosition, TQue, half)
 from npusim.ascendc.core import DMA_IN
 from npusim.ascendc.types import Pipe
+from npusim import timing
 from npusim.timing import L2Cache, row_lines, simulate
 from test_l2_cache import SOC, LineLRU
 
@@ -46,6 +47,17 @@ def test_row_lines_are_the_lines_of_the_bytes_moved(addr, runs):
     assert got == sorted(moved_lines(addr, runs))
     # sorted, disjoint and not adjacent: each range is a run of lines the cache keeps whole
     assert all(b > a for a, b in zip(lo, hi)) and all(n > b for b, n in zip(hi, lo[1:]))
+    # a few rows are computed with Python ints, many with numpy: the same ranges either way
+    timing._ROW_LINES.clear()
+    few = L2Cache.ROWS_IN_PYTHON
+    try:
+        L2Cache.ROWS_IN_PYTHON = 0
+        n_lo, n_hi, n_reg = row_lines(addr, as_runs(runs), LINE)
+    finally:
+        L2Cache.ROWS_IN_PYTHON = few
+        timing._ROW_LINES.clear()
+    assert lo.dtype == n_lo.dtype == hi.dtype == n_hi.dtype == np.int64
+    assert lo.tolist() == n_lo.tolist() and hi.tolist() == n_hi.tolist() and reg == n_reg
 
 
 class SetLRU(LineLRU):
@@ -56,12 +68,14 @@ class SetLRU(LineLRU):
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(addr_st, runs_st, st.sampled_from(
     ["read", "write", "span read", "span write", "bypass"])), min_size=1, max_size=30),
-    st.sampled_from([1, 3, 64]))
-def test_strided_accesses_behave_like_a_per_line_lru_of_their_lines(accesses, page):
+    st.sampled_from([1, 3, 64]), st.sampled_from([0, 4, 64]))
+def test_strided_accesses_behave_like_a_per_line_lru_of_their_lines(accesses, page, python):
     """Row sets, whole spans and writes around the cache, mixed: the same hits, write-backs,
-    resident and dirty lines as a per-line LRU given the lines of the bytes moved."""
+    resident and dirty lines as a per-line LRU given the lines of the bytes moved; row sets
+    cut with numpy (``python`` 0), in Python, or both by their size."""
     fast, ref = L2Cache(SOC), SetLRU(64)
     fast.PAGE = page
+    fast.ROWS_IN_PYTHON = python
     for addr, runs, how in accesses + accesses[::-1]:     # and again: the same row sets
         lines = moved_lines(addr, runs)
         if how.startswith("span"):
@@ -110,11 +124,12 @@ def test_strided_accesses_behave_like_a_per_line_lru_of_their_lines(accesses, pa
 @settings(max_examples=100, deadline=None)
 @given(st.sampled_from([4, 6, 8]), st.sampled_from([0, 32]),
        st.lists(st.tuples(st.integers(0, 7), st.integers(1, 2), st.integers(1, 9), st.booleans()),
-                min_size=1, max_size=40))
-def test_column_tiles_of_one_matrix_behave_like_a_per_line_lru(pitch_lines, skew, tiles):
+                min_size=1, max_size=40), st.sampled_from([0, 4, 64]))
+def test_column_tiles_of_one_matrix_behave_like_a_per_line_lru(pitch_lines, skew, tiles, python):
     """Column tiles of one matrix (rows of whole lines at one pitch, the case the cache
     compares by residue and re-reads as one run), read and written again and again."""
     fast, ref = L2Cache(SOC), SetLRU(64)
+    fast.ROWS_IN_PYTHON = python
     pitch = pitch_lines * LINE
     for col, width, rows, write in tiles:
         addr, runs = skew + col * LINE, ((0, width * LINE, pitch - width * LINE, rows),)
