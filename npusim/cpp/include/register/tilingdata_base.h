@@ -8,6 +8,10 @@
 #ifndef NPUSIM_REGISTER_TILINGDATA_BASE_H
 #define NPUSIM_REGISTER_TILINGDATA_BASE_H
 #include <cstddef>
+/* securec: host code built against CANN calls memcpy_s with only the CANN headers
+ * included (asc-devkit matmul_fused copies its tiling with it), so one of them brings
+ * securec.h; the tiling host code needs it too. */
+#include "securec.h"
 #include <cstdint>
 #include <cstring>
 #include <map>       /* the tiling headers use these without including them */
