@@ -316,6 +316,16 @@ class _Barrier:
         return self.event
 
 
+def _range_arrays(lo, hi, dirt):
+    """Line ranges ``[lo[i], hi[i])`` and their dirtiness as the arrays a run of ranges
+    keeps (int64, int64, bool; lists of Python ints and bools are converted, arrays kept),
+    with the number of lines they hold."""
+    if type(lo) is list:
+        return (np.array(lo, np.int64), np.array(hi, np.int64), np.array(dirt, bool),
+                sum(map(_sub, hi, lo)))
+    return lo, hi, dirt, int((hi - lo).sum())
+
+
 class L2Cache:
     """L2 residency of GM lines, LRU, write-back and write-allocate.
 
@@ -484,12 +494,7 @@ class L2Cache:
             return
         start, end = int(lo[0]), int(hi[-1])
         touched = self._touched(lo, hi)
-        if type(lo) is list:
-            n = sum(map(_sub, hi, lo))
-            lo, hi, dirt = (np.array(lo, np.int64), np.array(hi, np.int64),
-                            np.array(dirt, bool))
-        else:
-            n = int((hi - lo).sum())
+        lo, hi, dirt, n = _range_arrays(lo, hi, dirt)
         self.runs[start] = [end, None, stamp, lo, hi, dirt, n, reg]
         heapq.heappush(self.heap, (stamp, start))
         self.size += n
@@ -659,12 +664,7 @@ class L2Cache:
         and start), keeping its id, in the pages :meth:`_put` would list it in."""
         start = int(lo[0])
         touched = self._touched(lo, hi)
-        if type(lo) is list:
-            n = sum(map(_sub, hi, lo))
-            lo, hi, dirt = (np.array(lo, np.int64), np.array(hi, np.int64),
-                            np.array(dirt, bool))
-        else:
-            n = int((hi - lo).sum())
+        lo, hi, dirt, n = _range_arrays(lo, hi, dirt)
         self.size += n - run[6]
         run[0] = int(hi[-1])
         run[3], run[4], run[5], run[6], run[7] = lo, hi, dirt, n, None
