@@ -1480,36 +1480,10 @@ class _Memory:
                 hit, wb, _ = self.l2.access(l2a, l2s, False)
             else:
                 hit, wb = self.l2.access_lines(lines[0], lines[1], False, lines[2])[:2]
-            hit_bytes = nbytes * hit
-            miss = nbytes - hit_bytes
-            self.l2_hit_bytes += hit_bytes
-            if not bypass:          # msprof's L2 read hit / miss-allocate counts
-                counts, at = self.l2_bytes, 4 if cube else 0
-                counts[at] += hit_bytes
-                counts[at + 1] += miss
-            # the MTE's own time: the issue, then its bursts at the request rate of their
-            # source or its bytes at the per-core rate, whichever is longer
-            # (a row off the grid moves one whole block more: its MTE spends that block's
-            # time on it too, "GM地址尽量512B对齐": 70% of the aligned rate at worst)
-            pad = extra * burst
-            # (the burst rate is the misses': hits come back sooner, bound by their bytes
-            # at l2_read_rate; no measurement of short rows that hit is at hand)
-            own = max(hit_bytes / soc.l2_read_rate + (miss + pad) / soc.ddr_read_rate,
-                      bursts * per_burst * (burst_bypass if bypass
-                                            else self.burst_l2 * (1.0 - hit)))
+            miss, own, on_hbm, wait = self._read_cost(
+                nbytes, hit, wb, bursts, extra, cube, not bypass,
+                burst_bypass if bypass else self.burst_l2 * (1.0 - hit))
             on_l2 = 0.0 if bypass else nbytes
-            # a row off the grid is served by HBM in whole bursts when it misses: the block
-            # it adds costs a whole burst, and so does the block it shares with the copy
-            # of the neighbouring columns, though L2 holds that copy's sector of it (the
-            # request needs the block's other sectors too). So the sector hit at a row's
-            # edge (one per row off the grid at most) saves HBM nothing: U4's 2046 B rows
-            # move five blocks for four, as the best practice's -21.6% says
-            if miss:
-                on_hbm = miss + pad + min(hit_bytes, extra * self.l2.line)
-            else:
-                on_hbm = 0.0
-            self.hbm_bytes += miss + wb
-            wait = self._queue(wb) if wb else None
             direction = 1 if miss else 0
             latency = soc.dma_latency_cycles
             # reads served from L2 alone do not cross the interconnect to HBM
@@ -1566,6 +1540,43 @@ class _Memory:
         # taken them (the queue is then above its high mark: a write batch drains it)
         return _AllOf(self.loop, (done, wait)), not_before
 
+    def _read_cost(self, nbytes, hit, wb, bursts, extra, cube, counted, burst_rate):
+        """A read's share of :meth:`transfer`: with ``hit`` of its ``nbytes`` found in L2
+        and ``wb`` bytes of victims written back, count its L2 bytes (msprof's read hit /
+        miss-allocate counts when ``counted``: not for an L2 bypass) and HBM's, and return
+        ``(miss, own, on_hbm, wait)``: the bytes HBM serves, the MTE's own time (before
+        its issue), the bytes it costs HBM and the write queue's wait for the victims (or
+        None)."""
+        hit_bytes = nbytes * hit
+        miss = nbytes - hit_bytes
+        self.l2_hit_bytes += hit_bytes
+        if counted:
+            counts, at = self.l2_bytes, 4 if cube else 0
+            counts[at] += hit_bytes
+            counts[at + 1] += miss
+        # the MTE's own time: the issue, then its bursts at the request rate of their
+        # source (``burst_rate``) or its bytes at the per-core rate, whichever is longer
+        # (a row off the grid moves one whole block more: its MTE spends that block's
+        # time on it too, "GM地址尽量512B对齐": 70% of the aligned rate at worst)
+        pad = extra * self.burst
+        soc = self.soc
+        # (the burst rate is the misses': hits come back sooner, bound by their bytes
+        # at l2_read_rate; no measurement of short rows that hit is at hand)
+        own = max(hit_bytes / soc.l2_read_rate + (miss + pad) / soc.ddr_read_rate,
+                  bursts * (self.aic_burst if cube else 1.0) * burst_rate)
+        # a row off the grid is served by HBM in whole bursts when it misses: the block
+        # it adds costs a whole burst, and so does the block it shares with the copy
+        # of the neighbouring columns, though L2 holds that copy's sector of it (the
+        # request needs the block's other sectors too). So the sector hit at a row's
+        # edge (one per row off the grid at most) saves HBM nothing: U4's 2046 B rows
+        # move five blocks for four, as the best practice's -21.6% says
+        if miss:
+            on_hbm = miss + pad + min(hit_bytes, extra * self.l2.line)
+        else:
+            on_hbm = 0.0
+        self.hbm_bytes += miss + wb
+        return miss, own, on_hbm, (self._queue(wb) if wb else None)
+
     def _read_range(self, now: float, nbytes: int, key, cube: bool, block: int):
         """:meth:`transfer` of a read of one contiguous range through L2 (``key`` =
         ``(addr, span, False)``, ``nbytes`` > 0), the copy a kernel issues most: the same
@@ -1580,22 +1591,9 @@ class _Memory:
         else:
             bursts, extra = 1, 0
         hit, wb, _ = self.l2.access(addr, span, False)
-        hit_bytes = nbytes * hit
-        miss = nbytes - hit_bytes
-        self.l2_hit_bytes += hit_bytes
-        counts, at = self.l2_bytes, 4 if cube else 0
-        counts[at] += hit_bytes
-        counts[at + 1] += miss
-        pad = extra * burst
+        miss, own, on_hbm, wait = self._read_cost(nbytes, hit, wb, bursts, extra, cube, True,
+                                                  self.burst_l2 * (1.0 - hit))
         soc = self.soc
-        own = max(hit_bytes / soc.l2_read_rate + (miss + pad) / soc.ddr_read_rate,
-                  bursts * (self.aic_burst if cube else 1.0) * (self.burst_l2 * (1.0 - hit)))
-        if miss:
-            on_hbm = miss + pad + min(hit_bytes, extra * self.l2.line)
-        else:
-            on_hbm = 0.0
-        self.hbm_bytes += miss + wb
-        wait = self._queue(wb) if wb else None
         stream = (block, DMA_IN)
         if on_hbm and self.streams.get(stream) != addr:
             on_hbm += self.hbm_overhead_bytes
