@@ -154,6 +154,17 @@ class CoreRecord:
         self.lines: dict = {}           # dcci'd cache lines -> the bytes seen
         self.wait = ctx.scheduler_wait  # the launch's own park (launch._CoreCoroutine)
 
+    def wait_parked(self, parked, ready, what: str) -> None:
+        """Park until ``ready()`` (``what`` names the wait if it never ends), with
+        ``parked`` noted as what this core waits on (the poll's idle test reads it); the
+        core's C++ state is loaded again when it goes on."""
+        self.parked = parked
+        try:
+            self.wait(ready, what)
+        finally:
+            self.parked = None
+            ensure(self.ctx)
+
     def save(self) -> None:
         self.saved = self.rt.state.snapshot()
         rt = self.rt
@@ -285,14 +296,7 @@ def begin_core(rt, ctx) -> CoreRecord:
     ctx.cpp_record = rec
     _ACTIVE[0] = rec
 
-    def parked_wait(ready, what):            # note the condition, for poll's idle test
-        rec.parked = ready
-        try:
-            rec.wait(ready, what)
-        finally:
-            rec.parked = None
-            ensure(ctx)
-    ctx.scheduler_wait = parked_wait
+    ctx.scheduler_wait = lambda ready, what: rec.wait_parked(ready, ready, what)
     return rec
 
 
@@ -385,9 +389,4 @@ def poll(ctx, key, read) -> None:
         return launch.stalls <= STALL_LIMIT
 
     what = f"a GM poll ({key[0]} at 0x{key[1]:x}: its bytes never change)"
-    rec.parked = changed
-    try:
-        rec.wait(ready, what)
-    finally:
-        rec.parked = None
-        ensure(ctx)
+    rec.wait_parked(changed, ready, what)
