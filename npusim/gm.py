@@ -3,7 +3,12 @@
 Allocation rules are those of ``aclrtMalloc`` (``docs/reference/api.md`` §6 "Documented
 semantics"): the size must be > 0; it is rounded up to a multiple of 32 B and 32 B are
 added; the start address is 64 B aligned; memory is not initialised. The capacity is the
-SoC's ``memory_size`` (``docs/reference/hardware.md`` §1).
+SoC's ``memory_size`` (``docs/reference/hardware.md`` §1). A huge-page allocation
+(``malloc(size, huge_page=True)``: aclrtMalloc's ``ACL_MEM_MALLOC_HUGE_ONLY``, the runtime's
+``RT_MEMORY_POLICY_HUGE_PAGE_ONLY``) is granted in whole 2 MiB pages, 2 MiB aligned: the
+aclrtMemMallocPolicy page, "申请大页内存,内存申请粒度为2M,不足2M的倍数,向上2M对齐" (the
+allocation granularity is 2 MiB; a size that is not a multiple of 2 MiB is rounded up to one).
+The bytes up to the page's end then belong to the allocation, as they do on the device.
 
 Backing is lazy: each allocation owns a numpy buffer of exactly its rounded size, created
 with ``np.empty`` (the operating system maps pages only when they are touched), so a
@@ -27,6 +32,8 @@ GM_BASE_ADDRESS = 0x12C0_4000_0000
 #: does not depend on the order it was allocated in: GM transfers that are not 512 B
 #: aligned are slower on A2 (docs/reference/hardware.md §2).
 ALLOC_ALIGN = 512
+#: Granularity and alignment of a huge-page allocation (aclrtMemMallocPolicy: "内存申请粒度为2M").
+HUGE_PAGE = 2 << 20
 
 
 def malloc_size(size: int) -> int:
@@ -63,8 +70,11 @@ class GlobalMemory:
         self._allocs: dict[int, Allocation] = {}
 
     # -- allocation -------------------------------------------------------------------
-    def malloc(self, size: int) -> int:
+    def malloc(self, size: int, huge_page: bool = False) -> int:
         """Allocate ``size`` bytes and return the device address (an int).
+
+        ``huge_page``: reserve whole 2 MiB pages, 2 MiB aligned (the module doc), so the
+        reservation is ``malloc_size(size)`` rounded up to a multiple of :data:`HUGE_PAGE`.
 
         Raises:
             ValueError: ``size`` is not a positive int (aclrtMalloc: "size不能为0").
@@ -73,11 +83,15 @@ class GlobalMemory:
         if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size <= 0:
             raise ValueError(f"size must be a positive number of bytes, got {size!r}")
         alloc_size = malloc_size(int(size))
+        align = ALLOC_ALIGN
+        if huge_page:
+            alloc_size = -(-alloc_size // HUGE_PAGE) * HUGE_PAGE
+            align = HUGE_PAGE
         if self.used + alloc_size > self.capacity:
             raise OutOfDeviceMemory(
                 f"cannot allocate {size} B ({alloc_size} B reserved): {self.capacity - self.used} B "
                 f"of {self.capacity} B free")
-        base = -(-self._next // ALLOC_ALIGN) * ALLOC_ALIGN
+        base = -(-self._next // align) * align
         self._next = base + alloc_size
         alloc = Allocation(base, int(size), alloc_size, np.empty(alloc_size, dtype=np.uint8))
         self._allocs[base] = alloc

@@ -160,6 +160,17 @@ def test_malloc_zero_and_bad_policy(device):
     assert ret == 0 and ptr
 
 
+def test_malloc_huge_only_grants_whole_2_mib_pages(device):
+    """ACL_MEM_MALLOC_HUGE_ONLY (1): "内存申请粒度为2M,不足2M的倍数,向上2M对齐"
+    (aclrtMemMallocPolicy); HUGE_FIRST keeps the 32 B rounding in npusim (rt.malloc doc)."""
+    used = device.gm.used
+    ptr, ret = acl.rt.malloc(100, 0x1000 | 1)          # HIGH_BAND_WIDTH | HUGE_ONLY
+    assert ret == 0 and ptr % (2 * MiB) == 0
+    assert device.gm.used - used == 2 * MiB and device.gm.contains(ptr, 2 * MiB)
+    plain, _ = acl.rt.malloc(100, HUGE_FIRST)
+    assert not device.gm.contains(plain, 4096)
+
+
 def test_malloc_beyond_capacity_is_out_of_memory(device):
     assert acl.rt.malloc(64 * 1024 ** 3 + 1, HUGE_FIRST) == (0, 207001)
     assert "out of device memory" in acl.get_recent_err_msg()

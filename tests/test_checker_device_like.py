@@ -175,3 +175,75 @@ def test_undocumented_behaviour_stays_an_error():
         Adds(a, a, 1, [FULL, 0], 1, UnaryRepeatParams())
     with pytest.raises(KernelError):
         run(kernel, [np.zeros(8, np.float32)], 32, DEVICE)
+
+
+# --- a level-0 source overlapping its destination: run in the documented order ---------------
+# 通用说明和约束.md: a repeat takes its data blocks out of UB, computes and writes its result
+# blocks; repeat N+1 reads what repeat N wrote ("地址重叠约束" example). Overlap is not
+# supported there, so by default it is a finding; device-like runs it in that order.
+
+def overlap_kernel(repeat, lanes, stride):
+    """T: 192 half from x. Adds(T[64:], T, 1) with ``repeat`` repeats of ``lanes`` lanes,
+    ``stride`` blocks apart; then y = T."""
+    def kernel(src, dst):
+        pipe = TPipe()
+        (t,) = (b.Get(half) for b in _buffers(pipe, (384,)))
+        x, y = GlobalTensor(half), GlobalTensor(half)
+        x.SetGlobalBuffer(src)
+        y.SetGlobalBuffer(dst)
+        DataCopy(t, x, 192)
+        _sync(HardEvent.MTE2_V)
+        Adds(t[64], t, 1.0, lanes, repeat, UnaryRepeatParams(1, 1, stride, stride))
+        _sync(HardEvent.V_MTE3)
+        DataCopy(y, t, 192)
+    return kernel
+
+
+def test_partial_overlap_is_an_error_by_default():
+    with pytest.raises(KernelError, match="partly overlaps"):
+        run(overlap_kernel(1, 128, 8), [np.arange(192, dtype=np.float16)], 384, None)
+
+
+def test_device_like_partial_overlap_reads_before_it_writes():
+    """One repeat of 128 lanes reads T[0:128] and writes T[64:192]: every lane gets the
+    value read before the repeat's writes, so T[64:192] = x[0:128] + 1."""
+    x = np.arange(192, dtype=np.float16)
+    raw, prof = run(overlap_kernel(1, 128, 8), [x], 384, DEVICE)
+    got = np.frombuffer(raw, np.float16)
+    np.testing.assert_array_equal(got[:64], x[:64])
+    np.testing.assert_array_equal(got[64:], x[:128] + 1)
+    assert len(prof.warnings) == 1 and "partly overlaps" in prof.warnings[0]
+    assert "device-like" in prof.warnings[0] and "may differ" in prof.warnings[0]
+
+
+def test_device_like_later_repeat_reads_the_earlier_result():
+    """Two repeats of 64 lanes, 4 blocks (64 half) apart: repeat 0 writes T[64:128] from
+    T[0:64], repeat 1 reads it and writes T[128:192] = x[0:64] + 2."""
+    x = np.arange(192, dtype=np.float16)
+    with pytest.raises(KernelError, match="later repeat"):
+        run(overlap_kernel(2, 64, 4), [x], 384, None)
+    raw, prof = run(overlap_kernel(2, 64, 4), [x], 384, DEVICE)
+    got = np.frombuffer(raw, np.float16)
+    np.testing.assert_array_equal(got[64:128], x[:64] + 1)
+    np.testing.assert_array_equal(got[128:], x[:64] + 2)
+    assert len(prof.warnings) == 1 and "later repeat" in prof.warnings[0]
+
+
+# --- reading UB bytes nothing wrote: AllocTensor "可能会是随机值" -----------------------------
+
+def unwritten_read(src, dst):
+    pipe = TPipe()
+    a, b = (t.Get(float32) for t in _buffers(pipe, (256, 256)))
+    y = GlobalTensor(float32)
+    y.SetGlobalBuffer(dst)
+    Adds(b, a, 1.0, 64, 1, UnaryRepeatParams())         # a was never written
+    _sync(HardEvent.V_MTE3)
+    DataCopy(y, b, 64)
+
+
+def test_unwritten_ub_read_is_an_error_by_default_and_a_warning_device_like():
+    with pytest.raises(checker.UninitialisedError, match="was not written"):
+        run(unwritten_read, [np.zeros(8, np.float32)], 256, None)
+    raw, prof = run(unwritten_read, [np.zeros(8, np.float32)], 256, DEVICE)
+    assert np.isnan(np.frombuffer(raw, np.float32)).all()   # the poison bytes, plus 1
+    assert len(prof.warnings) == 1 and "随机值" in prof.warnings[0]

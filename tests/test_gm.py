@@ -54,3 +54,17 @@ def test_accesses_are_bounds_checked_per_allocation():
     with pytest.raises(GmAccessError, match="not inside any live allocation"):
         gm.view(b + 10_000, 4)
     assert gm.contains(a, 160) and not gm.contains(a, 161)
+
+
+def test_huge_page_allocation_is_whole_2_mib_pages():
+    """aclrtMemMallocPolicy HUGE_ONLY: "内存申请粒度为2M,不足2M的倍数,向上2M对齐"."""
+    gm = GlobalMemory(1 << 24)
+    small = gm.malloc(100)
+    a = gm.malloc(100, huge_page=True)
+    assert a % (2 << 20) == 0 and gm.used == malloc_size(100) + (2 << 20)
+    gm.view(a + 4096, 2048)[:] = 7                     # inside the page: the allocation's
+    assert gm.contains(a, 2 << 20) and not gm.contains(a, (2 << 20) + 1)
+    with pytest.raises(GmAccessError):
+        gm.view(small + 4096, 2048)                    # 32 B rounding for the plain one
+    b = gm.malloc((2 << 20) + 1, huge_page=True)       # rounded up to two pages
+    assert b == a + (2 << 20) and gm.used == malloc_size(100) + (6 << 20)

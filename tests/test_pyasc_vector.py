@@ -497,6 +497,19 @@ def test_reading_past_the_tensor_at_its_line():
     assert err.value.line == line_of("# <- copy in")
 
 
+def test_argument_copies_over_2048_bytes_take_whole_huge_pages():
+    """pyasc copies an argument of more than 2048 B with RT_MEMORY_POLICY_HUGE_PAGE_ONLY
+    (asc.lib.runtime copy_data_to_device), memory granted in whole 2 MiB pages
+    (aclrtMemMallocPolicy HUGE_ONLY): a store past such a copy stays in its own page, as on
+    the device. A copy of 2048 B or less keeps aclrtMalloc's 32 B rounding."""
+    x = np.arange(1024, dtype=np.float32)
+    z = np.zeros(600, np.float32)                      # 2400 B: huge pages
+    launch(copy_kernel, 1, x, z, 1024, 4096, True)     # stores 4096 B into it
+    np.testing.assert_array_equal(z, x[:600])          # the bytes pyasc copies back
+    with pytest.raises(GmAccessError):
+        launch(copy_kernel, 1, x, np.zeros(512, np.float32), 1024, 4096, True)   # 2048 B
+
+
 def test_racing_pipes_without_auto_sync():
     x = np.arange(64, dtype=np.float32)
     with pytest.raises(SyncError, match="PIPE_V reads UB") as err:

@@ -120,6 +120,9 @@ _KIND_SIDES = {
 _POLICY_FLAGS = (aclrtMemMallocPolicy.ACL_MEM_TYPE_LOW_BAND_WIDTH
                  | aclrtMemMallocPolicy.ACL_MEM_TYPE_HIGH_BAND_WIDTH
                  | aclrtMemMallocPolicy.ACL_MEM_ACCESS_USER_SPACE_READONLY)
+#: The policies granted in whole 2 MiB pages (aclrtMemMallocPolicy: "内存申请粒度为2M").
+_HUGE_ONLY = int(aclrtMemMallocPolicy.ACL_MEM_MALLOC_HUGE_ONLY)
+_HUGE_ONLY_P2P = int(aclrtMemMallocPolicy.ACL_MEM_MALLOC_HUGE_ONLY_P2P)
 _EVENT_FLAGS = (ACL_EVENT_SYNC | ACL_EVENT_CAPTURE_STREAM_PROGRESS | ACL_EVENT_TIME_LINE
                 | ACL_EVENT_DEVICE_USE_ONLY | ACL_EVENT_EXTERNAL | ACL_EVENT_IPC)
 _MEM_ATTRS = {int(a) for a in aclrtMemAttr}
@@ -398,11 +401,16 @@ def malloc(size: int, policy: int) -> tuple[int, int]:
     """Allocate device memory. Mirrors ``aclrtMalloc``.
 
     The reservation is ``size`` rounded up to 32 B plus 32 B; the address is 64 B
-    aligned; the memory is not initialised.
+    aligned; the memory is not initialised. ``ACL_MEM_MALLOC_HUGE_ONLY`` (and its P2P
+    form) reserves whole 2 MiB pages, 2 MiB aligned: "内存申请粒度为2M,不足2M的倍数,向上2M
+    对齐" (aclrtMemMallocPolicy), so the rest of the last page belongs to the allocation.
+    The other policies keep the 32 B rounding (``HUGE_FIRST`` takes huge pages only above
+    1 MiB, on the same page; npusim does not round those, keeping the GM bounds checks of
+    aclnn tensors tight).
 
     Args:
         size: bytes, > 0. policy: an aclrtMemMallocPolicy value 0-7, optionally OR-ed
-            with ACL_MEM_TYPE_* / ACL_MEM_ACCESS_* flags (all behave the same here).
+            with ACL_MEM_TYPE_* / ACL_MEM_ACCESS_* flags (which behave the same here).
 
     Returns:
         (dev_ptr, ret): dev_ptr is 0 on failure. ret: ACL_SUCCESS;
@@ -424,7 +432,8 @@ def malloc(size: int, policy: int) -> tuple[int, int]:
     if dev is None:
         return 0, code
     try:
-        return dev.gm.malloc(int(size)), ACL_SUCCESS
+        huge = (policy & ~_POLICY_FLAGS) in (_HUGE_ONLY, _HUGE_ONLY_P2P)
+        return dev.gm.malloc(int(size), huge_page=huge), ACL_SUCCESS
     except OutOfDeviceMemory as exc:
         return 0, _fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "malloc",
                         f"size={int(size)} B: out of device memory on device "

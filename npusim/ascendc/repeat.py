@@ -399,10 +399,25 @@ def overlap(dst, d_idx: np.ndarray, srcs, s_idxs, call: Level0) -> str | None:
     return verdict
 
 
-def report_overlap(ctx, name: str, kind: str) -> None:
-    """Report an address overlap the Ascend C rules do not allow (a checker finding)."""
+def report_overlap(ctx, name: str, kind: str, ordered: bool = False) -> None:
+    """Report an address overlap the Ascend C rules do not allow (a checker finding).
+
+    ``ordered``: the caller computes the call in the order the documentation gives the
+    unit's work (repeat after repeat, each taking its data blocks out of UB, computing and
+    writing its result blocks: 通用说明和约束.md "如何使用高维切分计算API"; a later repeat
+    reads what an earlier one wrote: its "地址重叠约束" example). The finding is then one the
+    device-like run tolerates (:func:`npusim.ascendc.checker.tolerated`); the message says
+    which lanes the device may compute otherwise."""
     what = ("a source partly overlaps the destination within a repeat" if kind == "partial"
             else "a later repeat reads a destination an earlier repeat wrote")
-    checker.report(ctx, UbError(name, f"{what}; sources and the destination must overlap "
-                                "completely or not at all (通用说明和约束.md 地址重叠约束)",
-                                pipe="PIPE_V"))
+    exc = UbError(name, f"{what}; sources and the destination must overlap completely or "
+                  "not at all (通用说明和约束.md 地址重叠约束)", pipe="PIPE_V")
+    if ordered and ctx.checker_config.device_like:
+        exc = UbError(name, f"{what} (通用说明和约束.md 地址重叠约束: not supported, "
+                      "\"计算结果可能不满足预期\"); run repeat after repeat, each reading its "
+                      "blocks before writing, as the unit's steps are documented: lanes that "
+                      "read bytes this call writes may differ on the device", pipe="PIPE_V")
+    if ordered:
+        checker.tolerated(ctx, exc, reported=True)
+    else:
+        checker.report(ctx, exc)

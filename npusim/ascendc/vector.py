@@ -37,8 +37,11 @@ level-0 form the simulator checks it lane by lane: a partial overlap within a re
 a later repeat reading what an earlier one wrote, is a checker finding (:class:`UbError`,
 :func:`npusim.ascendc.repeat.report_overlap`), except the accumulation idiom of
 Add/Sub/Mul/Max/Min/AddRelu/SubRelu (dst on src1, src1RepStride or dstRepStride 0), which
-runs repeat by repeat as the unit issues them. The level-2 form is not checked for
-overlap; use it in place or on disjoint buffers.
+runs repeat by repeat as the unit issues them. A call with a finding also runs repeat by
+repeat, each repeat reading its blocks before writing its results — the unit's steps as
+通用说明和约束.md describes them — which is what the device-like checker
+(``CheckerConfig.device_like``) lets it do, with a warning. The level-2 form is not checked
+for overlap; use it in place or on disjoint buffers.
 
 Numerics: every instruction rounds its result to the destination dtype, as the vector
 unit does; fp16 arithmetic is done by numpy's float16 loops, which round each result
@@ -458,7 +461,7 @@ def _level0(ctx, name, fn, dst, srcs, args, rate, is_set_mask, lanes, pass_rows,
     kind = _repeat.overlap(dst, d_idx, srcs, s_idx, call) if call.repeat else None
     if kind == "partial" or (kind == "sequential" and
                              (name not in _ACCUMULATE or len(srcs) < 2)):
-        _repeat.report_overlap(ctx, name, kind)
+        _repeat.report_overlap(ctx, name, kind, ordered=True)   # run by _steps below
     if _timing_only.ACTIVE:           # bounds and overlap checked above: no arithmetic
         _level0_timing_only(name, dst, d_idx, srcs, s_idx, call, lanes, kind,
                             kind == "sequential" and not pass_rows

@@ -10,7 +10,12 @@ information) works unchanged and answers from the simulated device.
 One difference is deliberate: pyasc's ``malloc`` asks for ``size + 512`` bytes and aligns
 the pointer itself; npusim's allocations already start 512 B aligned, so the library
 reserves only the ``size`` the caller asked for (with aclrtMalloc's rounding), keeping the
-GM bounds checks as tight as for a kernel launched through aclnn.
+GM bounds checks as tight as for a kernel launched through aclnn. The policy pyasc passes is
+honoured: its copies of arguments over 2048 B (``copy_data_to_device``) ask for
+``RT_MEMORY_POLICY_HUGE_PAGE_ONLY``, the runtime flag behind aclrtMalloc's
+``ACL_MEM_MALLOC_HUGE_ONLY``, whose memory is granted in whole 2 MiB pages ("内存申请粒度为2M,
+不足2M的倍数,向上2M对齐", aclrtMemMallocPolicy): a kernel that stores a little past such a
+copy stores into its own page, as on the device (:meth:`npusim.gm.GlobalMemory.malloc`).
 """
 from __future__ import annotations
 
@@ -25,6 +30,9 @@ _MODULE_AICORE, _MODULE_VECTOR = 4, 7
 _INFO_CORE_NUM, _INFO_CUBE_NUM = 3, 0x775A5A5A
 #: pyasc's slack on every malloc (asc.lib.runtime.interface.malloc).
 PYASC_MALLOC_SLACK = 512
+#: rtMemType_t policy bits that take huge pages only (asc.lib.runtime.support.MallocPolicy:
+#: RT_MEMORY_POLICY_HUGE_PAGE_ONLY, RT_MEMORY_POLICY_HUGE_PAGE_ONLY_P2P).
+_HUGE_PAGE_ONLY = 0x800 | 0x4000
 
 
 def _out(ptr, ctype, value) -> None:
@@ -114,7 +122,9 @@ class RuntimeLib:
     # -- memory ------------------------------------------------------------------------------
     def _MallocWrapper(self, ptr, size, mem_type, module_id) -> None:
         nbytes = max(int(size.value) - PYASC_MALLOC_SLACK, 1)
-        _out(ptr, ctypes.c_void_p, self.device().gm.malloc(nbytes))
+        flags = int(getattr(mem_type, "value", mem_type))
+        _out(ptr, ctypes.c_void_p,
+             self.device().gm.malloc(nbytes, huge_page=bool(flags & _HUGE_PAGE_ONLY)))
 
     def _FreeWrapper(self, ptr) -> None:
         self.device().gm.free(int(ptr.value))
