@@ -410,8 +410,8 @@ class GroupContext(_core.CoreContext):
         buf = self.mems.get(mem)
         if buf is None:
             self.require_memory(mem, instruction)
-            buf = self.mems[mem] = _group_memory(mem, self.size, _core.memory_size(self.soc,
-                                                                                   mem))
+            buf = self.mems[mem] = _group_memory(mem, self.size, _core.memory_size(self.soc, mem),
+                                                 self.soc.cube_block_num)
         return buf
 
     def members_results(self) -> list:
@@ -825,17 +825,35 @@ def _cache_key(kernel, block_dim, kind, config, args):
 _UB_POOL = {"buf": np.empty(0, dtype=np.uint8)}
 
 
-def _group_ub(members: int, ub_size: int) -> np.ndarray:
+def _pool(buf: np.ndarray | None, need: int, floor: int) -> np.ndarray:
+    """A pool of at least ``need`` bytes: ``buf`` when it is large enough, else a new one of
+    at least ``floor`` bytes (and twice the old size), every page of it touched once.
+
+    Why the floor and the touch: how many blocks a group holds can depend on a launch's
+    data (the blocks that write GM another block reads run apart), so a pool grown to each
+    launch's need would reach its size only when the widest group happens to come, and a
+    long run's resident memory would step up then, thousands of launches in
+    (``benchmarks/bench_soak.py``). Sized at once for the SoC's cores of that kind (the
+    usual blockDim) and touched, the pool's memory is what it will stay from its first
+    use; a launch of more blocks than cores grows it again, doubling."""
+    if buf is not None and buf.size >= need:
+        return buf
+    size = max(need, floor, 2 * (0 if buf is None else buf.size))
+    buf = np.empty(size, dtype=np.uint8)
+    buf.fill(_core.UB_POISON)
+    return buf
+
+
+def _group_ub(members: int, ub_size: int, cores: int = 0) -> np.ndarray:
     """A ``[members, ub_size]`` UB holding the poison pattern, as a launch's UB starts.
 
     The groups of a launch run one after another, and nothing of a group's UB outlives its
     run (its results are records and GM bytes), so every group uses the same bytes, kept
     between launches: a fresh array of some megabytes per group costs the kernel's page
-    faults each time (at 2^22 elements, 48 blocks: about a sixth of the functional run)."""
+    faults each time (at 2^22 elements, 48 blocks: about a sixth of the functional run).
+    The pool holds at least ``cores`` UBs (the SoC's vector cores; :func:`_pool`)."""
     need = members * ub_size
-    buf = _UB_POOL["buf"]
-    if buf.size < need:
-        buf = _UB_POOL["buf"] = np.empty(need, dtype=np.uint8)
+    buf = _UB_POOL["buf"] = _pool(_UB_POOL["buf"], need, cores * ub_size)
     ub2 = buf[:need].reshape(members, ub_size)
     ub2.fill(_core.UB_POISON)
     return ub2
@@ -845,13 +863,12 @@ def _group_ub(members: int, ub_size: int) -> np.ndarray:
 _MEM_POOL: dict = {}
 
 
-def _group_memory(mem: str, members: int, size: int) -> np.ndarray:
+def _group_memory(mem: str, members: int, size: int, cores: int = 0) -> np.ndarray:
     """A ``[members, size]`` poisoned ``mem`` for a group (one pool per memory: the groups of
-    a launch run one after another, as for :func:`_group_ub`)."""
+    a launch run one after another, as for :func:`_group_ub`; at least ``cores`` of them,
+    the SoC's cube cores)."""
     need = members * size
-    buf = _MEM_POOL.get(mem)
-    if buf is None or buf.size < need:
-        buf = _MEM_POOL[mem] = np.empty(need, dtype=np.uint8)
+    buf = _MEM_POOL[mem] = _pool(_MEM_POOL.get(mem), need, cores * size)
     out = buf[:need].reshape(members, size)
     out.fill(_core.UB_POISON)
     return out
@@ -918,7 +935,7 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
                 results[b] = ctx
                 final.append(part)
                 continue
-            ub2 = _group_ub(len(part), soc.ub_size)
+            ub2 = _group_ub(len(part), soc.ub_size, soc.vector_block_num)
             ctx = GroupContext(soc, gm, ub2, part, block_dim, capacity, kind)
             ctx.trace_lines = [] if keep_spans else None
             ctx.checker_config = config

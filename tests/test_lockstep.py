@@ -911,3 +911,31 @@ def test_an_aclnn_call_starts_from_the_partition_of_the_last_one(tmp_path, monke
     assert tiles % blocks and tiles > blocks                     # blocks differ in tile count
     assert first[0] == tuple(range(blocks)) and len(first) >= 2  # all, then the parts
     assert groups == first[1:]
+
+
+def test_group_ub_pool_is_sized_for_the_socs_cores_at_first_use(monkeypatch):
+    """The UB pool a group runs in takes the SoC's vector cores' worth at its first use and
+    touches it (poison), so a long run's memory does not step up when a data-dependent
+    wider group first comes; more members than that double it."""
+    monkeypatch.setitem(lockstep._UB_POOL, "buf", np.empty(0, dtype=np.uint8))
+    ub2 = lockstep._group_ub(2, 1024, cores=48)
+    pool = lockstep._UB_POOL["buf"]
+    assert ub2.shape == (2, 1024) and pool.size == 48 * 1024
+    assert (pool == lockstep._core.UB_POISON).all()
+    ub2[:] = 0                               # a group's writes; the next group starts poisoned
+    again = lockstep._group_ub(40, 1024, cores=48)
+    assert lockstep._UB_POOL["buf"] is pool and (again == pool[0]).all() and pool[0] != 0
+    lockstep._group_ub(100, 1024, cores=48)  # wider than the cores: doubled, at least the need
+    assert lockstep._UB_POOL["buf"].size == 100 * 1024
+
+
+def test_a_launch_leaves_a_ub_pool_of_every_vector_core(monkeypatch):
+    """A grouped launch of fewer blocks than cores on Ascend910B1 leaves the pool at its 48 UBs."""
+    monkeypatch.setitem(lockstep._UB_POOL, "buf", np.empty(0, dtype=np.uint8))
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_kernel_apply_fused_ema_adam import make_inputs, run_on_device
+    with differential() as stats:
+        run_on_device(make_inputs(20000, np.float32, 20000), 2, 1, True)
+    soc = get_soc("Ascend910B1")
+    assert stats.grouped > 0
+    assert lockstep._UB_POOL["buf"].size >= soc.vector_block_num * soc.ub_size
