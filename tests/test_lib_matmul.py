@@ -197,6 +197,39 @@ def test_bases_the_librarys_kernel_pads(dtype, ta, tb, fix):
     np.testing.assert_array_equal(c, want)
 
 
+@pytest.mark.parametrize("m,n,k,dtype,ta,tb,base", [
+    (128, 128, 128, I8, True, False, (16, 128, 128, 6, 128)),
+    (16, 768, 256, np.float32, True, True, (16, 48, 168, 16, 35))], ids=["int8", "float"])
+def test_the_librarys_small_shape_tilings_run(m, n, k, dtype, ta, tb, base):
+    """MultiCoreMatmulTiling on 24 cores without SetShape (the library's SPLIT_SMALL_MN),
+    whose bases are asc-devkit's own (checked against its tiling code by
+    test_matmul_tiling_devkit.py; recorded here): baseM 16 for an int8 A transposed with
+    6-row parts and 24 k steps per L1 chunk for a K of one step; a float baseK of 168 (K
+    padded to 176 in L0; a k tail of 88) with 35-column parts. The kernel runs them and matches numpy."""
+    t = MultiCoreMatmulTiling("Ascend910B2")
+    assert t.SetDim(24) == 0
+    t.SetAType(GM, ND, dtype, ta)
+    t.SetBType(GM, ND, dtype, tb)
+    t.SetCType(GM, ND, acc_of(dtype))
+    t.SetBiasType(GM, ND, acc_of(dtype))
+    t.SetOrgShape(m, n, k)
+    t.SetBias(True)
+    tiling = TCubeTiling()
+    assert t.GetTiling(tiling) == 0
+    assert (tiling.baseM, tiling.baseN, tiling.baseK, tiling.singleCoreM,
+            tiling.singleCoreN) == base
+    rng = np.random.default_rng(5)
+    a, b = rand(rng, (m, k), dtype), rand(rng, (k, n), dtype)
+    bv = (rng.integers(-1000, 1000, n) if np.dtype(dtype) == I8
+          else rng.standard_normal(n)).astype(acc_of(dtype))
+    blocks = -(-m // tiling.singleCoreM) * -(-n // tiling.singleCoreN)
+    got, _ = aic_run(matmul_kernel(tiling, np.dtype(dtype), acc_of(dtype), ta, tb, True),
+                     {"a": a.T.copy() if ta else a, "b": b.T.copy() if tb else b, "bias": bv},
+                     {"c": (m * n, acc_of(dtype))}, block_dim=blocks,
+                     soc=get_soc("Ascend910B2"))
+    np.testing.assert_array_equal(got["c"].reshape(m, n), reference(a, b, bv, acc_of(dtype)))
+
+
 def test_sequential_write_and_atomic_add():
     """enSequentialWrite: each block as a dense baseM x baseN tile at gm; enAtomic = 1: the
     blocks add into what GM holds (twice over: 2C)."""
