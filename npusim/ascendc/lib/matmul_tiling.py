@@ -586,8 +586,8 @@ class MatmulApiTilingBase:
         L0B buffer it loads into (:mod:`npusim.ascendc.lib.matmul_l0_slice`), the check
         the kernel's Matmul makes at SetTensorA/B."""
         isz = ab.itemsize
-        for size, trans_x, base_x, l0 in ((self.soc.l0_a_size, self.aType_.isTrans, bm, "A"),
-                                          (self.soc.l0_b_size, not self.bType_.isTrans, bn, "B")):
+        for size, trans_x, base_x in ((self.soc.l0_a_size, self.aType_.isTrans, bm),
+                                      (self.soc.l0_b_size, not self.bType_.isTrans, bn)):
             room = _slice.buffer_bytes(size, db_a, db_b)
             if _slice.slice_bytes(isz, trans_x, base_x, bk) > room:
                 return False
