@@ -112,6 +112,22 @@ def test_b_into_l0b_is_zn(dtype):
     assert loads[0][2] == SOC.mte1_head_cycles + -(-b.nbytes // 128)
 
 
+@pytest.mark.parametrize("to", [TPosition.A2, TPosition.B2], ids=["A2", "B2"])
+def test_a_float_k_slice_from_any_row(to):
+    """The M axis counts positions, so a slice may start at any one: Ascend C's Matmul
+    loads a float operand kept k x m (A transposed) or k x n (B) from row kInner * baseK,
+    e.g. 40 for a baseK of 40, with CeilAlign(40, 16) = 48 rows (load_to_l0a_loadInstr.h,
+    load_to_l0b_loadInstr.h). Rows 40..87 of 96 land as A's ZZ / B's ZN of that k range."""
+    rng = np.random.default_rng(4)
+    kept = rng.standard_normal((96, 32)).astype(np.float32)         # k x m (or k x n)
+    params = LoadData3DParamsV2(l1H=1, l1W=96, channelSize=32, kExtension=32, mExtension=48,
+                                mStartPt=40, enTranspose=to == TPosition.A2)
+    got, _ = load(nz_of(kept), to, np.float32, params)
+    part = kept[40:88]
+    want = zz_of(np.ascontiguousarray(part.T)) if to == TPosition.A2 else zn_of(part)
+    np.testing.assert_array_equal(got[:part.nbytes], want.view(np.uint8))
+
+
 def im2col_reference(fmap, H, W, pads, C, stride, filt, dil, pad_value, m0, mext, k0, kext):
     """The documented img2col, element by element: M = output position (row-major over
     Ho x Wo), K = (c1, kh, kw, c0); taps outside the map read the padding value."""

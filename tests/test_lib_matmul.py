@@ -175,6 +175,61 @@ def test_n_first_walk_with_several_n_blocks_in_l1():
     np.testing.assert_array_equal(c, want)
 
 
+@pytest.mark.parametrize("dtype,ta,tb,fix", [
+    (I8, True, False, (16, 32, 32)),       # A moved transposed: baseM 16, 32 x 32 squares
+    (I8, True, True, (48, 32, 64)),        # baseM 48: two squares, the second half used
+    (I8, False, False, (32, 16, 32)),      # B moved transposed: baseN 16
+    (I8, True, False, (48, 48, 32)),       # both, 48
+    (np.float32, True, False, (32, 48, 40)),   # float K moved transposed: baseK 40
+    (np.float32, True, True, (16, 32, 24)),
+    (np.float32, False, False, (48, 16, 56))],
+    ids=["i8-tA-16", "i8-tAtB-48", "i8-B-16", "i8-tA-B-48", "f32-tA-40", "f32-tAtB-24",
+         "f32-B-56"])
+def test_bases_the_librarys_kernel_pads(dtype, ta, tb, fix):
+    """Bases Ascend C's own tiling gives and its A2 kernel loads padded: an int8 operand
+    moved transposed with a base of 16 or 48 (32 x 32 squares: the L1 blocks 32 columns
+    apart, the extra rows never read), a float one with a baseK of 8s (K rows loaded in 16s
+    from any k offset, several k steps per L1 chunk); tails in M, N and K."""
+    c, want, tiling, _ = run(83, 75, 150, dtype, acc_of(dtype), ta, tb, bias=True, dim=1,
+                             fix=fix)
+    assert (tiling.baseM, tiling.baseN, tiling.baseK) == fix
+    assert max(tiling.stepM, tiling.stepN) > 1 or tiling.stepKa > 1
+    np.testing.assert_array_equal(c, want)
+
+
+@pytest.mark.parametrize("m,n,k,dtype,ta,tb,base", [
+    (128, 128, 128, I8, True, False, (16, 128, 128, 6, 128)),
+    (16, 768, 256, np.float32, True, True, (16, 48, 168, 16, 35))], ids=["int8", "float"])
+def test_the_librarys_small_shape_tilings_run(m, n, k, dtype, ta, tb, base):
+    """MultiCoreMatmulTiling on 24 cores without SetShape (the library's SPLIT_SMALL_MN),
+    whose bases are asc-devkit's own (checked against its tiling code by
+    test_matmul_tiling_devkit.py; recorded here): baseM 16 for an int8 A transposed with
+    6-row parts and 24 k steps per L1 chunk for a K of one step; a float baseK of 168 (K
+    padded to 176 in L0; a k tail of 88) with 35-column parts. The kernel runs them and matches numpy."""
+    t = MultiCoreMatmulTiling("Ascend910B2")
+    assert t.SetDim(24) == 0
+    t.SetAType(GM, ND, dtype, ta)
+    t.SetBType(GM, ND, dtype, tb)
+    t.SetCType(GM, ND, acc_of(dtype))
+    t.SetBiasType(GM, ND, acc_of(dtype))
+    t.SetOrgShape(m, n, k)
+    t.SetBias(True)
+    tiling = TCubeTiling()
+    assert t.GetTiling(tiling) == 0
+    assert (tiling.baseM, tiling.baseN, tiling.baseK, tiling.singleCoreM,
+            tiling.singleCoreN) == base
+    rng = np.random.default_rng(5)
+    a, b = rand(rng, (m, k), dtype), rand(rng, (k, n), dtype)
+    bv = (rng.integers(-1000, 1000, n) if np.dtype(dtype) == I8
+          else rng.standard_normal(n)).astype(acc_of(dtype))
+    blocks = -(-m // tiling.singleCoreM) * -(-n // tiling.singleCoreN)
+    got, _ = aic_run(matmul_kernel(tiling, np.dtype(dtype), acc_of(dtype), ta, tb, True),
+                     {"a": a.T.copy() if ta else a, "b": b.T.copy() if tb else b, "bias": bv},
+                     {"c": (m * n, acc_of(dtype))}, block_dim=blocks,
+                     soc=get_soc("Ascend910B2"))
+    np.testing.assert_array_equal(got["c"].reshape(m, n), reference(a, b, bv, acc_of(dtype)))
+
+
 def test_sequential_write_and_atomic_add():
     """enSequentialWrite: each block as a dense baseM x baseN tile at gm; enAtomic = 1: the
     blocks add into what GM holds (twice over: 2C)."""
@@ -315,8 +370,9 @@ def test_types_and_places_not_modelled():
 
 def test_tiling_errors_reach_the_kernel():
     """A failed GetTiling leaves zeros: Init refuses them; a float tiling made for A plain
-    and B transposed (baseK 8) does not fit A transposed; int8 transposed A needs baseM a
-    multiple of 32; the buffers must fit L1/L0; at most 4 objects."""
+    and B transposed (baseM 112, baseK 72) does not fit A transposed, whose slice the
+    library's kernel pads to 112 x 80 floats, past the 32 KiB half of L0A it loads into;
+    the buffers must fit L1/L0; at most 4 objects."""
     def init(tiling, a_type=MatmulType(GM, ND, float32, True), b_type=MatmulType(GM, ND, float32),
              trans_a=True, objects=1):
         def kernel(addr):
@@ -329,15 +385,24 @@ def test_tiling_errors_reach_the_kernel():
 
     with pytest.raises(KernelError, match="GetTiling's result -1"):
         init(TCubeTiling())
-    with pytest.raises(AlignmentError, match="baseK 8 is not a multiple of 16"):
-        init(host_tiling(32, 32, 64, np.float32, F32, ta=False, tb=True, dim=1, fix=(32, 32, 8)))
-    int8 = host_tiling(32, 32, 64, I8, I32, ta=False, tb=True, dim=1, fix=(16, 32, 32))
-    with pytest.raises(AlignmentError, match="32 x 32 squares"):
-        init(int8, MatmulType(GM, ND, int8_t, True), MatmulType(GM, ND, int8_t, True))
+    wide = host_tiling(112, 112, 144, np.float32, F32, ta=False, tb=True, dim=1,
+                       fix=(112, 112, 72))
+    assert (wide.dbL0A, wide.dbL0B) == (2, 2)
+    with pytest.raises(AlignmentError, match="112 x 80.*35840 B, more than the 32768 B"):
+        init(wide)
+    init(wide, MatmulType(GM, ND, float32), MatmulType(GM, ND, float32, True),
+         trans_a=False)                                     # as the tiling was made
+    # int8 A with baseM 16 declared plainly: its buffers hold 16-row blocks; transposed at
+    # SetTensorA it would need 32-column blocks (the library sizes them by isTrans too)
+    small = host_tiling(32, 32, 64, I8, I32, ta=False, tb=True, dim=1, fix=(16, 32, 32))
+    with pytest.raises(AlignmentError, match="declare isTrans as SetTensor passes it"):
+        init(small, MatmulType(GM, ND, int8_t), MatmulType(GM, ND, int8_t, True))
+    init(small, MatmulType(GM, ND, int8_t, True), MatmulType(GM, ND, int8_t, True))
     with pytest.raises(KernelError, match="at most 4"):
         init(host_tiling(32, 32, 64, np.float32, F32, ta=True, dim=1), objects=5)
-    huge = host_tiling(32, 32, 64, np.float32, F32, ta=True, dim=1)
-    huge.stepKa, huge.depthA1 = 64, 128             # 128 A chunks of 32 x 32 floats
+    huge = host_tiling(32, 32, 4096, np.float32, F32, ta=True, dim=1)
+    huge.stepKa = -(-4096 // huge.baseK)            # A chunks of all of K (512 KiB of A)
+    huge.depthA1 = 2 * huge.stepM * huge.stepKa     # two of them
     with pytest.raises(Exception, match="L1 capacity"):
         init(huge)
 

@@ -89,15 +89,19 @@ def test_float_transposed_a_with_bias_grows_base_k():
     assert cube.shareL0CSize == 64 * 48 * 4 and cube.isBias == 1
 
 
-def test_base_k_alignment_follows_the_transposes():
-    """baseK is a multiple of C0_size (8 for float) only when A is not transposed and B is;
-    otherwise of 16 (TCubeTiling table 2); int8's is 32 either way (its fractal's k)."""
-    for ta, tb, want in ((False, True, 8), (False, False, 16), (True, True, 16)):
+def test_base_k_alignment_and_the_padded_slices():
+    """baseK is a multiple of C0_size (8 for float, 32 for int8: the fractal's K) whatever
+    the transposes; a float slice moved transposed (A transposed, B not) is loaded with its
+    K padded to 16 (LoadData3DV2 CeilAlign(madK, 16)), so a fixed base whose padded slice
+    passes the half of L0 it is loaded into is refused only there: 112 x 72 floats are
+    32,256 B as stored, 112 x 80 = 35,840 B padded, against 32,768 B."""
+    for ta, tb in ((False, True), (False, False), (True, True), (True, False)):
         t = make(MatmulApiTiling, 32, 32, 64, DT.DT_FLOAT, ta, tb)
         t.SetFixSplit(32, 32, 8)
-        assert (t.GetTiling(TCubeTiling()) == 0) == (want == 8)
-        t.SetFixSplit(32, 32, 16)
-        assert t.GetTiling(TCubeTiling()) == 0
+        assert t.GetTiling(TCubeTiling()) == 0, t.error
+        t = make(MatmulApiTiling, 112, 112, 144, DT.DT_FLOAT, ta, tb)
+        t.SetFixSplit(112, 112, 72)
+        assert (t.GetTiling(TCubeTiling()) == 0) == (not ta and tb), t.error
     t = make(MatmulApiTiling, 32, 32, 64, DT.DT_INT8, False, True)
     t.SetFixSplit(32, 32, 16)
     assert t.GetTiling(TCubeTiling()) == -1 and "of 32" in t.error
@@ -155,11 +159,18 @@ def check_constraints(cube, soc, dtype, m, n, k, dim, trans_a, trans_b, bias):
     b_l1 = cube.baseN * cube.baseK * cube.depthB1 * isz
     assert a_l1 + b_l1 + (cube.baseN * 4 if bias else 0) <= soc.l1_usable
     assert cube.baseM % 16 == 0 and cube.baseN % 16 == 0
-    if isz == 1:        # int8 transposed on the way to L0: 32 x 32 squares (our rule)
-        assert cube.baseM % (32 if trans_a else 16) == 0
-        assert cube.baseN % (16 if trans_b else 32) == 0
-    k_align = c0 if (not trans_a and trans_b) else max(c0, 16)
-    assert cube.baseK % k_align == 0 and cube.baseK <= 4095
+    assert cube.baseK % c0 == 0 and cube.baseK <= 4095       # the fractals' C0
+    # the library's kernel pads a slice moved transposed (int8: rows to 32; float: K to 16)
+    # and loads it into half of L0A/L0B when both dbL0A and dbL0B are 2
+    half = cube.dbL0A == 2 and cube.dbL0B == 2
+    for base, trans, l0 in ((cube.baseM, trans_a, soc.l0_a_size),
+                            (cube.baseN, not trans_b, soc.l0_b_size)):
+        rows, ks = base, cube.baseK
+        if trans and isz == 1:
+            rows = -(-base // 32) * 32
+        if trans and isz == 4:
+            ks = -(-ks // 16) * 16
+        assert rows * ks * isz <= (l0 // 2 if half else l0)
     # the library's parts are of the 16-aligned M and N (M = 1 on two cores: 16, as
     # asc-devkit's own tiling gives)
     assert cube.singleCoreK == k

@@ -25,7 +25,8 @@ extern "C" void npusim_reset_core_state() {}
 /* One problem. p: [multiCore (0: MatmulApiTiling), dim, A/B DataType, C DataType,
  * bias DataType, transA, transB, bias, M, N, K, traverse (MatrixTraverse; 0 leaves it),
  * singleM, singleN (SetSingleShape, -1: unset), L1 size (SetBufferSpace, -1: unset),
- * SetShape (1: SetShape(M, N, K) after SetOrgShape, as the samples do; 0: SetOrgShape only)].
+ * SetShape (1: SetShape(M, N, K) after SetOrgShape, as the samples do; 0: SetOrgShape only),
+ * baseM, baseN, baseK (SetFixSplit when any is > 0; -1 leaves that one to the search)].
  * out: the TCubeTiling fields (at most outLen); cores: GetCoreNum's dim, mDim, nDim.
  * Returns GetTiling's result (0 or -1), or -2 when out is too short. */
 extern "C" int64_t npusim_matmul_tiling(const char* soc, const int32_t* p, int32_t* out,
@@ -58,6 +59,9 @@ extern "C" int64_t npusim_matmul_tiling(const char* soc, const int32_t* p, int32
     }
     if (p[14] > 0) {
         t.SetBufferSpace(p[14], -1, -1, -1);
+    }
+    if (p[16] > 0 || p[17] > 0 || p[18] > 0) {
+        t.SetFixSplit(p[16], p[17], p[18]);
     }
     optiling::TCubeTiling tiling;
     const int64_t ret = t.GetTiling(tiling);

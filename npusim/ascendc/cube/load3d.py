@@ -40,8 +40,9 @@ stride [R: the page does not say where the iterations land; the 3510 adds a dstS
 repeatTime 0 is a NOP. ``enSmallK`` (16 x 4 fractals) is refused: the page says current
 products no longer support it.
 
-Modelled: channelSize, kStartPt and kExtension whole C0 blocks, mStartPt and mExtension
-multiples of 16 (the fractal grid; a transposed float kExtension too), boundary 0
+Modelled: channelSize, kStartPt and kExtension whole C0 blocks, mExtension a multiple of
+16 (the fractal grid; a transposed float kExtension too), mStartPt any position (Ascend C's
+Matmul starts a float slice's K rows at a multiple of baseK, e.g. 40), boundary 0
 (SetLoadDataBoundary: no wrap); int8 into L0A without transpose. Anything else is a
 KernelError naming the field.
 
@@ -303,7 +304,10 @@ def load3dv2(dst, src, p: LoadData3DParamsV2, config: IsResetLoad3dConfig) -> No
     m0, mext = rng("mStartPt", p.mStartPt, 0, 65535), rng("mExtension", p.mExtension, 0, 65535)
     k0, kext = rng("kStartPt", p.kStartPt, 0, 65535), rng("kExtension", p.kExtension, 0, 65535)
     k_unit = BLOCK_CUBE if transpose else c0      # float transposed: squares of 16 x 16
-    for fname, v, unit in (("mStartPt", m0, BLOCK_CUBE), ("mExtension", mext, BLOCK_CUBE),
+    # mStartPt is a position of the output (any one: the library's matmul starts its K
+    # rows at multiples of baseK, 8 for float, load_to_l0a_loadInstr.h); the extents are
+    # whole fractals
+    for fname, v, unit in (("mExtension", mext, BLOCK_CUBE),
                            ("kStartPt", k0, c0), ("kExtension", kext, k_unit),
                            ("channelSize", geo["C"], c0)):
         if v % unit:

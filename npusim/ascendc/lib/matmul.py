@@ -30,8 +30,8 @@ step of K:
    gives how the library reads the step and db fields), with the instructions the A2 library picks
    (``stage/split/load_to_l0_utils.h`` GetLoadInstrType, ``load_to_l0b/load_to_l0b_loadInstr.h``):
    one ``LoadData3DParamsV2`` for a 16/32-bit A slice (transposed or not) and for a
-   16-bit B kept K x N; one ``LoadData`` (2D) with repeats for a B kept N x K whose slice
-   is its chunk's whole N; otherwise the per-block forms below;
+   16/32-bit B kept K x N; one ``LoadData`` (2D) with repeats for a B kept N x K whose
+   slice is its chunk's whole N; otherwise the per-block forms below;
 3. M, ``Mmad``: the first step starts C at 0 (or at the bias, from the bias table, which
    MTE2 -> C1 -> MTE1 -> C2 filled), the later ones accumulate in L0C (``dbL0C`` buffers);
 
@@ -40,19 +40,28 @@ the way (the one rounding of the product). The hand-offs between the pipes are T
 hand-offs (A1/B1: MTE2 -> MTE1, A2/B2/C2: MTE1 -> M, CO1: M -> FIX, and back when a buffer
 is freed), so double buffers overlap in the replay as on hardware.
 
-The per-block forms (int8, float B kept K x N, float A kept K x M, a partial B slice;
-ours [R], from the instructions' documented semantics): a fractal of L0A (ZZ) or L0B (ZN)
-is 16 rows of the non-K axis by C0 = 32 B / sizeof(T) of K. When GM holds the operand with
-K innermost (A, or B transposed) its NZ fractals in L1 are those fractals: plain
-``LoadData``. Otherwise (A transposed, B) the NZ fractals are transposed on the way:
-16-bit types with ``LoadData(ifTranspose)``; int8 with ``LoadDataWithTranspose`` on 32 x 32
-squares (two NZ fractals one above the other); float with ``LoadDataWithTranspose`` on
-16 x 16 squares, which need the two 16 x 8 fractals of a square side by side in L1, so such
-a float chunk is copied in 16-row slabs (``dstNzC0Stride = 16``) and A's k fractals are
-counted in pairs (``MmadParams.kDirectionAlign``). A block of one row is computed with
+The per-block forms (int8, a partial B slice): a fractal of L0A (ZZ) or L0B (ZN) is 16
+rows of the non-K axis by C0 = 32 B / sizeof(T) of K. When GM holds the operand with K
+innermost (A, or B transposed) its NZ fractals in L1 are those fractals: plain
+``LoadData``. Otherwise (A transposed, B) the NZ fractals are transposed on the way: int8
+with ``LoadDataWithTranspose`` on 32 x 32 squares (two NZ fractals one above the other), A
+one load per square of M repeating along K, B one per square of K repeating along N
+(``load_to_l0a_loadInstr.h`` / ``load_to_l0b_loadInstr.h``, LOAD2DTRANSPOSE).
+
+Slices the library pads (:mod:`.matmul_l0_slice`): an int8 base of 16 or 48 moved
+transposed is loaded as whole 32 x 32 squares, so each base block sits in L1 at a
+32-column block of its own (``CopyND2NZForInt8``) and the load writes 32 (64) rows'
+fractals, the extra ones never read; a float slice moved transposed is loaded with
+``CeilAlign(baseK, 16)`` rows of K by LoadData3DV2 from whatever k offset the step has
+(a baseK of 40 starts at 40, 80, ...), and A's k fractals are counted in pairs
+(``MmadParams.kDirectionAlign``, ``mmad_compute.h``). The L0 buffers hold the padded
+slice; a tiling whose padded slice would pass the L0 buffer the library's kernel loads it
+into (half of L0A/L0B when double-buffered) is refused (AlignmentError), as that kernel
+would write past it. A block of one row is computed with
 ``m = 16`` (``m = 1`` would switch the cube to GEMV, as the library's kernels avoid), so
 the other 15 rows of its fractal are filled by repeating the row (``ndNum`` with
-``srcNdMatrixStride = 0``): their products land in L0C rows Fixpipe never reads.
+``srcNdMatrixStride = 0``), or, kept K x M, by the zeros the ND -> NZ copy pads a row
+with: their products land in L0C rows Fixpipe never reads.
 
 Types (Matmul使用说明 table 2, A2/A3): A/B half, bfloat16, float -> C float, half or
 bfloat16 (bias float); int8 -> C int32 (bias int32). Not modelled (KernelError at the call):
@@ -116,6 +125,7 @@ from npusim.ascendc.cube.load3d import LoadData3DParamsV2
 from npusim.ascendc.cube.fixpipe import Fixpipe
 from npusim.ascendc.cube.mmad import Mmad
 from npusim.ascendc.datacopy import DataCopy
+from npusim.ascendc.lib import matmul_l0_slice as _slice
 from npusim.ascendc.lib import matmul_scalar as _mm_scalar
 from npusim.ascendc.lib import matmul_tiling_use as _use
 from npusim.ascendc.lib.matmul_config import CFG_NORM, config_of
@@ -276,6 +286,25 @@ class _Chunk:
     cols: int          # columns, padded
 
 
+def _pitch(itemsize: int, moved_transposed: bool, base_x: int) -> int:
+    """Columns of L1 between one base block of X and the next: int8 kept K x X puts each
+    block at a 32-column block of its own (copy_tile_to_cube_common.h CopyND2NZForInt8:
+    ``dstNzMatrixStride = CeilAlign(baseWidth, 32) * ...``), where its 32 x 32 squares
+    start; otherwise the blocks are contiguous."""
+    return -(-base_x // 32) * 32 if moved_transposed and itemsize == 1 else base_x
+
+
+def _chunk_bytes(itemsize: int, moved_transposed: bool, base_x: int, step_x: int,
+                 k: int) -> int:
+    """An L1 chunk of ``step_x`` blocks of X by ``k`` of K as :meth:`Matmul._copy_in` lays
+    it out: K rows padded to 32 for int8 and to 16 otherwise when K is the row axis
+    (copy_cube_in_params_base.h GetBaseSize pads the same)."""
+    if moved_transposed:
+        unit = 32 if itemsize == 1 else 16
+        k = -(-k // unit) * unit
+    return step_x * _pitch(itemsize, moved_transposed, base_x) * k * itemsize
+
+
 class _Operand:
     """How A or B goes GM -> L1 -> L0.
 
@@ -296,19 +325,36 @@ class _Operand:
 
     @property
     def direct(self) -> bool:
-        return self.trans != self.is_a          # A as stored, or B transposed
+        return self._direct(self.trans)
+
+    def _direct(self, trans: bool) -> bool:
+        return bool(trans) != self.is_a         # A as stored, or B transposed
 
     @property
     def mode(self) -> str:
-        if self.direct:
+        return self._mode(self.trans)
+
+    def _mode(self, trans: bool) -> str:
+        if self._direct(trans):
             return "direct"
         return {1: "trans8", 2: "trans16", 4: "trans32"}[self.dtype.itemsize]
 
-    def l1_bytes(self) -> int:
-        return self.step_x * self.base_x * self.step_k * self.base_k * self.dtype.itemsize
+    @property
+    def pitch(self) -> int:
+        return self._pitch(self.trans)
 
-    def l0_bytes(self) -> int:
-        return self.base_x * self.base_k * self.dtype.itemsize
+    def _pitch(self, trans: bool) -> int:
+        return _pitch(self.dtype.itemsize, not self._direct(trans), self.base_x)
+
+    def l1_bytes(self, k_steps: int, trans: bool) -> int:
+        """A chunk of ``step_x`` blocks of X by ``k_steps`` base steps of K."""
+        return _chunk_bytes(self.dtype.itemsize, not self._direct(trans), self.base_x,
+                            self.step_x, k_steps * self.base_k)
+
+    def l0_bytes(self, trans: bool) -> int:
+        """One base slice in L0 as the library's loads write it (:mod:`.matmul_l0_slice`)."""
+        return _slice.slice_bytes(self.dtype.itemsize, not self._direct(trans), self.base_x,
+                                  self.base_k)
 
     def release(self) -> None:
         for chunk in self.cache.values():
@@ -380,6 +426,8 @@ class Matmul:
         self._check_tiling(name, t)
         pipe = tpipe if tpipe is not None else (self._pipe or GetTPipePtr())
         self._pipe, self._tiling = pipe, t
+        self._check_slice(name, True, self.aType.isTrans)
+        self._check_slice(name, False, self.bType.isTrans)
         # the steps and buffer counts as the library reads the fields (matmul_tiling_use)
         step_ka, step_kb = _use.k_steps(self.config.template, self.aType.dtype.itemsize,
                                         t.stepKa, t.stepKb)
@@ -390,9 +438,13 @@ class Matmul:
                            db_l0, TPosition.A1, TPosition.A2)
         self._b = _Operand("B", self.bType, t.baseN, t.baseK, t.stepN, step_kb, db_b1,
                            db_l0, TPosition.B1, TPosition.B2)
-        for op in (self._a, self._b):
-            pipe.InitBuffer(op.q1, op.l1_slots, op.l1_bytes())
-            pipe.InitBuffer(op.q2, op.l0_slots, op.l0_bytes())
+        k_iter = max(1, ceil_div(t.singleCoreK, t.baseK))
+        for op, mtype in ((self._a, self.aType), (self._b, self.bType)):
+            # sized for the MatmulType's isTrans, as the library's buffers are (GetBaseSize
+            # reads INPUT_TYPE::isTrans); a chunk never holds more K than the core's part
+            pipe.InitBuffer(op.q1, op.l1_slots, op.l1_bytes(min(op.step_k, k_iter),
+                                                            mtype.isTrans))
+            pipe.InitBuffer(op.q2, op.l0_slots, op.l0_bytes(mtype.isTrans))
         self._qco1 = TQue(TPosition.CO1, 1)
         pipe.InitBuffer(self._qco1, _use.l0c_buffers(t.dbL0C),
                         t.baseM * t.baseN * self._acc.itemsize)
@@ -453,9 +505,12 @@ class Matmul:
         them (:mod:`.matmul_tiling_use`: NORM ignores stepKa/stepKb for 16/32-bit
         operands; any dbL0A/B/C has a meaning)."""
         _use.check(name, t, self.config.template, self.aType.dtype.itemsize)
-        if t.baseM % 16 or t.baseN % 16:
+        c0 = k0_of(self.aType.dtype)
+        if t.baseM % 16 or t.baseN % 16 or t.baseK % c0:
             raise AlignmentError(name, f"baseM {t.baseM} and baseN {t.baseN} must be multiples "
-                                 "of 16 (TCubeTiling table 2)")
+                                 f"of 16 and baseK {t.baseK} of {c0}, the fractal's K (C0) of "
+                                 f"{self.aType.dtype.name} (TCubeTiling: bases aligned to the "
+                                 "fractals)")
 
     def SetOrgShape(self, orgM: int, orgN: int, orgKa: int, orgKb: int | None = None,
                     orgKc: int = 0) -> None:
@@ -526,18 +581,40 @@ class Matmul:
                              f"{mtype.dtype.name}")
         # a transpose is taken whatever the MatmulType's isTrans says: the library's cube
         # side accepts SetTensorB(b, true) on a B declared plainly (code in the wild does)
+        self._check_slice(name, is_a, trans)
+        t, isz = self._tiling, mtype.dtype.itemsize
+        base_x, x_name = (t.baseM, "baseM") if is_a else (t.baseN, "baseN")
+        moved, declared = bool(trans) == is_a, bool(mtype.isTrans) == is_a
+        k = t.stepKa * t.baseK if is_a else t.stepKb * t.baseK
+        if (_chunk_bytes(isz, moved, base_x, 1, k) > _chunk_bytes(isz, declared, base_x, 1, k)
+                or _slice.slice_bytes(isz, moved, base_x, t.baseK)
+                > _slice.slice_bytes(isz, declared, base_x, t.baseK)):
+            raise AlignmentError(name, f"{role} {'transposed' if trans else 'as stored'}: "
+                                 f"its {x_name} {base_x} / baseK {t.baseK} blocks are padded "
+                                 "in L1/L0 beyond the buffers sized at Init for the "
+                                 f"MatmulType's isTrans ({mtype.isTrans}), as the library "
+                                 "sizes them (GetBaseSize reads INPUT_TYPE::isTrans); declare "
+                                 "isTrans as SetTensor passes it")
+
+    def _check_slice(self, name: str, is_a: bool, trans: bool) -> None:
+        """A's (or B's) base slice, as the library's loads pad it, must fit the L0 buffer
+        its kernel loads it into (:mod:`.matmul_l0_slice`)."""
         t = self._tiling
-        direct = bool(trans) != is_a
-        base_x = t.baseM if is_a else t.baseN
-        if not direct and mtype.dtype.itemsize == 1 and base_x % 32:
-            raise AlignmentError(name, f"base{'M' if is_a else 'N'} {base_x}: int8 {role} "
-                                 "is transposed on the way to L0 in 32 x 32 squares (a multiple "
-                                 "of 32)")
-        k_align = k0_of(mtype.dtype) if direct else max(16, k0_of(mtype.dtype))
-        if t.baseK % k_align:
-            raise AlignmentError(name, f"baseK {t.baseK} is not a multiple of "
-                                 f"{k_align}, which {role}{' transposed' if trans else ''} "
-                                 "needs (TCubeTiling table 2)")
+        mtype, role = (self.aType, "A") if is_a else (self.bType, "B")
+        base_x, x_name = (t.baseM, "baseM") if is_a else (t.baseN, "baseN")
+        isz = mtype.dtype.itemsize
+        rows, cols = _slice.slice_rows(isz, bool(trans) == is_a, base_x, t.baseK)
+        soc = _core.current_core().soc
+        room = _slice.buffer_bytes(soc.l0_a_size if is_a else soc.l0_b_size, t.dbL0A,
+                                   t.dbL0B)
+        if rows * cols * isz > room:
+            raise AlignmentError(name, f"{role}{' transposed' if trans else ''} reaches "
+                                 f"L0{role} in slices of {rows} x {cols} ({x_name} "
+                                 f"{base_x}, baseK {t.baseK} as the library's loads pad "
+                                 f"them), {rows * cols * isz} B, more than the {room} B "
+                                 "L0 buffer the library's kernel loads into "
+                                 "(tbuf_pool_l0_base.h: half of L0 when dbL0A and dbL0B "
+                                 "are 2)")
 
     def SetBias(self, biasGlobal: GlobalTensor) -> None:
         """The bias (N elements of the bias type, from this core's first column); needs a
@@ -1017,10 +1094,10 @@ class Matmul:
             rows_al = ceil_div(rows, 16) * 16
         else:                      # G = K x X: rows k, columns x
             rows, cols, src = k_len, x_len, op.gm[k0 * ld + x0]
-            rows_al = ceil_div(rows, 32 if op.mode == "trans8" else 16) * (
-                32 if op.mode == "trans8" else 16)
-        if op.mode == "trans32":
-            return self._copy_slabs(l1, src, rows, cols, ld, op.is_a)
+            unit = 32 if op.mode == "trans8" else 16
+            rows_al = ceil_div(rows, unit) * unit
+        if op.pitch != op.base_x and cols > op.base_x:
+            return self._copy_blocks(op, l1, src, rows, cols, ld, rows_al)
         DataCopy(l1, src, Nd2NzParams(1, rows, cols, 0, ld, rows_al, 1, 0))
         if op.is_a and op.direct and rows % 16 == 1:
             # the last row block holds one row: fill its other 15 rows with copies (m = 16)
@@ -1028,30 +1105,27 @@ class Matmul:
                      Nd2NzParams(15, 1, cols, 0, ld, rows_al, 1, c0))
         return _Chunk(l1, rows_al, ceil_div(cols, c0) * c0)
 
-    def _copy_slabs(self, l1, src: GlobalTensor, rows: int, cols: int, ld: int,
-                    fill: bool) -> _Chunk:
-        """float K x X chunks: 16-row slabs, each with its 16 x 8 fractals side by side
-        (dstNzC0Stride 16), so that LoadDataWithTranspose finds a 16 x 16 square in two
-        consecutive fractals; the full slabs in one DataCopy (ndNum) where the strides fit."""
-        cols_al = ceil_div(cols, 16) * 16
-        slab = 16 * cols_al                       # elements per slab in L1
-        full, tail = divmod(rows, 16)
-        if full and 16 * ld <= 65535 and slab <= 65535:
-            DataCopy(l1, src, Nd2NzParams(full, 16, cols, 16 * ld, ld, 16, 1, slab))
+    @staticmethod
+    def _copy_blocks(op: _Operand, l1, src: GlobalTensor, rows: int, cols: int, ld: int,
+                     rows_al: int) -> _Chunk:
+        """int8 kept K x X with a base of X that is not a multiple of 32: each base block in
+        32-column blocks of its own (``op.pitch`` columns apart), as the library copies it
+        (copy_tile_to_cube_common.h CopyND2NZForInt8: the full blocks in one DataCopy,
+        ndNum = blocks - 1 with ``srcNdMatrixStride = baseWidth`` and
+        ``dstNzMatrixStride = CeilAlign(baseWidth, 32) * CeilAlign(height, 32)``, then the
+        last block; one DataCopy per block where that stride passes 65535)."""
+        base, stride = op.base_x, op.pitch * rows_al
+        blocks = ceil_div(cols, base)
+        last = cols - (blocks - 1) * base
+        if stride <= 65535:
+            DataCopy(l1, src, Nd2NzParams(blocks - 1, rows, base, base, ld, rows_al, 1, stride))
         else:
-            for s in range(full):
-                DataCopy(l1[s * slab], src[16 * s * ld], Nd2NzParams(1, 16, cols, 0, ld, 16, 1, 0))
-        if tail:
-            DataCopy(l1[full * slab], src[16 * full * ld],
-                     Nd2NzParams(1, tail, cols, 0, ld, 16, 1, 0))
-        if fill and cols % 16 == 1:
-            # A's last square holds one row of A: write its second fractal too (m = 16)
-            n_slabs = full + (1 if tail else 0)
-            for s in range(n_slabs):
-                h = 16 if s < full else tail
-                DataCopy(l1[s * slab + (cols_al // 8 - 1) * 16 * 8],
-                         src[16 * s * ld + cols - 1], Nd2NzParams(1, h, 1, 0, ld, 16, 1, 0))
-        return _Chunk(l1, ceil_div(rows, 16) * 16, cols_al)
+            for i in range(blocks - 1):
+                DataCopy(l1[i * stride], src[i * base],
+                         Nd2NzParams(1, rows, base, 0, ld, rows_al, 1, 0))
+        DataCopy(l1[(blocks - 1) * stride], src[(blocks - 1) * base],
+                 Nd2NzParams(1, rows, last, 0, ld, rows_al, 1, 0))
+        return _Chunk(l1, rows_al, (blocks - 1) * op.pitch + ceil_div(last, 32) * 32)
 
     # -- L1 -> L0 -------------------------------------------------------------------------------
     def _to_l0(self, op: _Operand, xi: int, g: int, xb: int, kb: int):
@@ -1060,18 +1134,17 @@ class Matmul:
         t = self._tiling
         chunk = self._chunk(op, xi, g)
         l0 = op.q2.AllocTensor(op.dtype)
-        x_off = (xi % op.step_x) * op.base_x          # elements into the chunk
+        x_off = (xi % op.step_x) * op.pitch           # elements into the chunk
         k_off = (g % op.step_k) * t.baseK
         c0 = k0_of(op.dtype)
         x1, k1 = ceil_div(xb, 16), ceil_div(kb, c0)
-        if op.mode == "trans32" and op.is_a:
-            k1 = 2 * ceil_div(kb, 16)                  # kDirectionAlign: k fractals in pairs
         # fractal (x, kf) of the L0 grid: A (ZZ) x * k1 + kf, B (ZN) kf * x1 + x
         dx, dk = (k1, 1) if op.is_a else (1, x1)
         load = {"direct": self._load_direct, "trans16": self._load_trans16,
-                "trans8": self._load_trans8, "trans32": self._load_trans32}[op.mode]
-        if op.dtype.itemsize > 1 and (op.mode == "trans16" or (op.is_a and op.direct)):
-            _load3dv2(l0, chunk, op, x_off, k_off, x1, k1, c0)   # GetLoadInstrType: LOAD3DV2
+                "trans8": self._load_trans8_a if op.is_a else self._load_trans8_b}.get(op.mode)
+        if op.dtype.itemsize > 1 and (op.mode in ("trans16", "trans32")
+                                      or (op.is_a and op.direct)):
+            _load3dv2(l0, chunk, op, x_off, k_off, x1, kb, c0)   # GetLoadInstrType: LOAD3DV2
             op.q2.EnQue(l0)
             return l0
         if not op.is_a and op.direct and x_off == 0 and x1 * 16 == chunk.rows:
@@ -1097,24 +1170,32 @@ class Matmul:
                     dk - 1, True)
 
     @staticmethod
-    def _load_trans8(l0, ch, x_off, k_off, x1, k1, dx, dk, kb, c0):
-        """int8: 32 x 32 squares (two NZ fractals stacked) transposed into the fractals
-        (2q, p) and (2q + 1, p); one LoadDataWithTranspose per k square, p ascending."""
+    def _load_trans8_a(l0, ch, x_off, k_off, x1, k1, dx, dk, kb, c0):
+        """int8 A kept K x M: 32 x 32 squares (two NZ fractals stacked) transposed into the
+        ZZ fractals (2q, p) and (2q + 1, p); as the library loads them, one
+        LoadDataWithTranspose per square of M repeating along K (load_to_l0a_loadInstr.h
+        TransLoadDataToL0: ``Ceil(madM, 32)`` loads of ``Ceil(madK, 32)`` repeats, srcStride
+        1, dstGap 0, dstFracGap repeats - 1). A base of 16 or 48 rows has its last square's
+        second fractal land in the buffer's padded rows (never read by Mmad)."""
         per_col = ch.rows // 32                           # squares down a 32-column block
+        for q in range(ceil_div(x1, 2)):
+            start = (x_off // 32 + q) * per_col + k_off // 32
+            _load_t(l0, 2 * q * dx, ch.tensor, start, k1, 1, 0, dx - 1)
+
+    @staticmethod
+    def _load_trans8_b(l0, ch, x_off, k_off, x1, k1, dx, dk, kb, c0):
+        """int8 B kept K x N: 32 x 32 squares transposed into the ZN fractals (p, 2q) and
+        (p, 2q + 1); one LoadDataWithTranspose per k square repeating along N, p ascending
+        (load_to_l0b_loadInstr.h LoadDataToL0: ``Ceil(madK, 32)`` loads of
+        ``Ceil(madN, 32)`` repeats, srcStride the squares down a column block, dstGap 1). A
+        base of 16 or 48 columns has each load's last second fractal land on the next k
+        square's first, which the next load writes after it (the last one in the buffer's
+        padding)."""
+        per_col = ch.rows // 32
         pairs = ceil_div(x1, 2)
         for p in range(k1):
             start = (x_off // 32) * per_col + k_off // 32 + p
-            _load_t(l0, p * dk, ch.tensor, start, pairs, per_col, 2 * dx - 1, dx - 1)
-
-    @staticmethod
-    def _load_trans32(l0, ch, x_off, k_off, x1, k1, dx, dk, kb, c0):
-        """float: 16 x 16 squares (two side-by-side fractals of a slab) transposed into the
-        fractals (q, 2s) and (q, 2s + 1); one LoadDataWithTranspose per x block."""
-        per_slab = ch.cols // 16
-        squares = ceil_div(kb, 16)
-        for q in range(x1):
-            start = (k_off // 16) * per_slab + x_off // 16 + q
-            _load_t(l0, q * dx, ch.tensor, start, squares, per_slab, 2 * dk - 1, dk - 1)
+            _load_t(l0, p * dk, ch.tensor, start, pairs, per_col, 1, 0)
 
     # -- bias -----------------------------------------------------------------------------------
     def _load_bias(self, ni: int, nb: int):
@@ -1314,17 +1395,20 @@ class _KfcServer:
                 f"it serves {holder}'s Iterate/GetTensorC sequence until that AIV calls End")
 
 
-def _load3dv2(l0, ch, op, x_off, k_off, x1, k1, c0):
+def _load3dv2(l0, ch, op, x_off, k_off, x1, kb, c0):
     """One LoadData3DParamsV2 for the whole base slice (asc-devkit
     ``impl/adv_api/detail/matmul/stage/split/load_to_l0_utils.h`` GetLoadInstrType /
-    GetLoadL0bInstrType: LOAD3DV2 on A2 for A and for B kept K x N). The NZ chunk is a
-    feature map of H = 1: W its rows, its columns the channels. A (M x K in L1): img2col's
-    M = M, K = K into L0A's ZZ; A^T (K x M in L1): M = K, K = M, enTranspose into ZZ;
-    B (K x N in L1): M = K, K = N into L0B's ZN."""
+    GetLoadL0bInstrType: LOAD3DV2 on A2 for A of 16/32-bit types and for B kept K x N; the
+    parameters of ``load_to_l0a_loadInstr.h`` / ``load_to_l0b_loadInstr.h``
+    LoadDataToL0 / TransLoadDataToL0). The NZ chunk is a feature map of H = 1: W its rows,
+    its columns the channels. A (M x K in L1): img2col's M = M, K = K into L0A's ZZ; A^T
+    (K x M in L1): M = K (``mStep = CeilAlign(madK, 16)`` rows from the k offset, which for
+    float need not be a multiple of 16), K = M, enTranspose into ZZ; B (K x N in L1):
+    M = K (the same), K = N into L0B's ZN."""
     if op.direct:                                   # A: M x K
-        m0, mext, k0, kext = x_off, x1 * 16, k_off, k1 * c0
-    else:                                           # A^T or B: K x M / K x N, 16 x 16 fractals
-        m0, mext, k0, kext = k_off, k1 * 16, x_off, x1 * 16
+        m0, mext, k0, kext = x_off, x1 * 16, k_off, ceil_div(kb, c0) * c0
+    else:                                           # A^T or B: K x M / K x N
+        m0, mext, k0, kext = k_off, ceil_div(kb, 16) * 16, x_off, x1 * 16
     LoadData(l0, ch.tensor, LoadData3DParamsV2(
         l1H=1, l1W=ch.rows, channelSize=ch.cols, kExtension=kext, mExtension=mext,
         kStartPt=k0, mStartPt=m0, enTranspose=op.is_a and not op.direct))

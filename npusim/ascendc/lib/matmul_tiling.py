@@ -35,9 +35,16 @@ Published rules every tiling obeys (TCubeTiling table 2; docs/reference/hardware
   ``AL1Size = baseM * baseK * depthA1 * sizeof(A)``, ``BL1Size = baseN * baseK * depthB1 *
   sizeof(B)``; L1 is ``GetCoreMemSize(L1)`` (524032 B on A2/A3) unless SetBufferSpace
   lowers it;
-* ``baseM``, ``baseN`` multiples of 16; ``baseK`` a multiple of C0_size (32 B / sizeof(A):
-  16 half/bf16, 8 float, 32 int8) when A is not transposed and B is, otherwise of 16 — and
-  never less than C0_size (int8: 32, the fractal's k);
+* ``baseM``, ``baseN`` multiples of 16 and ``baseK`` of C0_size (32 B / sizeof(A): 16
+  half/bf16, 8 float, 32 int8): the table's "aligned to the fractals" (Mmad's 16 x C0
+  fractals);
+* the library's kernel loads each slice padded (int8 moved transposed, i.e. A transposed
+  or B not: rows to 32, as 32 x 32 squares; float moved transposed: K to 16, LoadData3DV2's
+  ``CeilAlign(madK, 16)``), into half of L0A/L0B when it double-buffers L0, else the whole
+  (:mod:`npusim.ascendc.lib.matmul_l0_slice`): a padded slice must fit that buffer. Where
+  the library's own base breaks this (a float baseK of 40 with B not transposed and baseN
+  176: 48 x 176 floats, 33,792 B, into a 32 KiB half), its kernel would load past the
+  buffer, and this tiling takes its own base instead;
 * ``singleCoreK = K`` (no split of K over cores), ``singleCoreM <= M``, ``singleCoreN <= N``
   (M and N rounded up to 16 where the library splits them over several cores),
   ``usedCoreNum = ceil(M / singleCoreM) * ceil(N / singleCoreN) <= SetDim``;
@@ -59,7 +66,7 @@ library's own code).
 
 For one core (MatmulApiTiling, SetSingleShape) the base block is the library's
 (GetL0Factors: :mod:`npusim.ascendc.lib.matmul_tiling_l0`) unless SetFixSplit fixes one or
-it breaks a rule below (an int8 side of 16 moved transposed), and the L1 factors are the
+its padded slice would not fit its L0 buffer (above), and the L1 factors are the
 library's GetL1Factors for that base (:mod:`npusim.ascendc.lib.matmul_tiling_l1`).
 Elsewhere this tiling chooses on its own [R]:
 
@@ -80,7 +87,8 @@ Elsewhere this tiling chooses on its own [R]:
   if K does not fit, the largest stepKa = stepKb (ceil(kIter / d)) that fits with db = 2,
   else one k step without double buffer;
 * int8: the operand transposed on the way to L0 (A transposed, B not) gets a base that is
-  a multiple of 32 (LoadDataWithTranspose moves 32 x 32 squares);
+  a multiple of 32, which its 32 x 32 squares fill (the library's own bases may be 16 or
+  48: the kernel loads those too); a float A transposed or B not gets a baseK of 16s;
 * iterateOrder: SetTraverse's, else the library's GetIteratorOrder (N first when only A's
   L1 chunk holds all of K, or both do and N first reads fewer rows); transLength 0 (GM inputs need no UB
   staging on A2/A3); shareL1Size / shareL0CSize the L1 / L0C bytes the tiling uses (the
@@ -103,6 +111,7 @@ from dataclasses import dataclass, fields
 import ml_dtypes
 import numpy as np
 
+from npusim.ascendc.lib import matmul_l0_slice as _slice
 from npusim.ascendc.lib.matmul_tiling_dims import library_dims
 from npusim.ascendc.lib.matmul_tiling_l0 import core_axis, library_l0_factors
 from npusim.ascendc.lib.matmul_tiling_l1 import library_l1_factors
@@ -562,9 +571,7 @@ class MatmulApiTilingBase:
         ml0, nl0, kl0, db_a, db_b = got
         bm, bn, bk = ml0 * 16, nl0 * 16, kl0 * c0
         isz, pool = ab.itemsize, self.bufferPool_
-        if bk % self._k_align(ab):
-            return None
-        if isz == 1 and ((self.aType_.isTrans and bm % 32) or (not self.bType_.isTrans and bn % 32)):
+        if not self._kernel_loads(ab, bm, bn, bk, db_a, db_b):
             return None
         if bm * bk * isz * db_a > pool["l0a"] or bn * bk * isz * db_b > pool["l0b"] \
                 or bm * bn * 4 > pool["l0c"]:
@@ -572,6 +579,19 @@ class MatmulApiTilingBase:
         if self.isBias and pool["bt"] and bn * 4 > pool["bt"]:
             return None
         return bm, bn, bk, (db_a, db_b, 1), units
+
+    def _kernel_loads(self, ab, bm: int, bn: int, bk: int, db_a: int, db_b: int) -> bool:
+        """Whether the library's kernel can load this base: each slice, as its loads pad it
+        (int8 moved transposed: rows to 32; float moved transposed: K to 16), fits the L0A /
+        L0B buffer it loads into (:mod:`npusim.ascendc.lib.matmul_l0_slice`), the check
+        the kernel's Matmul makes at SetTensorA/B."""
+        isz = ab.itemsize
+        for size, trans_x, base_x in ((self.soc.l0_a_size, self.aType_.isTrans, bm),
+                                      (self.soc.l0_b_size, not self.bType_.isTrans, bn)):
+            room = _slice.buffer_bytes(size, db_a, db_b)
+            if _slice.slice_bytes(isz, trans_x, base_x, bk) > room:
+                return False
+        return True
 
     def _check_config(self) -> None:
         if getattr(self, "_config_error", None):
@@ -646,8 +666,9 @@ class MatmulApiTilingBase:
         return sm, sn, md, nd
 
     def _k_align(self, ab: np.dtype) -> int:
-        """baseK's alignment: C0_size when A is not transposed and B is, else 16 (never
-        below C0_size)."""
+        """The unit of this tiling's own baseK: C0_size when A is not transposed and B is,
+        else 16 (never below C0_size), so that a float slice moved transposed needs no
+        padding in L0 [R]."""
         c0 = 32 // ab.itemsize
         if not self.aType_.isTrans and self.bType_.isTrans:
             return c0
@@ -676,11 +697,17 @@ class MatmulApiTilingBase:
             while 2 * grown <= room:
                 grown *= 2
             base_k = max(ka, min(_align(k, ka), grown, _MMAD_K_MAX) // ka * ka)
-        if base_m % 16 or base_n % 16 or base_k % ka:
+        c0 = 32 // isz
+        if base_m % 16 or base_n % 16 or base_k % c0:
             raise _TilingError(f"base ({base_m}, {base_n}, {base_k}): baseM and baseN must be "
-                               f"multiples of 16 and baseK of {ka} (TCubeTiling table 2)")
+                               f"multiples of 16 and baseK of {c0} (TCubeTiling: bases "
+                               "aligned to the fractals)")
         db_a = self._buffers(base_m * base_k * isz, pool["l0a"], "baseM * baseK", "L0A")
         db_b = self._buffers(base_n * base_k * isz, pool["l0b"], "baseN * baseK", "L0B")
+        if not self._kernel_loads(ab, base_m, base_n, base_k, db_a, db_b):
+            raise _TilingError(f"base ({base_m}, {base_n}, {base_k}): a slice padded as the "
+                               "library's kernel loads it (int8 moved transposed: rows to 32; "
+                               "float: K to 16) exceeds the L0 buffer it is loaded into")
         self._buffers(base_m * base_n * 4, pool["l0c"], "baseM * baseN", "L0C")
         db_c = 1        # the library's default template keeps one L0C buffer (l0cDB off)
         if self.isBias and pool["bt"] and base_n * 4 > pool["bt"]:
@@ -845,15 +872,16 @@ class MultiCoreMatmulTiling(MatmulApiTilingBase):
     def _library_struct(self, ab, m, n, k, lib) -> TCubeTiling:
         """The struct of the library's A2/A3 multi-core scenario (matmul_tiling_split)."""
         isz, pool = ab.itemsize, self.bufferPool_
-        ka = self._k_align(ab)
         bm, bn, bk = lib.base_m, lib.base_n, lib.base_k
-        if bm % 16 or bn % 16 or bk % ka:
+        c0 = 32 // isz
+        if bm % 16 or bn % 16 or bk % c0:
             raise _TilingError(f"base ({bm}, {bn}, {bk}): baseM and baseN must be multiples "
-                               f"of 16 and baseK of {ka} (TCubeTiling table 2)")
-        if isz == 1 and ((self.aType_.isTrans and bm % 32) or (not self.bType_.isTrans and bn % 32)):
-            raise _TilingError(f"base ({bm}, {bn}): int8 transposed on the way to L0 moves 32 x 32")
+                               f"of 16 and baseK of {c0} (TCubeTiling: fractal-aligned)")
         db_a = self._buffers(bm * bk * isz, pool["l0a"], "baseM * baseK", "L0A")
         db_b = self._buffers(bn * bk * isz, pool["l0b"], "baseN * baseK", "L0B")
+        if not self._kernel_loads(ab, bm, bn, bk, db_a, db_b):
+            raise _TilingError(f"base ({bm}, {bn}, {bk}): a slice padded as the library's "
+                               "kernel loads it exceeds its L0 buffer")
         self._buffers(bm * bn * 4 * lib.db_l0c, pool["l0c"], "baseM * baseN", "L0C")
         if self.isBias and pool["bt"] and bn * 4 > pool["bt"]:
             raise _TilingError(f"baseN {bn} x 4 B of bias exceeds the {pool['bt']} B bias table")
