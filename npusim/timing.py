@@ -958,6 +958,10 @@ class L2Cache:
         """
         self.clock += 1
         stamp = self.clock
+        if reg is not None:
+            same = self._same_rows(lo, hi, write, reg, stamp)
+            if same is not None:
+                return same
         total = int((hi - lo).sum())
         n_ranges = len(lo)
         near = None
@@ -1008,6 +1012,29 @@ class L2Cache:
             dirt = np.zeros(len(lo), bool)
         self._put(lo, hi, dirt, stamp, reg if len(lo) == n_ranges else None)
         return hits / total, (self._evict() if self.size > self.capacity else 0), through
+
+    def _same_rows(self, lo, hi, write: bool, reg, stamp: int):
+        """:meth:`access_lines` of evenly spaced ranges (``reg``) that are the very lines of
+        one resident run (a tile another core read before): all hits, the run takes the new
+        recency in place, as cutting it out and adding it back would (a per-line LRU
+        touches the same lines). Found by the run's start, not through the pages the
+        ranges touch: no other run holds any of these lines, so none can share one with
+        them (the pages of a column tile list every other tile of its rows: finding the
+        run there costs a set update per row and tile, a launch's larger share of replay
+        time as the matrix widens). Returns None when the lines are not such a run."""
+        start = int(lo[0])
+        run = self.runs.get(start)
+        if run is None or len(run) == 3 or run[7] != reg or run[0] != int(hi[-1]):
+            return None
+        # the same start, end and (first line mod pitch, pitch, lines): the same ranges
+        n_ranges = len(lo)
+        dirt = run[5] | write
+        through = 0
+        if write and self.write_through_when_full and self.size > self.capacity:
+            through, dirt = run[6] * self.line, np.zeros(n_ranges, bool)
+        run[2], run[5] = stamp, dirt
+        heapq.heappush(self.heap, (stamp, start))
+        return 1.0, (self._evict() if self.size > self.capacity else 0), through
 
     def _access_rows(self, lo: list, hi: list, write: bool, reg, found: list, near: dict,
                      stamp: int, total: int) -> tuple[float, int, int]:

@@ -113,6 +113,31 @@ def test_the_lockstep_tile_of_a_matmul_kernel():
         assert np.array_equal(got, want)
 
 
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_mmad_operands_gathered_from_the_fractals(dtype):
+    """Mmad's operands as L0A (ZZ) and L0B (ZN) hold them, gathered straight into the
+    loop's float64 operands (mmad_fractals_fused), give the bytes of the per-step arrays
+    (mmad._zz_steps, mmad._zn_steps) through numpy's rendering: B's columns in one block
+    of the loop and in several (N 48, 256, 384), a start and none."""
+    from npusim.ascendc.cube.mmad import _zn_steps, _zz_steps
+    rng = np.random.default_rng(7)
+    k0 = 8 if dtype == np.float32 else 16
+    for G, M1, K1, N1 in ((2, 3, 2, 3), (1, 8, 4, 16), (3, 2, 5, 24)):
+        zz = (rng.standard_normal((G, M1 * K1 * 16 * k0)) * 3).astype(dtype)
+        zn = (rng.standard_normal((G, K1 * N1 * 16 * k0)) * 3).astype(dtype)
+        for init in (None, rng.standard_normal((G, N1, M1 * 16, 16)).astype(np.float32)):
+            fused.ENABLED = False
+            try:
+                want = ss.mmad_steps(_zz_steps(zz, M1, K1, k0), _zn_steps(zn, K1, N1, k0), init,
+                                     np.empty((G, N1, M1 * 16, 16), np.float32))
+            finally:
+                fused.ENABLED = fused.AVAILABLE
+            assert fused.supports_fractals(zz.dtype)
+            got = fused.mmad_fractals_fused(zz, zn, M1, K1, N1, k0, init,
+                                            np.empty((G, N1, M1 * 16, 16), np.float32))
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
 def test_the_exact_sum_is_fsums():
     """Shewchuk's sum rounds as ``math.fsum`` does: ties to even, ties pushed off by a
     lower partial, cancellation, huge exponent spreads."""

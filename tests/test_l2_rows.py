@@ -140,6 +140,29 @@ def test_column_tiles_of_one_matrix_behave_like_a_per_line_lru(pitch_lines, skew
     assert fast.size == len(ref.d)
 
 
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.booleans()), min_size=1, max_size=40))
+def test_tiles_read_again_take_a_new_recency(tiles):
+    """Five column tiles of one matrix (8 rows of 2 lines, 8 lines apart: 80 lines, the
+    cache holds 64), each read or written again and again: a tile found whole in the cache
+    (a tile another core read) is all hits and becomes the most recent, so the tiles
+    evicted, and the write-backs, are those of a per-line LRU."""
+    fast, ref = L2Cache(SOC), SetLRU(64)
+    runs = ((0, 2 * LINE, 8 * LINE, 8),)
+    for col, write in tiles + tiles[::-1]:
+        addr = 1024 * LINE + 2 * col * LINE
+        lo, hi, reg = row_lines(addr, runs, LINE)
+        assert reg is not None
+        got = fast.access_lines(lo, hi, write, reg)
+        assert got == (*ref.touch(moved_lines(addr, ((0, 2 * LINE, 6 * LINE, 8),)), write), 0)
+    assert fast.size == len(ref.d)
+    dirty = set()
+    for s, run in fast.runs.items():
+        for a, b, d in (zip(run[3], run[4], run[5]) if len(run) > 3 else [(s, run[0], run[1])]):
+            dirty |= set(range(a, b)) if d else set()
+    assert dirty == {ln for ln, d in ref.d.items() if d}
+
 # [64, 1024] half tiles of a [64, 12288] half matrix: rows of 2048 B, 24576 B apart
 ROW, PITCH, ROWS, TILES = 2048, 12288 * 2, 64, 12
 

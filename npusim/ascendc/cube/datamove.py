@@ -385,13 +385,18 @@ def _store_frames(d_frames: np.ndarray, s_frames: np.ndarray, transpose: bool) -
         d_frames[...] = s_frames
 
 
+@functools.lru_cache(maxsize=4096)
 def _fractal_blocks(offset: int, first: int, step: int, count: int):
     """The 32 B blocks (sorted, distinct) of fractals ``first + r*step``, r < count, of an
-    operand at byte ``offset`` (32 B aligned): a slice when they are contiguous."""
+    operand at byte ``offset`` (32 B aligned): a slice when they are contiguous. Kept by
+    their arguments (a kernel's k-loop loads the same few fractal sets again and again),
+    read-only."""
     base = (offset >> 5) + first * 16
     if step == 1 or count == 1:
         return slice(base, base + count * 16)
-    return ((base + np.arange(count) * (step * 16))[:, None] + np.arange(16)).reshape(-1)
+    out = ((base + np.arange(count) * (step * 16))[:, None] + np.arange(16)).reshape(-1)
+    out.flags.writeable = False
+    return out
 
 
 def _track_load(ctx, pipe: int, name: str, dst: LocalTensor, src, start: int, stride: int,

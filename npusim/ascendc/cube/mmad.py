@@ -29,6 +29,7 @@ from npusim.ascendc.cube.common import (BLOCK_CUBE, ceil_div, check_range, k0_of
                                         require_local, shadow, stacked)
 from npusim.ascendc.cube.mmad_timing_only import mmad_timing_only
 from npusim.ascendc.cube import unitflag as _unitflag
+from npusim.ascendc.cube import step_sums_numba as _fused
 from npusim.ascendc.cube.step_sums import mmad_steps
 from npusim.ascendc.types import PIPE_M, MmadParams, bfloat16_t, float32, half, int8_t, int32_t
 from npusim.errors import DtypeError, KernelError
@@ -105,12 +106,16 @@ def Mmad(dst, fm, filter, *args) -> None:
     c_lo, c_hi = dst.offset, dst.offset + M1 * N1 * 256 * dst.dtype.itemsize
     _unitflag.before_mmad(ctx, flag, c_lo, c_hi)        # the hand-back from a unitFlag Fixpipe
     if dst.dtype == float32:
+        fractals = None
         if m > 1 and k1a * k0 == k:
-            # whole k fractals: the fractals straight into the per-step operands
-            a_s = _zz_steps(stacked(ctx, fm.elements, M1 * K1 * 16 * k0, name, pipe_name),
-                            M1, K1, k0)
-            b_s = _zn_steps(stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name, pipe_name),
-                            K1, N1, k0)
+            # whole k fractals: the fractals straight into the per-step operands (the
+            # compiled loop's float64 ones, when it runs: one gather, not two)
+            zz = stacked(ctx, fm.elements, M1 * K1 * 16 * k0, name, pipe_name)
+            zn = stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name, pipe_name)
+            if _fused.supports_fractals(zz.dtype):
+                fractals = zz, zn
+            else:
+                a_s, b_s = _zz_steps(zz, M1, K1, k0), _zn_steps(zn, K1, N1, k0)
         else:
             a_s, b_s = _nd_steps(_read_a(ctx, fm, m, k, M1, k1a, k0, name, pipe_name),
                                  _from_zn(stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name,
@@ -121,7 +126,11 @@ def Mmad(dst, fm, filter, *args) -> None:
                    _zn_index(K1, N1, k0)[:k, :n], init_reads, out[0].nbytes)
         # the sums straight into L0C's NZ fractals (column block, row, column): onto
         # themselves when Mmad accumulates
-        mmad_steps(a_s, b_s, init, out.reshape(len(out), N1, M1 * 16, 16))
+        if fractals is not None:
+            _fused.mmad_fractals_fused(*fractals, M1, K1, N1, k0, init,
+                                       out.reshape(len(out), N1, M1 * 16, 16))
+        else:
+            mmad_steps(a_s, b_s, init, out.reshape(len(out), N1, M1 * 16, 16))
         _nans.canonical(out)                            # one NaN, whatever the host made
     else:
         a = _read_a(ctx, fm, m, k, M1, k1a, k0, name, pipe_name)

@@ -48,7 +48,8 @@ import warnings
 import ml_dtypes
 import numpy as np
 
-__all__ = ["AVAILABLE", "ENABLED", "mmad_steps_fused", "rounded_step_sums_fused"]
+__all__ = ["AVAILABLE", "ENABLED", "mmad_fractals_fused", "mmad_steps_fused",
+           "rounded_step_sums_fused", "supports_fractals"]
 
 
 def _installed() -> bool:
@@ -143,6 +144,37 @@ def mmad_steps_fused(a: np.ndarray, b: np.ndarray, init: np.ndarray | None,
     has_init = init is not None
     kernels()._accumulate(a64, b64, init if has_init else out, has_init, out, mbits, emin,
                           by_bits, lk, _POW2)
+    return out
+
+
+def supports_fractals(dtype) -> bool:
+    """Whether :func:`mmad_fractals_fused` takes Mmad's operands of ``dtype`` (the loop is
+    on and the type is one of its own; k0 is the type's: 16, or 8 for float)."""
+    return ENABLED and np.dtype(dtype) in _FORMATS and _loads()
+
+
+def mmad_fractals_fused(zz: np.ndarray, zn: np.ndarray, M1: int, K1: int, N1: int, k0: int,
+                        init: np.ndarray | None, out: np.ndarray) -> np.ndarray:
+    """:func:`mmad_steps_fused` of Mmad's operands as L0A and L0B hold them: ``zz`` A's
+    [G, M1 x K1 fractals of 16 x k0] (ZZ) and ``zn`` B's [G, K1 x N1 fractals of k0 x 16,
+    each column by column] (ZN), one member block per row; ``init``, ``out`` as there (N =
+    N1 * 16). The same float64 operands :func:`_operands` makes of Mmad's per-step arrays
+    (:func:`.mmad._zz_steps`, :func:`.mmad._zn_steps`), each gathered from the fractals in
+    one pass rather than through a contiguous copy first; the same loop and bits.
+    :func:`supports_fractals` must hold."""
+    fmt = _FORMATS[zz.dtype]
+    G, N = len(zz), N1 * 16
+    width = max(w for w in range(16, _WIDTH + 1, 16) if N % w == 0)
+    # A: step s, row i*16 + r, column k from fractal (i, s), element (r, k)
+    a64 = _float64("a", zz.reshape(G, M1, K1, 16, k0).transpose(0, 2, 1, 3, 4)).reshape(
+        G, K1, M1 * 16, k0)
+    # B in blocks of ``width`` columns: block c, step s, row k, column c*width + w*16 + j
+    # from fractal (s, c*width/16 + w), element (j, k) (stored column by column)
+    b64 = _float64("b", zn.reshape(G, K1, N // width, width // 16, 16, k0).transpose(
+        0, 2, 1, 5, 3, 4)).reshape(G, N // width, K1, k0, width)
+    has_init = init is not None
+    kernels()._accumulate(a64, b64, init if has_init else out, has_init, out, fmt[0], fmt[1],
+                          fmt[2], max(k0 - 1, 1).bit_length(), _POW2)
     return out
 
 
