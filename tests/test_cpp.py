@@ -447,3 +447,22 @@ def test_block_waits_for_a_flag_another_block_sets_in_gm(cross_core_kernels):
     y = np.frombuffer(gm.view(py, 512), np.float32)
     np.testing.assert_array_equal(y[64:], x[64:] + 1)
     np.testing.assert_array_equal(y[:64], x[:64] + (x[64:] + 1))
+
+
+@needs_compiler
+def test_atomic_add_takes_the_type_written_after_the_mode(tmp_path):
+    """SetAtomicAdd<half> writes set_atomic_add, then set_atomic_f16: the UB -> GM copy adds
+    as half (1 + 2 = 3 in every element), not as the float32 of the default type."""
+    from npusim.gm import GlobalMemory
+    from npusim.launch import run_kernel
+    from npusim.soc import get_soc
+    kernel = _stub_kernel(tmp_path, "vector_intrinsics.cpp", "atomic_add_half", "aiv")
+    soc = get_soc("Ascend910B1")
+    gm = GlobalMemory(soc.memory_size)
+    src, dst = gm.malloc(256), gm.malloc(256)
+    x = np.linspace(-4, 4, 128).astype(np.float16)
+    y = np.full(128, 2, np.float16)
+    gm.write(src, x)
+    gm.write(dst, y)
+    run_kernel(kernel, 1, (src, dst), soc=soc, gm=gm)
+    assert np.array_equal(np.frombuffer(gm.view(dst, 256), np.float16), x + y)

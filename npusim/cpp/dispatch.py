@@ -973,9 +973,20 @@ def _vsel(rt, dst, src0, src1, repeat, *rest):
 
 _ATOMIC_TYPES = {"f32": np.float32, "f16": np.float16, "s16": np.int16, "s32": np.int32,
                  "s8": np.int8, "bf16": _types.bfloat16}
+
+
+def _set_atomic_type(rt, dt) -> None:
+    """``set_atomic_<type>``: the type register of the atomic unit. The headers'
+    SetAtomicAdd<T> writes the mode first (``set_atomic_add``) and the type after it
+    (kernel_operator_set_atomic_impl.h), so a type written while atomic add is on retypes
+    the adds from then on."""
+    rt.ctx.cpp_atomic_dtype = np.dtype(dt)
+    if rt.ctx.atomic_dtype is not None:
+        _asc().SetAtomicAdd(dt)
+
+
 for _t, _dt in _ATOMIC_TYPES.items():
-    HANDLERS[f"set_atomic_{_t}"] = (lambda dt: lambda rt: setattr(rt.ctx, "cpp_atomic_dtype",
-                                                                  np.dtype(dt)))(_dt)
+    HANDLERS[f"set_atomic_{_t}"] = (lambda dt: lambda rt: _set_atomic_type(rt, dt))(_dt)
 
 
 @handler("set_atomic_add")

@@ -71,46 +71,94 @@ def scenario(d: Path) -> str | None:
     return m.group(1) if m else "0"
 
 
-def cmake_defines(d: Path, arch: str = "2201") -> list[str]:
+def _cmake_commands(text: str):
+    """(name, arguments) of each command of a CMake file, comments removed, a command spread
+    over lines joined (``target_compile_definitions(demo PRIVATE\n    A=1\n)``)."""
+    body = "\n".join(line.split("#")[0] for line in text.splitlines())
+    for m in re.finditer(r"(\w+)\s*\(((?:[^()]|\([^()]*\))*)\)", body):
+        yield m.group(1).lower(), " ".join(m.group(2).split())
+
+
+def _cmake_condition(cond: str, variables: dict):
+    """True/False for an ``if()`` of one comparison of a variable (``[NOT] VAR STREQUAL "x"``
+    or ``VAR EQUAL n``; a variable the file never sets is empty, as in CMake: a sample's
+    option left at its default), None for any other (both branches then count)."""
+    m = re.fullmatch(r'(NOT\s+)?\$?\{?(\w+)\}?\s+(STREQUAL|EQUAL)\s+"?([^"\s]*)"?', cond.strip())
+    if not m:
+        return None
+    name, value = m.group(2), m.group(4)
+    if name == "CMAKE_ASC_RUN_MODE" and value == "npu":
+        known = False       # npusim builds as the samples' simulator mode
+    elif name in variables and variables[name] is None:
+        return None
+    else:
+        known = variables.get(name, "") == value
+    return known != bool(m.group(1))
+
+
+def cmake_defines(d: Path, arch: str = "2201", scenario_num: str | None = None) -> list[str]:
     """The definitions of a sample's CMake build: its ``add_definitions(-DNAME=value)`` and
-    ``target_compile_definitions(<target> PRIVATE NAME=value ...)``, with the architecture
-    number its CMake derives from CMAKE_ASC_ARCHITECTURES (``${ARCH_NUM}``, dav-2201 for
-    Atlas A2) filled in. npusim builds as the samples' simulator mode does: of an
-    ``if (CMAKE_ASC_RUN_MODE STREQUAL "npu") ... else() ... endif()``, the ``else`` branch
-    counts (e.g. a loop count of 1 instead of the device's 10000); every other branch counts
-    as written."""
+    ``target_compile_definitions(<target> PRIVATE NAME=value ...)`` (on one line or several),
+    with the variables they use filled in: the architecture number its CMake derives from
+    CMAKE_ASC_ARCHITECTURES (``${ARCH_NUM}``, dav-2201 for Atlas A2), ``${SCENARIO_NUM}``
+    (``scenario_num``) and what its own ``set(NAME value)`` commands give. Of an
+    ``if()/elseif()/else()`` on one of those (``CMAKE_ASC_ARCHITECTURES STREQUAL
+    "dav-2201"``, ``SCENARIO_NUM EQUAL 1``), the branch CMake takes counts; npusim builds as
+    the samples' simulator mode does: of an ``if (CMAKE_ASC_RUN_MODE STREQUAL "npu") ...
+    else() ... endif()``, the ``else`` branch counts (e.g. a loop count of 1 instead of the
+    device's 10000). Every branch of any other ``if`` counts as written. The definition of
+    SCENARIO_NUM itself is the README's business (:func:`scenario`)."""
     cmake = d / "CMakeLists.txt"
     if not cmake.is_file():
         return []
+    fixed = {"CMAKE_ASC_ARCHITECTURES": f"dav-{arch}", "ARCH_NUM": arch,
+             "SCENARIO_NUM": scenario_num}
+    variables = dict(fixed)
     out = []
-    skip = []                       # per open if(): is its current branch the npu-only one
-    for line in cmake.read_text(errors="replace").splitlines():
-        code = line.split("#")[0].strip()
-        low = code.replace(" ", "").lower()
-        if low.startswith("if("):
-            skip.append("cmake_asc_run_mode" in low and '"npu"' in low)
+    stack = []      # per open if(): "taking", "not_yet", "done" or "unknown" (count all)
+    for name, args in _cmake_commands(cmake.read_text(errors="replace")):
+        if name == "if":
+            v = _cmake_condition(args, variables)
+            stack.append("unknown" if v is None else "taking" if v else "not_yet")
             continue
-        if low.startswith("else(") or low.startswith("elseif("):
-            if skip:
-                skip[-1] = False
+        if name in ("elseif", "else"):
+            if stack:
+                top = stack[-1]
+                v = _cmake_condition(args, variables) if name == "elseif" else True
+                if top in ("taking", "done"):
+                    stack[-1] = "done"
+                elif top == "not_yet":
+                    stack[-1] = "unknown" if v is None else "taking" if v else "not_yet"
+                elif v is False:
+                    stack[-1] = "not_yet"
             continue
-        if low.startswith("endif("):
-            if skip:
-                skip.pop()
+        if name == "endif":
+            if stack:
+                stack.pop()
             continue
-        if any(skip):
+        if any(state in ("not_yet", "done") for state in stack):
             continue
-        m = re.match(r"add_definitions\(([^)]*)\)", code)
-        if m:
-            flags = [f[2:] for f in m.group(1).split() if f.startswith("-D")]
-        else:
-            m = re.match(r"target_compile_definitions\(\s*\S+([^)]*)\)", code)
-            flags = [f[2:] if f.startswith("-D") else f for f in (m.group(1).split() if m else ())
+        if name == "set":
+            parts = args.split()
+            if len(parts) >= 2 and parts[0] not in fixed:
+                variables[parts[0]] = parts[1].strip('"')
+            continue
+        if name == "add_definitions":
+            flags = [f[2:] for f in args.split() if f.startswith("-D")]
+        elif name == "target_compile_definitions":
+            flags = [f[2:] if f.startswith("-D") else f for f in args.split()[1:]
                      if f not in ("PRIVATE", "PUBLIC", "INTERFACE")]
+        else:
+            continue
         for flag in flags:
-            if "SCENARIO_NUM" not in flag:
-                out.append(flag.replace("${ARCH_NUM}", arch))
-    return [x for x in out if "${" not in x]
+            if flag.split("=")[0] == "SCENARIO_NUM":
+                continue
+            for var, value in variables.items():
+                if value is not None:
+                    flag = flag.replace(f"${{{var}}}", value)
+            if "${" not in flag:
+                out.append(flag)
+    return out
 
 
 def _readme_command(d: Path, script: str, values: dict) -> list[str] | None:
@@ -140,8 +188,8 @@ def run_sample(d: Path, *, soc: str = "Ascend910B1", devkit=None, defines=(),
         return res
     py = sys.executable
     values = {}
-    defines = (*defines, *cmake_defines(d))
     scen = scenario(d)
+    defines = (*defines, *cmake_defines(d, scenario_num=scen))
     if scen is not None:
         values["SCENARIO_NUM"] = scen
         defines = (*defines, f"SCENARIO_NUM={scen}")

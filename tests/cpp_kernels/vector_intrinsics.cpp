@@ -33,3 +33,17 @@ void merge_two(uint8_t* src, uint8_t* dst, uint8_t* sorted)
     copy_ubuf_to_gm(dst, out, 0, 1, 256 / 32, 0, 0);
     reinterpret_cast<int64_t*>(sorted)[0] = sr;
 }
+
+/* SetAtomicAdd<half> as the dav-c220 headers issue it: the mode (set_atomic_add) first, the
+ * type (set_atomic_f16) after it; 128 halves at src are added into dst. */
+void atomic_add_half(uint8_t* src, uint8_t* dst)
+{
+    half* x = reinterpret_cast<half*>(g_mem[0]);
+    copy_gm_to_ubuf(x, src, 0, 1, 256 / 32, 0, 0);
+    set_flag(PIPE_MTE2, PIPE_MTE3, EVENT_ID0);
+    wait_flag(PIPE_MTE2, PIPE_MTE3, EVENT_ID0);
+    set_atomic_add();
+    set_atomic_f16();
+    copy_ubuf_to_gm(dst, x, 0, 1, 256 / 32, 0, 0);
+    set_atomic_none();
+}
