@@ -466,3 +466,21 @@ def test_atomic_add_takes_the_type_written_after_the_mode(tmp_path):
     gm.write(dst, y)
     run_kernel(kernel, 1, (src, dst), soc=soc, gm=gm)
     assert np.array_equal(np.frombuffer(gm.view(dst, 256), np.float16), x + y)
+
+
+@needs_compiler
+def test_transdata_5hd_through_the_va_registers(tmp_path):
+    """set_va_reg_sb fills VA0-VA3 with the dst and src block addresses, and
+    scatter_vnchwconv_b16 transposes: dst block j, element i = src block i, element j."""
+    from npusim.gm import GlobalMemory
+    from npusim.launch import run_kernel
+    from npusim.soc import get_soc
+    kernel = _stub_kernel(tmp_path, "vector_intrinsics.cpp", "trans_5hd_b16", "aiv")
+    soc = get_soc("Ascend910B1")
+    gm = GlobalMemory(soc.memory_size)
+    src, dst = gm.malloc(1024), gm.malloc(512)
+    x = np.arange(512, dtype=np.uint16)
+    gm.write(src, x)
+    run_kernel(kernel, 1, (src, dst), soc=soc, gm=gm)
+    blocks = x.reshape(16, 32)[:, :16]                  # the 16 src blocks, 64 B apart
+    assert np.array_equal(np.frombuffer(gm.view(dst, 512), np.uint16).reshape(16, 16), blocks.T)
