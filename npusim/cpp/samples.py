@@ -4,7 +4,9 @@ A sample is a folder of ``examples/01_simd_cpp_api`` holding one ``.asc``/``.cpp
 a host ``main``, ``scripts/gen_data.py`` and ``scripts/verify_result.py``. Its README's steps
 are followed in a scratch build folder: ``python3 ../scripts/gen_data.py``, the program
 (here :func:`npusim.cpp.run_host` on Ascend910B1), then the README's own
-``verify_result.py`` command line. Nothing of the sample is copied into npusim: the scripts
+``verify_result.py`` command line. The scripts run with ``$NPUSIM_SAMPLE_PYTHON`` when set
+(an interpreter with what they import: two samples' gen_data.py need tensorflow), else
+the running Python. Nothing of the sample is copied into npusim: the scripts
 run where they are.
 """
 from __future__ import annotations
@@ -186,7 +188,9 @@ def run_sample(d: Path, *, soc: str = "Ascend910B1", devkit=None, defines=(),
     if len(srcs) != 1:
         res.reason = f"{len(srcs)} sources (one expected)"
         return res
-    py = sys.executable
+    # the samples' own scripts may need packages npusim does not (two gen_data.py import
+    # tensorflow): NPUSIM_SAMPLE_PYTHON names an interpreter that has them
+    py = os.environ.get("NPUSIM_SAMPLE_PYTHON") or sys.executable
     values = {}
     scen = scenario(d)
     defines = (*defines, *cmake_defines(d, scenario_num=scen))
