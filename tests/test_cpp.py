@@ -484,3 +484,32 @@ def test_transdata_5hd_through_the_va_registers(tmp_path):
     run_kernel(kernel, 1, (src, dst), soc=soc, gm=gm)
     blocks = x.reshape(16, 32)[:, :16]                  # the 16 src blocks, 64 B apart
     assert np.array_equal(np.frombuffer(gm.view(dst, 512), np.uint16).reshape(16, 16), blocks.T)
+
+
+def test_sample_cmake_definitions_over_lines_with_their_variables(tmp_path):
+    """A target_compile_definitions spread over lines counts; ${SCENARIO_NUM} and a
+    variable the file set()s in the dav-2201 branch of an if on the architecture are filled
+    in; an if on an option the sample never sets takes its else branch, as CMake does."""
+    from npusim.cpp.samples import cmake_defines
+    (tmp_path / "CMakeLists.txt").write_text(
+        'if(CMAKE_ASC_ARCHITECTURES STREQUAL "dav-2201")\n    set(NPU_ARCH_ID 2201)\n'
+        'elseif(CMAKE_ASC_ARCHITECTURES STREQUAL "dav-3510")\n    set(NPU_ARCH_ID 3510)\n'
+        "endif()\n"
+        "target_compile_definitions(demo PRIVATE\n    SCENARIO=${SCENARIO_NUM}\n"
+        "    NPU_ARCH=${NPU_ARCH_ID}\n)\n"
+        "if (QUANT_MODE EQUAL 1)\n    target_compile_definitions(demo PRIVATE\n"
+        "        VECTOR_MODE\n    )\nendif()\n")
+    assert cmake_defines(tmp_path, scenario_num="3") == ["SCENARIO=3", "NPU_ARCH=2201"]
+
+
+@needs_compiler
+def test_kernel_kind_follows_the_sources_own_conditionals():
+    """A source choosing its kernel by SCENARIO_NUM (a cube-only Matmul in one scenario, MIX
+    in the other) is the kind the build's definitions select."""
+    text = ("#if SCENARIO_NUM == 2\n#define ASCENDC_CUBE_ONLY\n#endif\n"
+            '#include "lib/matmul_intf.h"\n'
+            "#if SCENARIO_NUM == 2\n__global__ __cube__ void k(GM_ADDR x)\n#else\n"
+            "__global__ __aicore__ void k(GM_ADDR x)\n#endif\n{}\n")
+    assert builder.kernel_core(builder.selected_text(text, ["SCENARIO_NUM=1"])) == "mix"
+    assert builder.kernel_core(builder.selected_text(text, ["SCENARIO_NUM=2"])) == "aic"
+    assert builder.kernel_types(builder.selected_text(text, ["SCENARIO_NUM=1"])) == {"k": "mix"}
