@@ -2,7 +2,8 @@
 docs/cpp_coverage.md.
 
     NPUSIM_ASC_DEVKIT=/path/to/asc-devkit python benchmarks/cpp_coverage.py \
-        [--jsonl results.jsonl] [--only SUBSTRING ...] [--write docs/cpp_coverage.md]
+        [--jsonl results.jsonl] [--only SUBSTRING ...] [--write docs/cpp_coverage.md] \
+        [--python /path/to/python-with-tensorflow]
 
 Each sample runs in a child process (``python -m npusim.cpp.samples DIR``: a crash of one
 sample's C++ code cannot end the run) with the steps of its README (npusim.cpp.samples).
@@ -47,7 +48,12 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--earlier", help="a file of sample folders whose records come from an "
                     "earlier run (marked in the page)")
+    ap.add_argument("--python", help="the Python that runs the samples' own gen_data.py and "
+                    "verify_result.py (NPUSIM_SAMPLE_PYTHON; e.g. a venv with tensorflow, which "
+                    "two samples' gen_data.py import); default: this one")
     args = ap.parse_args()
+    if args.python:
+        os.environ["NPUSIM_SAMPLE_PYTHON"] = args.python
     devkit = builder.find_devkit()
     found = samples.find_samples(devkit)
     done = {}

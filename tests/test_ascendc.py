@@ -253,6 +253,17 @@ def test_cast_round_modes_hand_computed():
     assert float(bf[0]) == 1 + 2**-7
 
 
+def test_cast_none_half_to_int8_rounds_to_nearest_even():
+    """Cast half -> int8/uint8 with CAST_NONE (dav_c220's vconv_f162s8 without a rounding
+    suffix) is CAST_RINT, the conversion losing precision (RoundMode's definition):
+    2.5 -> 2, 3.5 -> 4, -2.5 -> -2, 1.25 -> 1, saturating at the type's range."""
+    from npusim.ascendc.vector import CAST_MODES
+    x = np.array([2.5, 3.5, -2.5, 1.25, 300.0, -300.0], np.float16)
+    assert RoundMode.CAST_NONE in CAST_MODES[(np.dtype(np.float16), np.dtype(np.int8))]
+    assert list(cast_to(x, np.int8, RoundMode.CAST_NONE)) == [2, 4, -2, 1, 127, -128]
+    assert list(cast_to(x[:4:3], np.uint8, RoundMode.CAST_NONE)) == [2, 1]
+
+
 def test_scalar_get_set_value_and_block_index():
     def k(out):
         pipe = TPipe()

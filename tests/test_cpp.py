@@ -447,3 +447,69 @@ def test_block_waits_for_a_flag_another_block_sets_in_gm(cross_core_kernels):
     y = np.frombuffer(gm.view(py, 512), np.float32)
     np.testing.assert_array_equal(y[64:], x[64:] + 1)
     np.testing.assert_array_equal(y[:64], x[:64] + (x[64:] + 1))
+
+
+@needs_compiler
+def test_atomic_add_takes_the_type_written_after_the_mode(tmp_path):
+    """SetAtomicAdd<half> writes set_atomic_add, then set_atomic_f16: the UB -> GM copy adds
+    as half (1 + 2 = 3 in every element), not as the float32 of the default type."""
+    from npusim.gm import GlobalMemory
+    from npusim.launch import run_kernel
+    from npusim.soc import get_soc
+    kernel = _stub_kernel(tmp_path, "vector_intrinsics.cpp", "atomic_add_half", "aiv")
+    soc = get_soc("Ascend910B1")
+    gm = GlobalMemory(soc.memory_size)
+    src, dst = gm.malloc(256), gm.malloc(256)
+    x = np.linspace(-4, 4, 128).astype(np.float16)
+    y = np.full(128, 2, np.float16)
+    gm.write(src, x)
+    gm.write(dst, y)
+    run_kernel(kernel, 1, (src, dst), soc=soc, gm=gm)
+    assert np.array_equal(np.frombuffer(gm.view(dst, 256), np.float16), x + y)
+
+
+@needs_compiler
+def test_transdata_5hd_through_the_va_registers(tmp_path):
+    """set_va_reg_sb fills VA0-VA3 with the dst and src block addresses, and
+    scatter_vnchwconv_b16 transposes: dst block j, element i = src block i, element j."""
+    from npusim.gm import GlobalMemory
+    from npusim.launch import run_kernel
+    from npusim.soc import get_soc
+    kernel = _stub_kernel(tmp_path, "vector_intrinsics.cpp", "trans_5hd_b16", "aiv")
+    soc = get_soc("Ascend910B1")
+    gm = GlobalMemory(soc.memory_size)
+    src, dst = gm.malloc(1024), gm.malloc(512)
+    x = np.arange(512, dtype=np.uint16)
+    gm.write(src, x)
+    run_kernel(kernel, 1, (src, dst), soc=soc, gm=gm)
+    blocks = x.reshape(16, 32)[:, :16]                  # the 16 src blocks, 64 B apart
+    assert np.array_equal(np.frombuffer(gm.view(dst, 512), np.uint16).reshape(16, 16), blocks.T)
+
+
+def test_sample_cmake_definitions_over_lines_with_their_variables(tmp_path):
+    """A target_compile_definitions spread over lines counts; ${SCENARIO_NUM} and a
+    variable the file set()s in the dav-2201 branch of an if on the architecture are filled
+    in; an if on an option the sample never sets takes its else branch, as CMake does."""
+    from npusim.cpp.samples import cmake_defines
+    (tmp_path / "CMakeLists.txt").write_text(
+        'if(CMAKE_ASC_ARCHITECTURES STREQUAL "dav-2201")\n    set(NPU_ARCH_ID 2201)\n'
+        'elseif(CMAKE_ASC_ARCHITECTURES STREQUAL "dav-3510")\n    set(NPU_ARCH_ID 3510)\n'
+        "endif()\n"
+        "target_compile_definitions(demo PRIVATE\n    SCENARIO=${SCENARIO_NUM}\n"
+        "    NPU_ARCH=${NPU_ARCH_ID}\n)\n"
+        "if (QUANT_MODE EQUAL 1)\n    target_compile_definitions(demo PRIVATE\n"
+        "        VECTOR_MODE\n    )\nendif()\n")
+    assert cmake_defines(tmp_path, scenario_num="3") == ["SCENARIO=3", "NPU_ARCH=2201"]
+
+
+@needs_compiler
+def test_kernel_kind_follows_the_sources_own_conditionals():
+    """A source choosing its kernel by SCENARIO_NUM (a cube-only Matmul in one scenario, MIX
+    in the other) is the kind the build's definitions select."""
+    text = ("#if SCENARIO_NUM == 2\n#define ASCENDC_CUBE_ONLY\n#endif\n"
+            '#include "lib/matmul_intf.h"\n'
+            "#if SCENARIO_NUM == 2\n__global__ __cube__ void k(GM_ADDR x)\n#else\n"
+            "__global__ __aicore__ void k(GM_ADDR x)\n#endif\n{}\n")
+    assert builder.kernel_core(builder.selected_text(text, ["SCENARIO_NUM=1"])) == "mix"
+    assert builder.kernel_core(builder.selected_text(text, ["SCENARIO_NUM=2"])) == "aic"
+    assert builder.kernel_types(builder.selected_text(text, ["SCENARIO_NUM=1"])) == {"k": "mix"}

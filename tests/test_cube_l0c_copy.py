@@ -97,5 +97,18 @@ def test_register_form_rules():
     def split(addr, c1):
         DataCopy(gm_tensor(float32, addr["c"], M * N), c1,
                  DataCopyCO12DstParams(N, M, N, M, QuantMode_t.NoQuant, 0, True, True))
-    with pytest.raises(KernelError, match="channelSplit is not modelled"):
+    with pytest.raises(KernelError, match="isChannelSplit splits float NZ output"):
         run(np.float16, np.float32, split)
+
+
+def test_channel_split_writes_float_nz_in_16_by_8_fractals():
+    """channelSplit (Fixpipe's f32 channel split): each 16 x 16 float fractal of L0C leaves
+    as two 16 x 8 ones; column block j (8 columns, rows of 32 B) at j * dstStride 32 B
+    blocks, here packed (dstStride = M)."""
+    def out(addr, c1):
+        DataCopy(gm_tensor(float32, addr["c"], M * N), c1,
+                 DataCopyCO12DstParams(N, M, M, M, QuantMode_t.NoQuant, 0, True, False))
+
+    got, exact = run(np.float16, np.float32, out)
+    nz = got.reshape(N // 8, M, 8)                                   # column block, row, col
+    np.testing.assert_array_equal(nz.transpose(1, 0, 2).reshape(M, N), exact.astype(np.float32))

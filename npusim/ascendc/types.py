@@ -394,7 +394,7 @@ class FixpipeParamsV220:
     matrices, srcNdStride [1, 512] x 1024 B apart in L0C and dstNdStride [1, 65535]
     elements apart in the destination. reluEn: ReLU on the way out. unitFlag: 0 off, 3 (or
     2) takes L0C from a unitFlag Mmad (:mod:`npusim.ascendc.cube.unitflag`).
-    isChannelSplit: not modelled (must stay False).
+    isChannelSplit: float NZ output in 16 x 8 fractals (Fixpipe "f32 channel split").
     """
 
     nSize: int = 0

@@ -886,8 +886,11 @@ CAST_MODES = {
     (_I32, _F16): {RoundMode.CAST_NONE},
     (_I8, _F16): {RoundMode.CAST_NONE},
     (_U8, _F16): {RoundMode.CAST_NONE},
-    (_F16, _I8): _TO_INT,
-    (_F16, _U8): _TO_INT,
+    # CAST_NONE too: dav_c220's Cast issues vconv_f162s8/u8 (no rounding suffix) for it, and
+    # RoundMode's CAST_NONE is CAST_RINT when the conversion loses precision (RoundMode, Ascend
+    # C API reference "Cast(float转half/int32_t)" atlasascendc_api_07_0018)
+    (_F16, _I8): _TO_INT | {RoundMode.CAST_NONE},
+    (_F16, _U8): _TO_INT | {RoundMode.CAST_NONE},
     (_F32, _F32): {RoundMode.CAST_RINT, RoundMode.CAST_FLOOR, RoundMode.CAST_CEIL,
                    RoundMode.CAST_ROUND, RoundMode.CAST_TRUNC},
 }
@@ -935,7 +938,7 @@ def _round_float(x: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
 
 def _round_int(x: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
     xd = x.astype(np.float64)
-    if mode == RoundMode.CAST_RINT:
+    if mode in (RoundMode.CAST_RINT, RoundMode.CAST_NONE):    # CAST_NONE: RINT when lossy
         y = np.rint(xd)
     elif mode == RoundMode.CAST_FLOOR:
         y = np.floor(xd)

@@ -129,8 +129,8 @@ def load(source, name: str | None = None, *, core: str | None = None, devkit=Non
     b = build(source, core=core, devkit=devkit, defines=defines, include=include, force=force)
     if name is None:
         text = open(source, errors="replace").read()
-        from npusim.cpp.builder import kernel_types
-        names = list(kernel_types(text))
+        from npusim.cpp.builder import kernel_types, selected_text
+        names = list(kernel_types(selected_text(text, defines)))
         if len(set(names)) != 1:
             raise CppBuildError(f"name the kernel to load: {source} defines "
                                 f"{sorted(set(names)) or 'no __global__ function'}")
@@ -183,8 +183,9 @@ def run_host(source, *, soc="Ascend910B1", cwd=None, argv=(), core: str | None =
     if b.core == "aic":
         from npusim.ascendc.types import KernelMetaType
         session.kernel_type = KernelMetaType.KERNEL_TYPE_AIC_ONLY
-    from npusim.cpp.builder import kernel_types
-    session.kernel_types = kernel_types(open(source, errors="replace").read())
+    from npusim.cpp.builder import kernel_types, selected_text
+    session.kernel_types = kernel_types(selected_text(open(source, errors="replace").read(),
+                                                      defines))
     session.mix = b.core == "mix"
     args = [str(source).encode(), *[str(a).encode() for a in argv]]
     c_argv = (ctypes.c_char_p * (len(args) + 1))(*args, None)

@@ -419,6 +419,28 @@ def workspace_parameters(text: str) -> dict:
     return out
 
 
+def selected_text(text: str, defines=(), cxx: str | None = None) -> str:
+    """``text`` (a kernel source) with its own ``#if``/``#ifdef`` branches chosen as the build
+    chooses them: the compiler's preprocessor under the CPU-debug A2 definitions and the
+    user's ``defines`` (e.g. a ``SCENARIO_NUM`` that selects ``__cube__`` or
+    ``ASCENDC_CUBE_ONLY``), its ``#include`` lines kept as text, not read (their macros are
+    not needed to tell the kernels' kinds), ``#define`` lines kept (``-dD``). The text itself
+    when the preprocessor fails."""
+    if "#if" not in text:
+        return text
+    body = re.sub(r"^\s*#\s*include\b", "__npusim_include__", text, flags=re.M)
+    try:
+        r = subprocess.run([cxx or find_compiler(), "-E", "-P", "-dD", "-x", "c++", "-std=c++17",
+                            "-DASCENDC_CPU_DEBUG=1", "-D__NPU_ARCH__=2201",
+                            *[f"-D{d}" for d in defines], "-"],
+                           input=body, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError, NpuSimError):
+        return text
+    if r.returncode != 0:
+        return text
+    return re.sub(r"^\s*__npusim_include__", "#include", r.stdout, flags=re.M)
+
+
 def kernel_core(text: str) -> str:
     """"aiv", "aic" or "mix": the cores a source's kernels run on, from their ``__vector__`` /
     ``__cube__`` / ``__mix__`` qualifiers or ``KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_...)``
@@ -489,7 +511,7 @@ def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, de
     """
     source = Path(source).resolve()
     if core is None:
-        core = kernel_core(source.read_text(errors="replace"))
+        core = kernel_core(selected_text(source.read_text(errors="replace"), defines))
     if core not in ARCH_DEFINES:
         raise CppBuildError(f"core {core!r}: use 'aiv', 'aic' or 'mix'")
     devkit = find_devkit(devkit)

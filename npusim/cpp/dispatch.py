@@ -973,9 +973,20 @@ def _vsel(rt, dst, src0, src1, repeat, *rest):
 
 _ATOMIC_TYPES = {"f32": np.float32, "f16": np.float16, "s16": np.int16, "s32": np.int32,
                  "s8": np.int8, "bf16": _types.bfloat16}
+
+
+def _set_atomic_type(rt, dt) -> None:
+    """``set_atomic_<type>``: the type register of the atomic unit. The headers'
+    SetAtomicAdd<T> writes the mode first (``set_atomic_add``) and the type after it
+    (kernel_operator_set_atomic_impl.h), so a type written while atomic add is on retypes
+    the adds from then on."""
+    rt.ctx.cpp_atomic_dtype = np.dtype(dt)
+    if rt.ctx.atomic_dtype is not None:
+        _asc().SetAtomicAdd(dt)
+
+
 for _t, _dt in _ATOMIC_TYPES.items():
-    HANDLERS[f"set_atomic_{_t}"] = (lambda dt: lambda rt: setattr(rt.ctx, "cpp_atomic_dtype",
-                                                                  np.dtype(dt)))(_dt)
+    HANDLERS[f"set_atomic_{_t}"] = (lambda dt: lambda rt: _set_atomic_type(rt, dt))(_dt)
 
 
 @handler("set_atomic_add")
@@ -1017,6 +1028,41 @@ def _vtranspose(rt, dst, src):
     """The 16 x 16 transpose of 2-byte elements (Transpose's basic form)."""
     d = rt.local(dst, "Transpose")
     _asc().Transpose(d, rt.local(src, "Transpose", d.dtype))
+
+
+# TransDataTo5HD's register form: eight VA registers of eight UB addresses each; the headers
+# write the 16 dst addresses to VA0/VA1 and the 16 src addresses to VA2/VA3
+# (kernel_operator_vec_transpose_impl.h SetVaReg), then issue scatter_vnchwconv_b<bits>
+# (VA0, VA2, repeat, dstRepStride, srcRepStride[, dstHighHalf, srcHighHalf]).
+@handler("set_va_reg_sb")
+def _set_va_reg_sb(rt, va, array):
+    """VA register ``va`` := the eight addresses at ``array`` (host pointers into the UB)."""
+    base, size = rt.hw[_core.UB]
+    addrs = np.frombuffer(ctypes.string_at(int(array), 64), np.uint64).astype(np.int64) - base
+    if ((addrs < 0) | (addrs >= size)).any():
+        raise KernelError("TransDataTo5HD", f"VA{int(va)}: an address outside the UB")
+    regs = rt.ctx.__dict__.setdefault("cpp_va_regs", {})
+    regs[int(va)] = [int(a) for a in addrs]
+
+
+def _va_list(rt, va: int) -> list:
+    regs = getattr(rt.ctx, "cpp_va_regs", {})
+    if va not in regs or va + 1 not in regs:
+        raise KernelError("TransDataTo5HD", f"VA{va}/VA{va + 1} were not set (set_va_reg_sb)")
+    return regs[va] + regs[va + 1]
+
+
+def _scatter_vnchwconv(dtype):
+    def run(rt, dst_va, src_va, repeat, dst_rep, src_rep, dst_high=False, src_high=False):
+        from npusim.ascendc.transpose import TransDataTo5HDParams
+        _asc().TransDataTo5HD(_va_list(rt, int(dst_va)), _va_list(rt, int(src_va)),
+                              TransDataTo5HDParams(bool(dst_high), bool(src_high), int(repeat),
+                                                   int(dst_rep), int(src_rep)), dtype=dtype)
+    return run
+
+
+for _bits, _dt in ((8, np.uint8), (16, np.uint16), (32, np.uint32)):
+    HANDLERS[f"scatter_vnchwconv_b{_bits}"] = _scatter_vnchwconv(_dt)
 
 
 # Scalar GM access through the data cache (kernel_scalar.h: WriteGmByPassDCache and its read).

@@ -4,7 +4,9 @@ A sample is a folder of ``examples/01_simd_cpp_api`` holding one ``.asc``/``.cpp
 a host ``main``, ``scripts/gen_data.py`` and ``scripts/verify_result.py``. Its README's steps
 are followed in a scratch build folder: ``python3 ../scripts/gen_data.py``, the program
 (here :func:`npusim.cpp.run_host` on Ascend910B1), then the README's own
-``verify_result.py`` command line. Nothing of the sample is copied into npusim: the scripts
+``verify_result.py`` command line. The scripts run with ``$NPUSIM_SAMPLE_PYTHON`` when set
+(an interpreter with what they import: two samples' gen_data.py need tensorflow), else
+the running Python. Nothing of the sample is copied into npusim: the scripts
 run where they are.
 """
 from __future__ import annotations
@@ -71,46 +73,94 @@ def scenario(d: Path) -> str | None:
     return m.group(1) if m else "0"
 
 
-def cmake_defines(d: Path, arch: str = "2201") -> list[str]:
+def _cmake_commands(text: str):
+    """(name, arguments) of each command of a CMake file, comments removed, a command spread
+    over lines joined (``target_compile_definitions(demo PRIVATE\n    A=1\n)``)."""
+    body = "\n".join(line.split("#")[0] for line in text.splitlines())
+    for m in re.finditer(r"(\w+)\s*\(((?:[^()]|\([^()]*\))*)\)", body):
+        yield m.group(1).lower(), " ".join(m.group(2).split())
+
+
+def _cmake_condition(cond: str, variables: dict):
+    """True/False for an ``if()`` of one comparison of a variable (``[NOT] VAR STREQUAL "x"``
+    or ``VAR EQUAL n``; a variable the file never sets is empty, as in CMake: a sample's
+    option left at its default), None for any other (both branches then count)."""
+    m = re.fullmatch(r'(NOT\s+)?\$?\{?(\w+)\}?\s+(STREQUAL|EQUAL)\s+"?([^"\s]*)"?', cond.strip())
+    if not m:
+        return None
+    name, value = m.group(2), m.group(4)
+    if name == "CMAKE_ASC_RUN_MODE" and value == "npu":
+        known = False       # npusim builds as the samples' simulator mode
+    elif name in variables and variables[name] is None:
+        return None
+    else:
+        known = variables.get(name, "") == value
+    return known != bool(m.group(1))
+
+
+def cmake_defines(d: Path, arch: str = "2201", scenario_num: str | None = None) -> list[str]:
     """The definitions of a sample's CMake build: its ``add_definitions(-DNAME=value)`` and
-    ``target_compile_definitions(<target> PRIVATE NAME=value ...)``, with the architecture
-    number its CMake derives from CMAKE_ASC_ARCHITECTURES (``${ARCH_NUM}``, dav-2201 for
-    Atlas A2) filled in. npusim builds as the samples' simulator mode does: of an
-    ``if (CMAKE_ASC_RUN_MODE STREQUAL "npu") ... else() ... endif()``, the ``else`` branch
-    counts (e.g. a loop count of 1 instead of the device's 10000); every other branch counts
-    as written."""
+    ``target_compile_definitions(<target> PRIVATE NAME=value ...)`` (on one line or several),
+    with the variables they use filled in: the architecture number its CMake derives from
+    CMAKE_ASC_ARCHITECTURES (``${ARCH_NUM}``, dav-2201 for Atlas A2), ``${SCENARIO_NUM}``
+    (``scenario_num``) and what its own ``set(NAME value)`` commands give. Of an
+    ``if()/elseif()/else()`` on one of those (``CMAKE_ASC_ARCHITECTURES STREQUAL
+    "dav-2201"``, ``SCENARIO_NUM EQUAL 1``), the branch CMake takes counts; npusim builds as
+    the samples' simulator mode does: of an ``if (CMAKE_ASC_RUN_MODE STREQUAL "npu") ...
+    else() ... endif()``, the ``else`` branch counts (e.g. a loop count of 1 instead of the
+    device's 10000). Every branch of any other ``if`` counts as written. The definition of
+    SCENARIO_NUM itself is the README's business (:func:`scenario`)."""
     cmake = d / "CMakeLists.txt"
     if not cmake.is_file():
         return []
+    fixed = {"CMAKE_ASC_ARCHITECTURES": f"dav-{arch}", "ARCH_NUM": arch,
+             "SCENARIO_NUM": scenario_num}
+    variables = dict(fixed)
     out = []
-    skip = []                       # per open if(): is its current branch the npu-only one
-    for line in cmake.read_text(errors="replace").splitlines():
-        code = line.split("#")[0].strip()
-        low = code.replace(" ", "").lower()
-        if low.startswith("if("):
-            skip.append("cmake_asc_run_mode" in low and '"npu"' in low)
+    stack = []      # per open if(): "taking", "not_yet", "done" or "unknown" (count all)
+    for name, args in _cmake_commands(cmake.read_text(errors="replace")):
+        if name == "if":
+            v = _cmake_condition(args, variables)
+            stack.append("unknown" if v is None else "taking" if v else "not_yet")
             continue
-        if low.startswith("else(") or low.startswith("elseif("):
-            if skip:
-                skip[-1] = False
+        if name in ("elseif", "else"):
+            if stack:
+                top = stack[-1]
+                v = _cmake_condition(args, variables) if name == "elseif" else True
+                if top in ("taking", "done"):
+                    stack[-1] = "done"
+                elif top == "not_yet":
+                    stack[-1] = "unknown" if v is None else "taking" if v else "not_yet"
+                elif v is False:
+                    stack[-1] = "not_yet"
             continue
-        if low.startswith("endif("):
-            if skip:
-                skip.pop()
+        if name == "endif":
+            if stack:
+                stack.pop()
             continue
-        if any(skip):
+        if any(state in ("not_yet", "done") for state in stack):
             continue
-        m = re.match(r"add_definitions\(([^)]*)\)", code)
-        if m:
-            flags = [f[2:] for f in m.group(1).split() if f.startswith("-D")]
-        else:
-            m = re.match(r"target_compile_definitions\(\s*\S+([^)]*)\)", code)
-            flags = [f[2:] if f.startswith("-D") else f for f in (m.group(1).split() if m else ())
+        if name == "set":
+            parts = args.split()
+            if len(parts) >= 2 and parts[0] not in fixed:
+                variables[parts[0]] = parts[1].strip('"')
+            continue
+        if name == "add_definitions":
+            flags = [f[2:] for f in args.split() if f.startswith("-D")]
+        elif name == "target_compile_definitions":
+            flags = [f[2:] if f.startswith("-D") else f for f in args.split()[1:]
                      if f not in ("PRIVATE", "PUBLIC", "INTERFACE")]
+        else:
+            continue
         for flag in flags:
-            if "SCENARIO_NUM" not in flag:
-                out.append(flag.replace("${ARCH_NUM}", arch))
-    return [x for x in out if "${" not in x]
+            if flag.split("=")[0] == "SCENARIO_NUM":
+                continue
+            for var, value in variables.items():
+                if value is not None:
+                    flag = flag.replace(f"${{{var}}}", value)
+            if "${" not in flag:
+                out.append(flag)
+    return out
 
 
 def _readme_command(d: Path, script: str, values: dict) -> list[str] | None:
@@ -138,10 +188,12 @@ def run_sample(d: Path, *, soc: str = "Ascend910B1", devkit=None, defines=(),
     if len(srcs) != 1:
         res.reason = f"{len(srcs)} sources (one expected)"
         return res
-    py = sys.executable
+    # the samples' own scripts may need packages npusim does not (two gen_data.py import
+    # tensorflow): NPUSIM_SAMPLE_PYTHON names an interpreter that has them
+    py = os.environ.get("NPUSIM_SAMPLE_PYTHON") or sys.executable
     values = {}
-    defines = (*defines, *cmake_defines(d))
     scen = scenario(d)
+    defines = (*defines, *cmake_defines(d, scenario_num=scen))
     if scen is not None:
         values["SCENARIO_NUM"] = scen
         defines = (*defines, f"SCENARIO_NUM={scen}")
@@ -252,7 +304,8 @@ def coverage_page(results: list[SampleResult], root: Path, total: int,
         "README runs it: `gen_data.py`, the program on a simulated Ascend910B1, then the README's\n"
         "`verify_result.py` command (`benchmarks/cpp_coverage.py`, `npusim.cpp.samples`).\n"
         "Samples whose CMake build requires `SCENARIO_NUM` run the README's example value;\n"
-        "the CMake's other `add_definitions` are passed too.\n\n"
+        "the CMake's other definitions are passed too. The samples' scripts run with a Python\n"
+        "that has what they import (`--python`: two gen_data.py import tensorflow).\n\n"
         f"Tried {n} of the {total} A2 samples: **{comp} compiled, {ran} ran, {ok} correct**.\n"
         "Task Duration is the simulated time of each launch. The reason is the first failure\n"
         "(an error's location reads `?` or `<frozen runpy>`: it has no Python frame of the\n"

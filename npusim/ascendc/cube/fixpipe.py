@@ -59,7 +59,7 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR,
     matrix i written at ``i * dstNdStride + r * dstStride + c`` elements; ``ndNum``
     matrices read ``srcNdStride`` x 1024 B apart. ``config=CFG_NZ``: the NZ layout kept,
     column block j written ``j * dstStride`` 32 B blocks from the start, rows of 16
-    elements; into a GlobalTensor or L1 (A1/B1; A2/A3 write L1 in NZ only, and never
+    elements (8 with ``isChannelSplit``: float output as 16 x 8 fractals); into a GlobalTensor or L1 (A1/B1; A2/A3 write L1 in NZ only, and never
     float/int32: the value must be converted). ``cbufWorkspace``: the uint64 scale table in
     L1 (A1) for VDEQF16 / VQF322B8_PRE / VREQ8 (column c uses entry c).
 
@@ -83,7 +83,7 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR,
     Raises:
         KernelError: the SoC has no Fixpipe (910A, 310P), src not in CO1, dst not GM/L1,
         a V* mode without cbufWorkspace (or a table with another mode), ND output into L1,
-        or isChannelSplit set (not modelled). LimitError: unitFlag 1 (reserved).
+        or isChannelSplit with ND or non-float output. LimitError: unitFlag 1 (reserved).
         SyncError (checker): a unitFlag hand-off that does not pair (:mod:`.unitflag`). DtypeError: src, quantPre and dst
         types do not match. LimitError: a field out of range. AlignmentError: a misaligned
         operand or an NZ nSize not a multiple of 16.
@@ -108,9 +108,13 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR,
     if int(p.dstStride) <= 0:
         raise LimitError(name, f"dstStride = {int(p.dstStride)} must be >= 1 (Fixpipe.md, "
                          "parameter table)", pipe=pipe)
-    if not nd_out and n % BLOCK_CUBE:
-        raise AlignmentError(name, f"nSize = {n}: NZ output moves whole 16-column blocks "
-                             "(a multiple of 16 without channel split)", pipe=pipe)
+    # NZ column blocks: 16 columns, or 8 with the f32 channel split (each 16 x 16 fractal
+    # written as two 16 x 8 ones; CCE intrinsic API, Fixpipe "f32 通道切分")
+    c0 = 8 if (p.isChannelSplit and not nd_out) else BLOCK_CUBE
+    if not nd_out and n % c0:
+        raise AlignmentError(name, f"nSize = {n}: NZ output moves whole {c0}-column blocks "
+                             f"(a multiple of {c0} {'with' if c0 == 8 else 'without'} channel "
+                             "split)", pipe=pipe)
     count = check_range(name, "ndNum", p.ndNum, 0, 65535, pipe) if nd_out else 1
     if count == 0:
         ctx.warn("Fixpipe: ndNum = 0, nothing is moved (Fixpipe.md: not executed)")
@@ -132,9 +136,9 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR,
     out = _convert(values, Q(p.quantPre), scale, bool(p.reluEn), dst.dtype)
     if nd_out:
         d_idx = np.arange(count)[:, None, None] * dst_nd + r * int(p.dstStride) + c
-    else:      # NZ: column block j at j*dstStride 32 B blocks, rows of 16 elements
+    else:      # NZ: column block j at j*dstStride 32 B blocks, rows of c0 elements
         per_block = 32 // dst.dtype.itemsize
-        d_idx = ((c // 16) * int(p.dstStride) * per_block + r * 16 + c % 16)[None]
+        d_idx = ((c // c0) * int(p.dstStride) * per_block + r * c0 + c % c0)[None]
     flag = int(p.unitFlag)
     handoff = _unitflag.before_fixpipe(ctx, flag, src.offset, src.offset + (int(s_idx.max()) + 1)
                                        * src.dtype.itemsize)     # waits for released units
@@ -142,7 +146,7 @@ def Fixpipe(dst, src: LocalTensor, *args, config: FixpipeConfig = CFG_ROW_MAJOR,
     if sh is not None:
         sh.read_elements(ctx, int(PIPE_FIX), src.offset, s_idx, src.dtype.itemsize, name)
     if isinstance(dst, GlobalTensor):
-        _to_gm(ctx, dst, d_idx, out, m, n, count, dst_nd, p, nd_out)
+        _to_gm(ctx, dst, d_idx, out, m, n, count, dst_nd, p, nd_out, c0)
     else:
         _to_l1(ctx, dst, d_idx, out)
     if table is not None and not _table_in_fb:   # the V* table goes L1 -> FB first (32 B/cycle)
@@ -167,8 +171,6 @@ def _check(ctx, dst, src, table, p: FixpipeParamsV220, nd_out: bool,
     elif not isinstance(dst, GlobalTensor):
         raise KernelError(name, "dst must be a GlobalTensor or an L1 LocalTensor", pipe=pipe)
     _unitflag.check_value(name, "FixpipeParamsV220.unitFlag", p.unitFlag, pipe)
-    if p.isChannelSplit:
-        raise not_modelled(name, "FixpipeParamsV220.isChannelSplit", pipe)
     mode = Q(p.quantPre)
     want = _MODES[mode]
     if src.dtype not in (float32, int32_t):
@@ -180,6 +182,10 @@ def _check(ctx, dst, src, table, p: FixpipeParamsV220, nd_out: bool,
                          f"{dst.dtype.name} (Fixpipe.md quantPre list)", pipe=pipe)
     if not nd_out and dst.dtype.itemsize == 1:
         raise not_modelled(name, "an 8-bit NZ output (its C0 layout is not documented)", pipe)
+    if p.isChannelSplit and (nd_out or dst.dtype != float32):
+        raise KernelError(name, "isChannelSplit splits float NZ output into 16 x 8 fractals: "
+                          "NZ (CFG_NZ) float output only (CCE intrinsic API, Fixpipe: f32 "
+                          "channel split)", pipe=pipe)
     if (mode in _VECTOR_MODES) != (table is not None):
         raise KernelError(name, f"quantPre {mode.name} {'needs' if table is None else 'takes no'}"
                           " cbufWorkspace (the per-column uint64 table in A1)", pipe=pipe)
@@ -232,7 +238,8 @@ def _convert(v: np.ndarray, mode: QuantMode_t, scale, relu: bool, dtype) -> np.n
     return out
 
 
-def _to_gm(ctx, dst: GlobalTensor, d_idx, out, m, n, count, dst_nd, p, nd_out) -> None:
+def _to_gm(ctx, dst: GlobalTensor, d_idx, out, m, n, count, dst_nd, p, nd_out,
+           c0: int = BLOCK_CUBE) -> None:
     """Store into GM (adding, under SetAtomicAdd) and record the DMA write on PIPE_FIX."""
     name, pipe = "Fixpipe", "PIPE_FIX"
     isz = dst.dtype.itemsize
@@ -243,7 +250,7 @@ def _to_gm(ctx, dst: GlobalTensor, d_idx, out, m, n, count, dst_nd, p, nd_out) -
     # the rows stored: (byte offset from dst, row bytes, pitch, rows)
     rows = [(i * dst_nd * isz, n * isz, int(p.dstStride) * isz, m)
             for i in range(count)] if nd_out else \
-           [(0, m * 16 * isz, int(p.dstStride) * 32, n // 16)]
+           [(0, m * c0 * isz, int(p.dstStride) * 32, n // c0)]
     gms = _lockstep.gm_spans(ctx, dst, span, name, pipe, True, rows)   # one per member block
     for gm, member_out in zip(gms, out):
         gm = gm.view(dst.dtype)

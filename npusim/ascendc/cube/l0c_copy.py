@@ -16,8 +16,8 @@ naming Fixpipe; the table's L1 -> FB copy is the DataCopy's (PIPE_FIX, 32 B/cycl
 docs/reference/hardware.md §2.1), not paid again by the copy out.
 
 Register reset values [R: not published]: no ND split (ndNum 1), scale 0, no table.
-Not modelled (a KernelError naming it): channelSplit, clipReluPre, eltWiseOp, reluPre
-other than 0 / 1.
+Not modelled (a KernelError naming it): clipReluPre, eltWiseOp, reluPre other than 0 / 1.
+channelSplit is Fixpipe's isChannelSplit (float NZ output in 16 x 8 fractals).
 """
 from __future__ import annotations
 
@@ -159,8 +159,7 @@ def copy_out(dst, src: LocalTensor, p: DataCopyCO12DstParams) -> None:
     """``DataCopy(GM or L1, CO1, DataCopyCO12DstParams)``: module docstring."""
     from npusim.ascendc.cube.fixpipe import Fixpipe
     ctx = _core.current_core()
-    for field, what in (("channelSplit", "channelSplit"), ("clipReluPre", "clipReluPre"),
-                        ("eltWiseOp", "eltWiseOp")):
+    for field, what in (("clipReluPre", "clipReluPre"), ("eltWiseOp", "eltWiseOp")):
         if getattr(p, field):
             raise KernelError("DataCopy", f"DataCopyCO12DstParams.{what} is not modelled; leave "
                               "it at its default", pipe="PIPE_FIX")
@@ -171,7 +170,7 @@ def copy_out(dst, src: LocalTensor, p: DataCopyCO12DstParams) -> None:
     nd_num, src_nd, dst_nd = regs.nd if p.nz2ndEn else (1, 0, 0)
     fp = FixpipeParamsV220(int(p.nSize), int(p.mSize), int(p.srcStride), int(p.dstStride),
                            QuantMode_t(p.quantPre), regs.deq, nd_num, src_nd, dst_nd,
-                           bool(p.reluPre), int(p.unitFlag))
+                           bool(p.reluPre), int(p.unitFlag), bool(p.channelSplit))
     config = CFG_ROW_MAJOR if p.nz2ndEn else CFG_NZ
     if QuantMode_t(p.quantPre) in (QuantMode_t.VDEQF16, QuantMode_t.VQF322B8_PRE,
                                    QuantMode_t.VREQ8):
