@@ -2,7 +2,8 @@
 
 Allocation rules are those of ``aclrtMalloc`` (``docs/reference/api.md`` §6 "Documented
 semantics"): the size must be > 0; it is rounded up to a multiple of 32 B and 32 B are
-added; the start address is 64 B aligned; memory is not initialised. The capacity is the
+added; the start address is 64 B aligned; memory is not initialised (see below for what a
+read of it gives). The capacity is the
 SoC's ``memory_size`` (``docs/reference/hardware.md`` §1). A huge-page allocation
 (``malloc(size, huge_page=True)``: aclrtMalloc's ``ACL_MEM_MALLOC_HUGE_ONLY``, the runtime's
 ``RT_MEMORY_POLICY_HUGE_PAGE_ONLY``) is granted in whole 2 MiB pages, 2 MiB aligned: the
@@ -11,8 +12,14 @@ allocation granularity is 2 MiB; a size that is not a multiple of 2 MiB is round
 The bytes up to the page's end then belong to the allocation, as they do on the device.
 
 Backing is lazy: each allocation owns a numpy buffer of exactly its rounded size, created
-with ``np.empty`` (the operating system maps pages only when they are touched), so a
-64 GiB device costs only what is allocated. Every access is bounds-checked against the
+with ``np.zeros`` (calloc: the operating system maps zero pages only when they are touched),
+so a 64 GiB device costs only what is allocated. The device does not initialise what
+aclrtMalloc returns; npusim's fresh allocation reads as zeros, on every host and run
+(determinism: a buffer from ``np.empty`` would hold whatever the host's heap held, so a
+kernel that reads before it writes would give host-dependent bytes). Zeros are what a
+fresh page holds, and what CANN's CPU debug mode gives (its ``GmAlloc`` maps a new file);
+on the device, memory freed and allocated again keeps its old bytes, so a kernel that
+depends on zeros is still wrong there. Every access is bounds-checked against the
 allocation that holds its first byte: a range that leaves that allocation is an error,
 even when another allocation happens to follow it.
 """
@@ -93,7 +100,7 @@ class GlobalMemory:
                 f"of {self.capacity} B free")
         base = -(-self._next // align) * align
         self._next = base + alloc_size
-        alloc = Allocation(base, int(size), alloc_size, np.empty(alloc_size, dtype=np.uint8))
+        alloc = Allocation(base, int(size), alloc_size, np.zeros(alloc_size, dtype=np.uint8))
         self._allocs[base] = alloc
         self._bases.append(base)  # bases only grow, so the list stays sorted
         self.used += alloc_size

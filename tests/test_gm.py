@@ -68,3 +68,15 @@ def test_huge_page_allocation_is_whole_2_mib_pages():
         gm.view(small + 4096, 2048)                    # 32 B rounding for the plain one
     b = gm.malloc((2 << 20) + 1, huge_page=True)       # rounded up to two pages
     assert b == a + (2 << 20) and gm.used == malloc_size(100) + (6 << 20)
+
+
+def test_a_fresh_allocation_reads_zeros_whatever_the_host_heap_held():
+    """Determinism: fresh device memory reads as zeros on every host and run, not as the
+    bytes the host's heap last held (module doc of npusim.gm)."""
+    gm = GlobalMemory(1 << 30)
+    for size in (64, 4000, 100_000):
+        for _ in range(20):                          # leave the host heap full of 0xAB bytes
+            junk = np.full(size + 64, 0xAB, np.uint8)
+            del junk
+        p = gm.malloc(size)
+        assert gm.read(p, size) == bytes(size), size
