@@ -43,7 +43,11 @@ What stays per block (single-member groups run exactly the per-block code path o
 :class:`CoreContext`):
 
 * blocks split off by a :class:`Divergence`;
-* launches with SyncAll or mixed AIC/AIV launches (coroutines, :mod:`npusim.launch`).
+* mixed AIC/AIV launches (coroutines, :mod:`npusim.launch`);
+* SyncAll launches whose blocks diverge: a SyncAll launch runs all its blocks as one
+  group (``run_blocks(..., sync_all=True)``) that reaches each SyncAll with every member at
+  once, its GM accesses compared phase by phase; a divergence, or a conflict within a
+  phase, re-runs it per core (coroutines that take turns at each SyncAll).
 
 The blocks whose races the checker tracks (the first and the last, or all with
 ``CheckerConfig(all_blocks=True)``) run in groups too: the group carries one UbTracker,
