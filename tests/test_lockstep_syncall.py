@@ -121,3 +121,18 @@ def test_diverging_blocks_fall_back_to_per_core(coroutine_runs):
     assert stats.grouped == 1 and stats.completed == 0
     assert len(coroutine_runs) == 2          # both runs per core
     assert prof.warnings == []
+
+
+@pytest.mark.parametrize("module,func,params", [
+    ("test_embedding_dense_backward_kernel", "test_v2_fp32_keys_match_golden_row_by_row",
+     {"key_args": dict(scale=False, det=False, small=True), "kind": "boundary"}),
+    ("test_cross_core", "test_sync_all_makes_every_block_see_phase_one", {}),
+    ("test_checker", "test_writes_ordered_by_sync_all_may_overlap", {}),
+])
+def test_operator_sync_all_kernels_agree_both_ways(module, func, params):
+    # the EmbeddingDenseGradV2 kernel's small-dim SyncAll path and the
+    # SyncAll tests' kernels: per core, then lockstep, identical in everything observable
+    fn = getattr(__import__(module), func)
+    with differential() as stats:
+        fn(**params)
+    assert stats.launches > 0
