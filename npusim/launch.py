@@ -391,9 +391,10 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
         lockstep: run blocks that issue the same instructions together
             (:mod:`npusim.lockstep`; results, records, profiles, warnings and errors are
             those of per-block execution). None (default): on unless the environment sets
-            ``NPUSIM_LOCKSTEP=0``; False: block after block. SyncAll and mixed launches
-            always run per core, and so does a kernel whose ``npusim_lockstep`` attribute is
-            False (a compiled C++ kernel, :mod:`npusim.cpp`).
+            ``NPUSIM_LOCKSTEP=0``; False: block after block. A SyncAll launch runs all its
+            blocks as one group that meets each SyncAll together, or per core when they
+            diverge. Mixed launches always run per core, and so does a kernel whose
+            ``npusim_lockstep`` attribute is False (a compiled C++ kernel, :mod:`npusim.cpp`).
         functional: False runs the launch timing-only (:mod:`npusim.ascendc.timing_only`):
             the arithmetic instructions (element-wise vector family, Cast, reductions,
             Mmad) skip their numpy work, so the results in GM are not computed, while the
@@ -462,10 +463,28 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
     config = checks if checks is not None else checker.default()
     t0 = time.perf_counter()
     cores = soc.cube_block_num if kind == _core.AIC else soc.vector_block_num
-    if sync_all:
-        if block_dim > cores:
-            raise LimitError("SyncAll", f"blockDim {block_dim} exceeds the {cores} "
-                             "cores: SyncAll would deadlock (docs/reference/hardware.md §3)", core=-1)
+    pool: dict = {}              # L1/L0 buffers, reused block after block like the UB
+    ctxs = None
+    if sync_all and block_dim > cores:
+        raise LimitError("SyncAll", f"blockDim {block_dim} exceeds the {cores} "
+                         "cores: SyncAll would deadlock (docs/reference/hardware.md §3)", core=-1)
+    if lockstep and block_dim > 1:
+        # no GM log for the checker: the lockstep engine's shows that no block touches
+        # bytes another block writes (within a SyncAll phase), or the launch runs again
+        # block after block (per core, for SyncAll)
+        def new_context(b, ub):
+            return _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config,
+                                kind, pool, log_gm=False)
+
+        def end_block(ctx):
+            _end_of_block_checks(ctx)
+            _release_block(ctx)
+
+        with np.errstate(all="ignore"):   # IEEE results, no numpy warnings
+            ctxs = _lockstep.run_blocks(kernel, args, block_dim, new_context, end_block, soc,
+                                        gm, capacity, keep_spans, kind, config, sync_all)
+    in_lockstep = ctxs is not None
+    if sync_all and ctxs is None:
         ctxs = [_new_context(soc, gm, np.full(soc.ub_size, _core.UB_POISON, np.uint8), b,
                              block_dim, capacity, keep_spans, config, kind)
                 for b in range(block_dim)]
@@ -474,25 +493,7 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
             ctx.sync_all_barrier = barrier
         _run_coroutines(kernel, args, ctxs)
         _finish_blocks(ctxs)
-    else:
-        pool: dict = {}              # L1/L0 buffers, reused block after block like the UB
-        ctxs = None
-        if lockstep and block_dim > 1:
-            # no GM log for the checker: the lockstep engine's shows that no block touches
-            # bytes another block writes, or the launch runs again block after block
-            def new_context(b, ub):
-                return _new_context(soc, gm, ub, b, block_dim, capacity, keep_spans, config,
-                                    kind, pool, log_gm=False)
-
-            def end_block(ctx):
-                _end_of_block_checks(ctx)
-                _release_block(ctx)
-
-            with np.errstate(all="ignore"):   # IEEE results, no numpy warnings
-                ctxs = _lockstep.run_blocks(kernel, args, block_dim, new_context, end_block, soc,
-                                            gm, capacity, keep_spans, kind, config)
-    in_lockstep = ctxs is not None and not sync_all
-    if ctxs is None and not sync_all:       # block after block
+    if ctxs is None:       # block after block
         ub = np.empty(soc.ub_size, dtype=np.uint8)
         ctxs = []
         try:

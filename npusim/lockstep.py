@@ -43,7 +43,11 @@ What stays per block (single-member groups run exactly the per-block code path o
 :class:`CoreContext`):
 
 * blocks split off by a :class:`Divergence`;
-* launches with SyncAll or mixed AIC/AIV launches (coroutines, :mod:`npusim.launch`).
+* mixed AIC/AIV launches (coroutines, :mod:`npusim.launch`);
+* SyncAll launches whose blocks diverge: a SyncAll launch runs all its blocks as one
+  group (``run_blocks(..., sync_all=True)``) that reaches each SyncAll with every member at
+  once, its GM accesses compared phase by phase; a divergence, or a conflict within a
+  phase, re-runs it per core (coroutines that take turns at each SyncAll).
 
 The blocks whose races the checker tracks (the first and the last, or all with
 ``CheckerConfig(all_blocks=True)``) run in groups too: the group carries one UbTracker,
@@ -365,6 +369,7 @@ class GroupContext(_core.CoreContext):
         self.gm_log = []                   # (address, nbytes, is_write), addresses maybe BV
         self.undo = None                   # the launch's undo stack (set by run_blocks)
         self.alone: list = self.singletons  # the parts a warning splits the group into
+        self.sync_all_group = False        # every block of a SyncAll launch (run_blocks)
 
     @property
     def ub(self):
@@ -379,6 +384,16 @@ class GroupContext(_core.CoreContext):
     def split(self):
         """Diverge into single blocks."""
         raise Divergence(self.singletons)
+
+    def sync_all(self) -> bool:
+        """SyncAll reached by the group: True when the group is every block of a SyncAll
+        launch (``run_blocks(..., sync_all=True)``), whose members all arrive here at once:
+        the barrier holds, and the GM access log starts a new phase. False otherwise (the
+        caller then acts as a lone block does: an error, re-run per block)."""
+        if not self.sync_all_group:
+            return False
+        self.gm_log.append(_PHASE)
+        return True
 
     def warn(self, message: str) -> None:
         """A warning names its core: the tracked members run alone (the others stay
@@ -792,6 +807,23 @@ def cross_block_conflict(logs: dict, groups=()) -> bool:
     return bool((ml[j[ok]] < wh[ok]).any())
 
 
+#: Marks a SyncAll in a group's GM access log (:meth:`GroupContext.sync_all`).
+_PHASE = None
+
+
+def _phases(log: list) -> list:
+    """A group's GM access log cut at its SyncAlls: one list per phase."""
+    out, cur = [], []
+    for e in log:
+        if e is _PHASE:
+            out.append(cur)
+            cur = []
+        else:
+            cur.append(e)
+    out.append(cur)
+    return out
+
+
 # -- the launch loop --------------------------------------------------------------------------
 
 def lockstep_enabled(flag: bool | None) -> bool:
@@ -890,7 +922,7 @@ def _order(parts: list) -> list:
 
 
 def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, capacity,
-               keep_spans: bool, kind, config):
+               keep_spans: bool, kind, config, sync_all: bool = False):
     """Run the blocks of a launch in lockstep groups.
 
     ``new_context(b, ub)`` makes block ``b``'s plain context (checker attached when it is
@@ -899,11 +931,21 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
     groups), in block order — or None when the launch must run block after block instead
     (it then left GM as it found it): a KernelError, or blocks touching GM another block
     writes.
+
+    ``sync_all``: the kernel calls SyncAll (a launch with ``sync_all=True``). Every block
+    then runs in one group, which reaches each SyncAll with all its members at once, so
+    the barrier holds as it is reached and phase n of every block runs before phase n + 1
+    of any, as the per-core coroutines take turns. GM bytes a block touches that another
+    writes are compared within each phase only (what the barrier orders is no conflict).
+    Blocks that diverge cannot run one group after another across a barrier: the launch
+    then runs per core (None).
     """
     def tracked(b):
         return _checker.tracks(config, b, block_dim)
 
     key = _cache_key(kernel, block_dim, kind, config, args)
+    if sync_all and key is not None:
+        key = key + ("SyncAll",)
     cached = _CACHE.get(key) if key is not None else None
     if cached is not None:
         _CACHE.move_to_end(key)
@@ -943,6 +985,7 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
                 ctx.tracker = _checker.UbTracker(soc.ub_size, soc)
                 ctx.alone = _apart(part, tracked)
             ctx.undo = undo
+            ctx.sync_all_group = sync_all
             _core.set_current_core(ctx)
             try:
                 kernel(*args)
@@ -951,7 +994,7 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
                 _core.set_current_core(None)
                 _restore(undo, start)
                 pending = _order(list(div.parts) + pending)
-                if all(len(p) == 1 for p in final + pending):
+                if sync_all or all(len(p) == 1 for p in final + pending):
                     # nothing left to run together: block after block is the same work
                     # without the undo log (a kernel whose first instruction diverges)
                     _restore(undo)
@@ -971,7 +1014,11 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
     finally:
         _core.set_current_core(None)
     logs = {b: r.gm_log for b, r in results.items() if r.gm_log is not None}
-    conflict = cross_block_conflict(logs, group_logs)
+    if sync_all:          # one group of every block (above): compare phase by phase
+        conflict = any(cross_block_conflict({}, [(part, phase)])
+                       for part, log in group_logs for phase in _phases(log))
+    else:
+        conflict = cross_block_conflict(logs, group_logs)
     if key is not None:
         _CACHE[key] = (sorted(final, key=lambda p: p[0]), conflict)
         if len(_CACHE) > _CACHE_SIZE:

@@ -47,6 +47,12 @@ def SyncAll(*, isAIVOnly: bool = True) -> None:
         raise KernelError("SyncAll", "SyncAll<isAIVOnly=false> in a vector-only launch waits for "
                           "cube cores that never come: the kernel hangs (SyncAll.md: a pure "
                           "Vector kernel must use isAIVOnly=true)", pipe="PIPE_S")
+    if ctx.is_group and ctx.sync_all():
+        # every block of the launch in one lockstep group: all arrive here together
+        ctx.sync_all_count += 1
+        ctx.record(_core.BARRIER, PIPE_ALL, 0.0, 0, ("syncall", ctx.sync_all_count), "SyncAll")
+        ctx.record(_core.OP, PIPE_S, SYNC_ALL_CYCLES, 0, None, "SyncAll")
+        return
     if ctx.scheduler_wait is None:
         raise KernelError("SyncAll", "this launch runs its blocks one after another: launch a "
                           "kernel that calls SyncAll with sync_all=True", pipe="PIPE_S")
