@@ -951,6 +951,7 @@ class L2Cache:
         runs, pages, mpages, rstart, rid_of, heap = (self.runs, self.pages, self.mpages,
                                                      self.rstart, self.rid, self.heap)
         n = span if span > 1 else 1
+        cap = self.capacity
         out = []
         for addr in addrs:
             a = addr // line
@@ -972,7 +973,32 @@ class L2Cache:
                         pages[p] = [rid]
                     else:
                         page.append(rid)
-                    out.append((0.0, self._evict() if self.size > self.capacity else 0, 0))
+                    wb = 0
+                    if self.size > cap:
+                        # the least recent run, when it is a clean run of lines that goes
+                        # whole, leaves here as :meth:`_evict` would drop it; the rest of
+                        # the eviction is :meth:`_evict`'s
+                        stamp, s0 = heap[0]
+                        run = runs.get(s0)
+                        if (run is not None and len(run) == 3 and run[2] == stamp
+                                and not run[1] and run[0] - s0 <= self.size - cap):
+                            heapq.heappop(heap)
+                            e0 = run[0]
+                            del runs[s0]
+                            self.size -= e0 - s0
+                            rid = rid_of.pop(s0)
+                            del rstart[rid]
+                            for q in range(s0 // P, (e0 - 1) // P + 1):
+                                held = pages[q]
+                                if held[0] == rid:
+                                    del held[0]
+                                else:
+                                    held.remove(rid)
+                                if not held:
+                                    del pages[q]
+                        if self.size > cap:
+                            wb = self._evict()
+                    out.append((0.0, wb, 0))
                     continue
             out.append(self.access(addr, span, False))
         return out

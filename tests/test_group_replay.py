@@ -87,17 +87,22 @@ def test_group_replay_with_evictions(monkeypatch):
 
 def test_access_many_equals_access_one_by_one():
     """L2Cache.access_many against a call of access per read, on reads that append to their
-    page, land in the middle of one, hit, straddle pages and evict."""
+    page and evict the least recent run whole (the members of U1), and reads that land in
+    the middle of a page, hit, straddle pages and evict part of a run."""
     soc = dataclasses.replace(get_soc("Ascend910B1"), l2_size=64 * 128)
     rng = np.random.default_rng(7)
     a, b = L2Cache(soc), L2Cache(soc)
-    for step in range(300):
-        base = int(rng.integers(0, 40)) * 8192
-        addrs = [base + m * 65536 + int(rng.integers(0, 4)) * 128 for m in range(8)]
-        span = int(rng.choice([128, 256, 300]))
+    for step in range(600):
+        if step % 300 < 150:        # members streaming along their rows, as U1's do
+            addrs = [m * 1 << 20 | step * 128 for m in range(8)]
+            span = 128
+        else:
+            base = int(rng.integers(0, 40)) * 8192
+            addrs = [base + m * 65536 + int(rng.integers(0, 4)) * 128 for m in range(8)]
+            span = int(rng.choice([128, 256, 300]))
         got = a.access_many(addrs, span)
         want = [b.access(x, span, False) for x in addrs]
         assert got == want
         assert (a.runs, a.size, a.clock, sorted(a.heap)) == (b.runs, b.size, b.clock,
                                                              sorted(b.heap))
-        assert a.index() == b.index()
+        assert (a.index(), a.rid, a.rstart) == (b.index(), b.rid, b.rstart)
