@@ -49,11 +49,13 @@ class _Diverged(Exception):
     """The members of the group stop being in step: replay block by block instead."""
 
 
-def _eligible(blocks, soc, cores, pipes_of):
-    """The group's shared pipe lists (``_split_member``'s) when ``blocks`` can be replayed
-    as one group, else None: every block a member of one lockstep group, all in the first
-    wave of cores, whose records differ only in their transfers, with one pipe that moves
-    data and no flag or barrier that links blocks."""
+def _eligible(blocks, soc, cores):
+    """The group's pipe lists (:func:`npusim.timing._split` of its records) and its pipes,
+    when ``blocks`` can be replayed as one group, else None: every block a member of one
+    lockstep group, member ``b`` block ``b``, all in the first wave of cores, whose records
+    differ only in their transfers (the pipe lists of every member are then the group's
+    but for their transfers' keys, :func:`npusim.timing._split_member`), with one pipe
+    that moves data and no flag or barrier that links blocks."""
     from npusim import timing as T
     n = len(blocks)
     if n < 2:
@@ -64,15 +66,15 @@ def _eligible(blocks, soc, cores, pipes_of):
     template = getattr(blocks[0], "template", None)
     if template is None:
         return None
-    shared = template[0]
     for b, records in enumerate(blocks):
-        t = getattr(records, "template", None)
-        if t is None or t[0] is not shared or records.member != b:
+        if getattr(records, "template", None) is not template or records.member != b:
             return None
-    kept: dict = {}
-    lists = T._split_member(blocks[0], pipes_of, True, kept)
-    if kept[id(shared)][2] is None:
+    group, _, per_member = template
+    if not all(rec[0] == DMA_IN or rec[0] == DMA_OUT for rec in per_member):
         return None                 # members differ in more than their transfers
+    ALL = Pipe.PIPE_ALL
+    pipes_of = {r[1] for r in group if r[1] != ALL}
+    lists = T._split(group, pipes_of, True)
     movers = 0
     for items in lists.values():
         moves = False
@@ -91,7 +93,7 @@ def _eligible(blocks, soc, cores, pipes_of):
         movers += moves
     if movers != 1:
         return None
-    return lists
+    return lists, pipes_of
 
 
 def replay_group(blocks, soc, cores, profile_pipes):
@@ -99,22 +101,24 @@ def replay_group(blocks, soc, cores, profile_pipes):
     group: the same :class:`npusim.timing.KernelTiming`, or None when the launch is not
     one group in step (see the module's docstring)."""
     from npusim import timing as T
-    ALL = Pipe.PIPE_ALL
-    pipes_of = {r[1] for r in blocks[0] if r[1] != ALL}
-    lists = _eligible(blocks, soc, cores, pipes_of)
-    if lists is None:
+    got = _eligible(blocks, soc, cores)
+    if got is None:
         return None
     try:
-        return _run(T, blocks, soc, profile_pipes, pipes_of, lists)
+        return _run(T, blocks, soc, profile_pipes, *got)
     except _Diverged:
         return None
 
 
-def _run(T, blocks, soc, profile_pipes, pipes_of, lists):
+def _run(T, blocks, soc, profile_pipes, lists, pipes_of):
     k = len(blocks)
     loop = T._Loop()
     memory = T._Memory(soc, loop)
-    records = [r if type(r) is tuple else tuple(r) for r in blocks]
+    group, patched, per_member = blocks[0].template
+    # the records that differ from member to member, in their group form: a field that
+    # differs is (_PER_MEMBER, the members' values) (npusim.lockstep._frozen)
+    frozen = dict(zip(patched, per_member))
+    per = T._per_member
     block_start = np.zeros(k)
     block_end = np.full(k, np.nan)
     busy = {p: np.zeros(k) for p in profile_pipes}
@@ -135,15 +139,16 @@ def _run(T, blocks, soc, profile_pipes, pipes_of, lists):
     burst, grid = memory.burst, memory.grid
     Event = T._Event
 
-    def read_all(now, recs, nbytes, span):
-        """:meth:`npusim.timing._Memory._read_range` of every member's read (``recs``),
+    def read_all(now, addrs, nbytes, span):
+        """:meth:`npusim.timing._Memory._read_range` of every member's read (of ``span``
+        bytes at ``addrs``),
         in block order, when they have the same L2 outcome: each member's L2 access and
         HBM stream, the cost computed once (a function of that outcome, the address
         within its burst and the span) and counted for each, the flows put in flight
         together (:meth:`npusim.timing._Memory._flows`). The steps touch the L2, the
         counters, the streams and the flows, each in block order, as the members'
         transfers one after the other do."""
-        addr0 = recs[0][4][0]
+        addr0 = addrs[0]
         if burst:
             r = addr0 % burst
             n = span if span > 1 else 1
@@ -151,7 +156,6 @@ def _run(T, blocks, soc, profile_pipes, pipes_of, lists):
             extra = bursts - (n + burst - 1) // burst if grid else 0
         else:
             bursts, extra = 1, 0
-        addrs = [rec[4][0] for rec in recs]
         if burst and any(addr % burst != r for addr in addrs):
             raise _Diverged
         got = l2_access(addrs, span)
@@ -164,8 +168,7 @@ def _run(T, blocks, soc, profile_pipes, pipes_of, lists):
         if on_hbm:
             fresh = None
             overhead = memory.hbm_overhead_bytes
-            for b, rec in enumerate(recs):
-                addr = rec[4][0]
+            for b, addr in enumerate(addrs):
                 new = streams.get((b, DMA_IN)) != addr
                 if new != fresh and fresh is not None:
                     raise _Diverged     # a new HBM stream for some members only
@@ -174,15 +177,15 @@ def _run(T, blocks, soc, profile_pipes, pipes_of, lists):
             if fresh:
                 on_hbm += overhead
         else:
-            for b, rec in enumerate(recs):
-                streams[(b, DMA_IN)] = rec[4][0] + span
+            for b, addr in enumerate(addrs):
+                streams[(b, DMA_IN)] = addr + span
         own += memory.issue
         # the flows end in one recompute (the same bytes at the same rate), whose
         # completion events would resume the members one after the other: the last one's
         # resumes the group
         done = Event()
         dones = [None] * (k - 1) + [done]
-        hots = [rec[4] for rec in recs] if miss and memory.same_address else [0.0] * k
+        hots = [(addr, span, False) for addr in addrs] if miss and memory.same_address else [0.0] * k
         flows(nbytes, nbytes / own, (0.0 if is_cube or not miss else 1.0, on_hbm / nbytes,
                                      nbytes / nbytes), True, 1 if miss else 0, dones, hots)
         return done, now + soc.dma_latency_cycles + own
@@ -190,21 +193,21 @@ def _run(T, blocks, soc, profile_pipes, pipes_of, lists):
     def transfer_all(now, kind, pipe, idx):
         """Every member's transfer of record ``idx``, in block order; the event the group
         waits for and the time the transfers complete not before."""
-        recs = [r[idx] for r in records]
-        lead = recs[0]
-        key, nbytes = lead[4], lead[3]
-        if kind == DMA_IN and len(key) == 3 and not key[2] and nbytes > 0:
-            span = key[1]
-            if all(r[0] == kind and r[1] == pipe and r[3] == nbytes and len(r[4]) == 3
-                   and r[4][1] == span and not r[4][2] for r in recs):
-                first = len(memory.flows)
-                out = read_all(now, recs, nbytes, span)
-                if memory.same_address:
-                    for f in memory.flows[first:]:
-                        hot = f[5]
-                        if hot and hot_n[hot] != 1:
-                            raise _Diverged     # reads of the same bytes share a rate
-                return out
+        rec = frozen.get(idx)
+        if rec is not None and rec[0] == DMA_IN and rec[1] == pipe:
+            nbytes, key = rec[3], rec[4]
+            if type(nbytes) is int and nbytes > 0 and len(key) == 3 and key[2] is False:
+                addr, span = key[0], key[1]
+                if per(addr) and len(addr[1]) == k and type(span) is int:
+                    first = len(memory.flows)
+                    out = read_all(now, addr[1], nbytes, span)
+                    if memory.same_address:
+                        for f in memory.flows[first:]:
+                            hot = f[5]
+                            if hot and hot_n[hot] != 1:
+                                raise _Diverged     # reads of the same bytes share a rate
+                    return out
+        recs = [r[idx] for r in blocks]
         first = len(memory.flows)
         event = not_before = None
         for b in range(k):
