@@ -950,9 +950,13 @@ class L2Cache:
         line, P = self.line, self.PAGE
         runs, pages, mpages, rstart, rid_of, heap = (self.runs, self.pages, self.mpages,
                                                      self.rstart, self.rid, self.heap)
+        push = heapq.heappush
         n = span if span > 1 else 1
         cap = self.capacity
         out = []
+        # the clock, the size and the next run id as locals, put back before any method
+        # that reads or changes them runs
+        clock, size, next_id = self.clock, self.size, self.next_id
         for addr in addrs:
             a = addr // line
             b = (addr + n - 1) // line + 1
@@ -962,30 +966,30 @@ class L2Cache:
                 if page is None or runs[rstart[page[-1]]][0] <= a:
                     # (the page's runs are in address order and none starts at ``a``: the
                     # last one starts before it, and ends by it)
-                    self.clock = stamp = self.clock + 1
-                    runs[a] = [b, False, stamp]
-                    heapq.heappush(heap, (stamp, a))
-                    self.size += b - a
-                    self.next_id = rid = self.next_id + 1
-                    rid_of[a] = rid
-                    rstart[rid] = a
+                    clock += 1
+                    runs[a] = [b, False, clock]
+                    push(heap, (clock, a))
+                    size += b - a
+                    next_id += 1
+                    rid_of[a] = next_id
+                    rstart[next_id] = a
                     if page is None:
-                        pages[p] = [rid]
+                        pages[p] = [next_id]
                     else:
-                        page.append(rid)
+                        page.append(next_id)
                     wb = 0
-                    if self.size > cap:
+                    if size > cap:
                         # the least recent run, when it is a clean run of lines that goes
                         # whole, leaves here as :meth:`_evict` would drop it; the rest of
                         # the eviction is :meth:`_evict`'s
                         stamp, s0 = heap[0]
                         run = runs.get(s0)
                         if (run is not None and len(run) == 3 and run[2] == stamp
-                                and not run[1] and run[0] - s0 <= self.size - cap):
+                                and not run[1] and run[0] - s0 <= size - cap):
                             heapq.heappop(heap)
                             e0 = run[0]
                             del runs[s0]
-                            self.size -= e0 - s0
+                            size -= e0 - s0
                             rid = rid_of.pop(s0)
                             del rstart[rid]
                             for q in range(s0 // P, (e0 - 1) // P + 1):
@@ -996,11 +1000,16 @@ class L2Cache:
                                     held.remove(rid)
                                 if not held:
                                     del pages[q]
-                        if self.size > cap:
+                        if size > cap:
+                            self.clock, self.size, self.next_id = clock, size, next_id
                             wb = self._evict()
+                            clock, size, next_id = self.clock, self.size, self.next_id
                     out.append((0.0, wb, 0))
                     continue
+            self.clock, self.size, self.next_id = clock, size, next_id
             out.append(self.access(addr, span, False))
+            clock, size, next_id = self.clock, self.size, self.next_id
+        self.clock, self.size, self.next_id = clock, size, next_id
         return out
 
     def access_lines(self, lo, hi, write: bool, reg=None) -> tuple[float, int, int]:
