@@ -141,11 +141,10 @@ def _run(T, blocks, soc, profile_pipes, lists, pipes_of):
 
     def read_all(now, addrs, nbytes, span):
         """:meth:`npusim.timing._Memory._read_range` of every member's read (of ``span``
-        bytes at ``addrs``),
-        in block order, when they have the same L2 outcome: each member's L2 access and
-        HBM stream, the cost computed once (a function of that outcome, the address
-        within its burst and the span) and counted for each, the flows put in flight
-        together (:meth:`npusim.timing._Memory._flows`). The steps touch the L2, the
+        bytes at ``addrs``), in block order, when they have the same L2 outcome: each
+        member's L2 access and HBM stream, the cost computed once (a function of that
+        outcome, the address within its burst and the span) and counted for each, the
+        flows put in flight together (:meth:`npusim.timing._Memory._flows`). The steps touch the L2, the
         counters, the streams and the flows, each in block order, as the members'
         transfers one after the other do."""
         addr0 = addrs[0]
@@ -185,7 +184,8 @@ def _run(T, blocks, soc, profile_pipes, lists, pipes_of):
         # resumes the group
         done = Event()
         dones = [None] * (k - 1) + [done]
-        hots = [(addr, span, False) for addr in addrs] if miss and memory.same_address else [0.0] * k
+        hots = ([(addr, span, False) for addr in addrs] if miss and memory.same_address
+                else [0.0] * k)
         flows(nbytes, nbytes / own, (0.0 if is_cube or not miss else 1.0, on_hbm / nbytes,
                                      nbytes / nbytes), True, 1 if miss else 0, dones, hots)
         return done, now + soc.dma_latency_cycles + own

@@ -63,6 +63,11 @@ start together and reach L2 in that order), so the order is part of the result; 
 gives results bit-identical to a simpy replay of the same model (tests/test_replay_identity
 compares digests of both on a set of launches) at a fraction of the cost per event.
 
+A launch whose blocks are the members of one lockstep group, in step, replays as one
+(:mod:`npusim.group_replay`): one process per pipe and one event per step for the group,
+every member's transfer still made on the memory system in block order, with the same
+results; where the members fall out of step, the launch replays block by block.
+
 A launch that records what a recent launch recorded (same kernel and tiling, whatever the
 data, on the same GM addresses or on others the replay cannot tell apart, see
 :func:`_relocated_key`) takes that launch's kept timing instead of a second replay
