@@ -144,9 +144,9 @@ def _run(T, blocks, soc, profile_pipes, lists, pipes_of):
         bytes at ``addrs``), in block order, when they have the same L2 outcome: each
         member's L2 access and HBM stream, the cost computed once (a function of that
         outcome, the address within its burst and the span) and counted for each, the
-        flows put in flight together (:meth:`npusim.timing._Memory._flows`). The steps touch the L2, the
-        counters, the streams and the flows, each in block order, as the members'
-        transfers one after the other do."""
+        flows put in flight together (:meth:`npusim.timing._Memory._flows`). The steps
+        touch the L2, the counters, the streams and the flows, each in block order, as
+        the members' transfers one after the other do."""
         addr0 = addrs[0]
         if burst:
             r = addr0 % burst
