@@ -136,6 +136,7 @@ def _run(T, blocks, soc, profile_pipes, lists, pipes_of):
     read_cost = memory._read_cost
     flows = memory._flows
     streams = memory.streams
+    read_streams = [(b, DMA_IN) for b in range(k)]     # each member's MTE read stream
     burst, grid = memory.burst, memory.grid
     Event = T._Event
 
@@ -167,17 +168,17 @@ def _run(T, blocks, soc, profile_pipes, lists, pipes_of):
         if on_hbm:
             fresh = None
             overhead = memory.hbm_overhead_bytes
-            for b, addr in enumerate(addrs):
-                new = streams.get((b, DMA_IN)) != addr
+            for stream, addr in zip(read_streams, addrs):
+                new = streams.get(stream) != addr
                 if new != fresh and fresh is not None:
                     raise _Diverged     # a new HBM stream for some members only
                 fresh = new
-                streams[(b, DMA_IN)] = addr + span
+                streams[stream] = addr + span
             if fresh:
                 on_hbm += overhead
         else:
-            for b, addr in enumerate(addrs):
-                streams[(b, DMA_IN)] = addr + span
+            for stream, addr in zip(read_streams, addrs):
+                streams[stream] = addr + span
         own += memory.issue
         # the flows end in one recompute (the same bytes at the same rate), whose
         # completion events would resume the members one after the other: the last one's
