@@ -63,6 +63,11 @@ start together and reach L2 in that order), so the order is part of the result; 
 gives results bit-identical to a simpy replay of the same model (tests/test_replay_identity
 compares digests of both on a set of launches) at a fraction of the cost per event.
 
+A launch whose blocks are the members of one lockstep group, in step, replays as one
+(:mod:`npusim.group_replay`): one process per pipe and one event per step for the group,
+every member's transfer still made on the memory system in block order, with the same
+results; where the members fall out of step, the launch replays block by block.
+
 A launch that records what a recent launch recorded (same kernel and tiling, whatever the
 data, on the same GM addresses or on others the replay cannot tell apart, see
 :func:`_relocated_key`) takes that launch's kept timing instead of a second replay
@@ -940,6 +945,78 @@ class L2Cache:
             self._add(s, e, dirty, stamp)
         return hits / (b - a), self._evict(), through
 
+    def access_many(self, addrs, span: int) -> list:
+        """:meth:`access` of the reads ``[addr, addr + span)`` for each of ``addrs``, one
+        after the other (the members of a lockstep group, :mod:`npusim.group_replay`):
+        the same results and the same cache. A read of a few lines past every run of
+        its index page (the next copy along a row, nearly every one of a kernel of
+        small copies) is all misses and one new run at the page's end, made here in a
+        few steps; any other read is :meth:`access`'s."""
+        line, P = self.line, self.PAGE
+        runs, pages, mpages, rstart, rid_of, heap = (self.runs, self.pages, self.mpages,
+                                                     self.rstart, self.rid, self.heap)
+        push = heapq.heappush
+        n = span if span > 1 else 1
+        cap = self.capacity
+        out = []
+        # the clock, the size and the next run id as locals, put back before any method
+        # that reads or changes them runs
+        clock, size, next_id = self.clock, self.size, self.next_id
+        for addr in addrs:
+            a = addr // line
+            b = (addr + n - 1) // line + 1
+            p = a // P
+            if (b - 1) // P == p and p not in mpages and a not in runs:
+                page = pages.get(p)
+                if page is None or runs[rstart[page[-1]]][0] <= a:
+                    # (the page's runs are in address order and none starts at ``a``: the
+                    # last one starts before it, and ends by it)
+                    clock += 1
+                    runs[a] = [b, False, clock]
+                    push(heap, (clock, a))
+                    size += b - a
+                    next_id += 1
+                    rid_of[a] = next_id
+                    rstart[next_id] = a
+                    if page is None:
+                        pages[p] = [next_id]
+                    else:
+                        page.append(next_id)
+                    wb = 0
+                    if size > cap:
+                        # the least recent run, when it is a clean run of lines that goes
+                        # whole, leaves here as :meth:`_evict` would drop it; the rest of
+                        # the eviction is :meth:`_evict`'s
+                        stamp, s0 = heap[0]
+                        run = runs.get(s0)
+                        if (run is not None and len(run) == 3 and run[2] == stamp
+                                and not run[1] and run[0] - s0 <= size - cap):
+                            heapq.heappop(heap)
+                            e0 = run[0]
+                            del runs[s0]
+                            size -= e0 - s0
+                            rid = rid_of.pop(s0)
+                            del rstart[rid]
+                            for q in range(s0 // P, (e0 - 1) // P + 1):
+                                held = pages[q]
+                                if held[0] == rid:
+                                    del held[0]
+                                else:
+                                    held.remove(rid)
+                                if not held:
+                                    del pages[q]
+                        if size > cap:
+                            self.clock, self.size, self.next_id = clock, size, next_id
+                            wb = self._evict()
+                            clock, size, next_id = self.clock, self.size, self.next_id
+                    out.append((0.0, wb, 0))
+                    continue
+            self.clock, self.size, self.next_id = clock, size, next_id
+            out.append(self.access(addr, span, False))
+            clock, size, next_id = self.clock, self.size, self.next_id
+        self.clock, self.size, self.next_id = clock, size, next_id
+        return out
+
     def access_lines(self, lo, hi, write: bool, reg=None) -> tuple[float, int, int]:
         """Touch the lines ``[lo[i], hi[i])`` (int64 arrays, sorted, disjoint, not adjacent:
         the lines a strided transfer's rows cover, :func:`row_lines`) as one access: every
@@ -1567,20 +1644,24 @@ class _Memory:
         # taken them (the queue is then above its high mark: a write batch drains it)
         return _AllOf(self.loop, (done, wait)), not_before
 
-    def _read_cost(self, nbytes, hit, wb, bursts, extra, cube, counted, burst_rate):
+    def _read_cost(self, nbytes, hit, wb, bursts, extra, cube, counted, burst_rate,
+                   times: int = 1):
         """A read's share of :meth:`transfer`: with ``hit`` of its ``nbytes`` found in L2
         and ``wb`` bytes of victims written back, count its L2 bytes (msprof's read hit /
         miss-allocate counts when ``counted``: not for an L2 bypass) and HBM's, and return
         ``(miss, own, on_hbm, wait)``: the bytes HBM serves, the MTE's own time (before
         its issue), the bytes it costs HBM and the write queue's wait for the victims (or
-        None)."""
+        None). ``times``: count it for that many reads of this outcome, one after the
+        other (as that many calls would add them; ``wb`` 0 then: the lockstep group's
+        replay, :mod:`npusim.group_replay`)."""
         hit_bytes = nbytes * hit
         miss = nbytes - hit_bytes
-        self.l2_hit_bytes += hit_bytes
-        if counted:
-            counts, at = self.l2_bytes, 4 if cube else 0
-            counts[at] += hit_bytes
-            counts[at + 1] += miss
+        counts, at = self.l2_bytes, 4 if cube else 0
+        for _ in range(times):
+            self.l2_hit_bytes += hit_bytes
+            if counted:
+                counts[at] += hit_bytes
+                counts[at + 1] += miss
         # the MTE's own time: the issue, then its bursts at the request rate of their
         # source (``burst_rate``) or its bytes at the per-core rate, whichever is longer
         # (a row off the grid moves one whole block more: its MTE spends that block's
@@ -1601,7 +1682,8 @@ class _Memory:
             on_hbm = miss + pad + min(hit_bytes, extra * self.l2.line)
         else:
             on_hbm = 0.0
-        self.hbm_bytes += miss + wb
+        for _ in range(times):
+            self.hbm_bytes += miss + wb
         return miss, own, on_hbm, (self._queue(wb) if wb else None)
 
     def _read_range(self, now: float, nbytes: int, key, cube: bool, block: int):
@@ -1669,6 +1751,41 @@ class _Memory:
         self.group.append(g)
         if weight[1]:
             self.heavy.append(g)
+        if not self.pending:                # _changed
+            self.pending = True
+            self.loop.schedule(0, _URGENT, self._recompute_start, None)
+
+    def _flows(self, nbytes, limit, weight, first, direction, dones, hots) -> None:
+        """:meth:`_flow` of several transfers that start at this instant with the same
+        bytes, limit, weights, class and direction, in one: ``dones``, ``hots``: each
+        one's completion event and hot key. The same flows, groups and order as a call
+        each (which it makes when a hot key is in flight already, or twice in ``hots``).
+        A completion event may be None: nothing waits for that flow (the flows end
+        together, and one event stands for them all)."""
+        hot_n = self.hot_n
+        if any(hots) and (len(set(hots)) < len(hots) or any(h in hot_n for h in hots if h)):
+            for done, hot in zip(dones, hots):
+                self._flow(nbytes, limit, weight, first, direction, done, hot)
+            return
+        if self.loop.now > self.since:
+            self._advance()
+        k = len(dones)
+        self.left.extend([float(nbytes)] * k)
+        self.flows.extend([(limit, weight, first, direction, done, hot)
+                           for done, hot in zip(dones, hots)])
+        self.dirs[direction] += k
+        for hot in hots:
+            if hot:
+                hot_n[hot] = 1
+        g = self.groups.get((limit, weight, first, 0.0))
+        if g is None or g[_GHOT]:
+            g = self._join(limit, weight, first, 0.0)
+            g[_GN] += k - 1
+        else:
+            g[_GN] += k
+        self.group.extend([g] * k)
+        if weight[1]:
+            self.heavy.extend([g] * k)
         if not self.pending:                # _changed
             self.pending = True
             self.loop.schedule(0, _URGENT, self._recompute_start, None)
@@ -1762,7 +1879,8 @@ class _Memory:
             group, flows, dirs, hot_n = self.group, self.flows, self.dirs, self.hot_n
             for i in _compress(range(len(left)), map(_not, keep)):
                 f = flows[i]
-                loop.succeed(f[_FDONE])
+                if f[_FDONE] is not None:   # (None: a lockstep group's member, _flows)
+                    loop.succeed(f[_FDONE])
                 self._leave(group[i])
                 hot = f[_FHOT]
                 if hot:
@@ -2535,6 +2653,12 @@ def _unpack(kept: tuple) -> KernelTiming:
 def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
     """:func:`simulate`, the garbage collector paused."""
     _FILL_KEPT.clear()                 # the rate sharings are kept for one replay
+    if not keep_spans and l2 is None:
+        from npusim import group_replay
+        if group_replay.GROUP_REPLAY:
+            timing = group_replay.replay_group(blocks, soc, cores, profile_pipes)
+            if timing is not None:
+                return timing
     loop = _Loop()
     memory = _Memory(soc, loop, l2)
     n_blocks = len(blocks)
