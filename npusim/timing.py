@@ -155,7 +155,7 @@ FILL_MEMO = True
 _FILL_KEPT: dict = {}
 _FILL_KEEP = 1 << 16
 #: sharings a replay computes before it judges whether the kept ones come back often
-#: enough (as often as computed ones) to be worth their keys
+#: enough to be worth their keys: found at least half as often as computed
 _FILL_TRIAL = 2048
 #: sums of one HBM weight repeated (:func:`_heavy_sum`): (weight, count) -> sum
 _REPEATED: dict = {}
