@@ -159,6 +159,11 @@ FILL_MEMO = True
 #: the kept sharings: inputs -> (each group's rate, in the groups' order; capacity left)
 _FILL_KEPT: dict = {}
 _FILL_KEEP = 1 << 16
+#: sharings a replay computes before it judges whether the kept ones come back often
+#: enough to be worth their keys: found at least half as often as computed
+_FILL_TRIAL = 2048
+#: sums of one HBM weight repeated (:func:`_heavy_sum`): (weight, count) -> sum
+_REPEATED: dict = {}
 
 #: Keep whole replays by what they replay: a launch that records what an earlier one
 #: recorded (the same kernel on the same tensors, a training loop's every step, or the
@@ -1501,6 +1506,9 @@ class _Memory:
         self.streams: dict = {}             # (block, kind) -> where its next copy streams on
         self.since = 0.0
         self.generation = 0
+        # the kept sharings (FILL_MEMO): in use, sharings computed and found this replay
+        self.memo = True
+        self.memo_tries = self.memo_hits = 0
         self.pending = False
         # dirty lines evicted and not yet written: the HBM write queue. Its marks follow
         # gem5's MemCtrl (docs/calibration.md "Write draining"): above ``high`` the bus
@@ -1995,44 +2003,65 @@ class _Memory:
         # the inputs: the capacity, the floor, the groups (in order) and the HBM weights of
         # the flows that have one, in flow order (their sum's order, see above)
         key = None
-        if FILL_MEMO:
+        if FILL_MEMO and self.memo:
             key = (c0, c1, c2, *self.floor, *map(_gkey, self.groups.values()), None,
                    *map(_w1, self.heavy))
             kept = _FILL_KEPT.get(key)
             if kept is not None:
+                self.memo_hits += 1
                 for g, r in zip(self.groups.values(), kept[0]):
                     g[_GRATE] = r
                 return list(map(_grate, self.group)), list(kept[1])
+            # a launch whose compositions seldom come back (many flows in flight in many
+            # mixes) pays for the keys and gains little: after a trial, such a replay
+            # computes each sharing (the same rates either way)
+            self.memo_tries += 1
+            if self.memo_tries == _FILL_TRIAL and self.memo_hits * 2 < _FILL_TRIAL:
+                self.memo = False
         f0, f1, f2 = self.floor
         near = 1 - 1e-12
         heavy = self.heavy
         groups = list(self.groups.values())
+        hgroups = [g for g in groups if g[_GW1]] if heavy else ()
         reads = [g for g in groups if g[_GREAD]]
         for active in (reads, [g for g in groups if not g[_GREAD]]) if len(reads) < len(
                 groups) else (reads,):
             if not active:
                 continue
+            # the groups of a class rise from 0 by the same steps: those still active all
+            # have the rate ``r``; one that stops keeps the rate it has reached
             u0 = u2 = 0.0
             head = _INF
+            some1 = False
             for g in active:
-                g[_GRATE] = 0.0
                 g[_GON] = True
                 k = g[_GN]
                 u0 += k * g[_GW0]
                 u2 += k * g[_GW2]
                 if g[_GEFF] < head:
                     head = g[_GEFF]
-            u1 = 0.0
-            for g in heavy:
-                if g[_GON]:
-                    u1 += g[_GW1]
+                if g[_GW1]:
+                    some1 = True
+            u1 = _heavy_sum(heavy, hgroups) if some1 else 0.0
+            r = 0.0
             while active:
-                room = min(c0 / u0 if u0 > 0 else _INF, c1 / u1 if u1 > 0 else _INF,
-                           c2 / u2 if u2 > 0 else _INF)
-                step = min(room, head)
+                # min(c0 / u0, c1 / u1, c2 / u2, head) of the resources in use, as min()
+                # picks it (the first of the smallest), inline
+                step = c0 / u0 if u0 > 0 else _INF
+                if u1 > 0:
+                    x = c1 / u1
+                    if x < step:
+                        step = x
+                if u2 > 0:
+                    x = c2 / u2
+                    if x < step:
+                        step = x
+                if head < step:
+                    step = head
                 c0 -= step * u0
                 c1 -= step * u1
                 c2 -= step * u2
+                r += step
                 full0, full1, full2 = (u0 > 0 and c0 <= f0, u1 > 0 and c1 <= f1,
                                        u2 > 0 and c2 <= f2)
                 full = full0 or full1 or full2
@@ -2041,12 +2070,11 @@ class _Memory:
                 head = _INF
                 stopped1 = going1 = False
                 for g in active:
-                    r = g[_GRATE] + step
-                    g[_GRATE] = r
                     lim = g[_GEFF]
                     if r >= lim * near or (full and (
                             (full0 and g[_GW0] > 0) or (full1 and g[_GW1] > 0)
                             or (full2 and g[_GW2] > 0))):
+                        g[_GRATE] = r
                         g[_GON] = False
                         if g[_GW1]:
                             stopped1 = True
@@ -2060,17 +2088,47 @@ class _Memory:
                     if lim - r < head:
                         head = lim - r
                 if stopped1:
-                    u1 = 0.0
-                    if going1:
-                        for g in heavy:
-                            if g[_GON]:
-                                u1 += g[_GW1]
+                    u1 = _heavy_sum(heavy, hgroups) if going1 else 0.0
                 active = going
         if key is not None:
             if len(_FILL_KEPT) >= _FILL_KEEP:
                 _FILL_KEPT.clear()
             _FILL_KEPT[key] = (tuple(map(_grate, self.groups.values())), (c0, c1, c2))
         return list(map(_grate, self.group)), [c0, c1, c2]
+
+
+def _heavy_sum(heavy: list, hgroups) -> float:
+    """HBM's use by the flows of the groups still rising (``_GON``): the HBM weights of
+    ``heavy`` (a group per flow, in flow order) whose group rises, summed in that order.
+    When those flows all have one weight ``w`` (a launch's flows have few), the sum is
+    ``w`` added ``k`` times to 0, kept by ``(w, k)``: the same sum without the pass over
+    the flows. ``hgroups``: the groups with an HBM weight."""
+    w = 0.0
+    k = 0
+    for g in hgroups:
+        if g[_GON]:
+            if not k:
+                w = g[_GW1]
+            elif g[_GW1] != w:
+                break
+            k += g[_GN]
+    else:
+        if not k:
+            return 0.0
+        s = _REPEATED.get((w, k))
+        if s is None:
+            if len(_REPEATED) >= _FILL_KEEP:
+                _REPEATED.clear()
+            s = 0.0
+            for _ in range(k):
+                s += w
+            _REPEATED[(w, k)] = s
+        return s
+    s = 0.0
+    for g in heavy:
+        if g[_GON]:
+            s += g[_GW1]
+    return s
 
 
 #: Leave out the issue flags that cannot delay their pipe (:class:`_IssuePruner`); the
@@ -2653,6 +2711,7 @@ def _unpack(kept: tuple) -> KernelTiming:
 def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
     """:func:`simulate`, the garbage collector paused."""
     _FILL_KEPT.clear()                 # the rate sharings are kept for one replay
+    _REPEATED.clear()
     if not keep_spans and l2 is None:
         from npusim import group_replay
         if group_replay.GROUP_REPLAY:
