@@ -21,6 +21,7 @@ import subprocess
 from npusim.ascendc import core as _core
 from npusim.cpp.builder import Build, CppBuildError, build, find_compiler, find_devkit
 from npusim.cpp.dispatch import HeaderAssertion, KernelRuntime, abort_as_error, run_block
+from npusim.cpp import sourceline as _sourceline
 from npusim.errors import KernelError
 
 __all__ = ["CppKernel", "CppBuildError", "HeaderAssertion", "HostRun", "load", "run_host", "build", "find_devkit",
@@ -35,6 +36,7 @@ _CTYPES = {
     "unsigned long long": ctypes.c_uint64, "float": ctypes.c_float, "double": ctypes.c_double,
 }
 _LIBS: dict = {}     # library path -> (CDLL, KernelRuntime): a library loads once per process
+_sourceline.install()  # checker messages and profile spans name the kernel's C++ line
 
 
 def _symbols(lib_path) -> dict:
