@@ -22,6 +22,12 @@ The executor runs, in stream order, the l0 chain of the operator on Atlas A2:
    launches separate ``Cast`` kernels; the values are the same, see
    :mod:`npusim.kernels.add.tiling` for the recipe and its order of operations).
 
+The elementwise kernel is the Python one unless the kernel implementation of "Add" is "cpp"
+(:func:`aclnn.kernel_impl.set_kernel_impl`, ``NPUSIM_KERNEL_IMPL=Add=cpp``): then a recipe
+without casts runs ``kernels/add/add_kernel.cpp`` (Ascend C, built in the first phase against
+the user's headers, which raises :class:`npusim.cpp.CppBuildError` without them), the same
+tiling and bytes; ``executor.kernel_impl`` says which (docs/cpp.md).
+
 Aliasing: the Add kernel reads each tile of self and other before it writes that tile
 of out, so out may be exactly self or other (same address, dtype size, shape and
 strides: ``aclnnAdd(x, y, out=x)`` is aclnnInplaceAdd) but may not partially overlap an
