@@ -111,12 +111,14 @@ def test_line_table_parses_addr2line_chains(monkeypatch, tmp_path):
     assert table.chains[0x1300] == ()
     assert table.chains[0x1230][2] == (f"{home}/my_kernel.h", 14)
 
-    class Frames:
-        def __call__(self, buf, n):
-            buf[0], buf[1] = 0x1230, 0x1300
-            return 2
-    table.frames, table.buf = Frames(), (sourceline.ctypes.c_uint64 * 4)()
+    # the runtime's globals: return addresses (one past each call), count, load bias
+    pcs = (sourceline.ctypes.c_uint64 * 4)(0x5000 + 0x1231, 0x5000 + 0x1301)
+    table.count, table.bias = sourceline.ctypes.c_int32(2), sourceline.ctypes.c_uint64(0x5000)
+    table.raw = memoryview(pcs).cast("B")
     assert table.line() == "my_kernel.h:14"
+    pcs[0] = 0x5000 + 0x1301                  # a chain of one unresolved address
+    table.count.value = 1
+    assert table.line() is None
 
 
 def test_add_kernel_spans_and_errors_name_add_kernel_cpp(monkeypatch):

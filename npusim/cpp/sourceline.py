@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import struct
 import subprocess
 
 from npusim import errors
@@ -35,14 +36,14 @@ class LineTable:
     def __init__(self, lib: ctypes.CDLL):
         self.path = lib._name
         self.chains: dict[int, tuple] = {}
-        self.lines: dict[tuple, str | None] = {}      # a whole call chain -> its answer
-        fn = getattr(lib, "npusim_frames", None)
-        self.frames = None
-        if fn is not None:
-            fn.restype = ctypes.c_int
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_int]
-            self.frames = fn
-        self.buf = (ctypes.c_uint64 * MAX_FRAMES)()
+        self.lines: dict[bytes, str | None] = {}      # a whole call chain -> its answer
+        try:                             # the runtime's noted frames (include/npusim_runtime.cpp)
+            self.count = ctypes.c_int32.in_dll(lib, "npusim_frame_count")
+            self.pcs = ctypes.addressof(ctypes.c_uint64.in_dll(lib, "npusim_frame_pc"))
+            self.raw = memoryview((ctypes.c_uint8 * (8 * MAX_FRAMES)).from_address(self.pcs))
+            self.bias = ctypes.c_uint64.in_dll(lib, "npusim_load_bias")
+        except ValueError:               # a library of an older layer
+            self.count = None
 
     def resolve(self, addrs) -> None:
         """Map the addresses not seen yet (one addr2line run for all of them)."""
@@ -69,15 +70,17 @@ class LineTable:
 
     def line(self) -> str | None:
         """``file:line`` of the current intrinsic's call in the user's files, or None."""
-        if self.frames is None:
+        if self.count is None:
             return None
-        n = self.frames(self.buf, MAX_FRAMES)
+        n = self.count.value
         if n <= 0:
             return None
-        addrs = tuple(self.buf[:n])
-        got = self.lines.get(addrs, False)
+        key = self.raw[:8 * n].tobytes()              # read in place: no foreign call
+        got = self.lines.get(key, False)
         if got is not False:
             return got
+        bias = self.bias.value
+        addrs = [pc - bias - 1 for pc in struct.unpack(f"<{n}Q", key)]   # inside each call
         self.resolve(addrs)
         chain = [loc for a in addrs for loc in self.chains[a]]      # innermost first
         got = None
@@ -87,7 +90,7 @@ class LineTable:
                 if path.startswith(home) and not path.startswith(_INCLUDE) and lineno:
                     got = f"{os.path.basename(path)}:{lineno}"
                     break
-        self.lines[addrs] = got
+        self.lines[key] = got
         return got
 
 

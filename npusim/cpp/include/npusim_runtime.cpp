@@ -26,9 +26,13 @@ typedef uint64_t (*npusim_dispatch_fn)(const char*, int, const npusim::Arg*);
 #include <dlfcn.h>
 #include <link.h>
 enum { NPUSIM_MAX_FRAMES = 24 };
-static uintptr_t npusim_text_lo = 0, npusim_text_hi = 0, npusim_load_bias = 0;
-static uintptr_t npusim_frame_pc[NPUSIM_MAX_FRAMES];
-static int npusim_frame_count = 0;
+static uintptr_t npusim_text_lo = 0, npusim_text_hi = 0;
+extern "C" {
+/* read by npusim (ctypes, in_dll): the return addresses, their count, the load bias */
+uintptr_t npusim_frame_pc[NPUSIM_MAX_FRAMES];
+int32_t npusim_frame_count = 0;
+uintptr_t npusim_load_bias = 0;
+}
 
 static int npusim_find_text(struct dl_phdr_info* info, size_t, void* self)
 {
@@ -75,16 +79,5 @@ __attribute__((noinline)) uint64_t npusim_intrinsic(const char* name, int nargs,
 #endif
     npusim_frame_count = n;
     return npusim_dispatch(name, nargs, args);
-}
-
-/* The current intrinsic's call chain as addresses in the library's file (innermost first,
- * each inside its call instruction), for addr2line; returns how many (at most max). */
-int npusim_frames(uint64_t* out, int max)
-{
-    int n = npusim_frame_count < max ? npusim_frame_count : max;
-    for (int i = 0; i < n; ++i) {
-        out[i] = npusim_frame_pc[i] - npusim_load_bias - 1;
-    }
-    return n;
 }
 }
