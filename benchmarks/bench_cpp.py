@@ -1,11 +1,13 @@
 """The C++ front end's costs: compiling (cold, with the precompiled header, cached), the host
-time of one forwarded intrinsic, and asc-devkit's TPipe/TQue Add kernel in C++ against the same
-kernel written with npusim.ascendc in Python (results, Task Duration, host time per record).
+time of one forwarded intrinsic, the host time per intrinsic of a kernel built with and
+without the source-line flags (npusim/cpp/sourceline.py), and asc-devkit's TPipe/TQue Add
+kernel in C++ against the same kernel written with npusim.ascendc in Python (results, Task
+Duration, host time per record).
 
     NPUSIM_ASC_DEVKIT=/path/to/asc-devkit python benchmarks/bench_cpp.py [--cold]
 
 --cold empties this kernel's cache entries first (the precompiled header is kept unless
-NPUSIM_CPP_COLD_PCH=1). Without a devkit only the forwarding figure is printed.
+NPUSIM_CPP_COLD_PCH=1). Without a devkit only the forwarding figures are printed.
 """
 from __future__ import annotations
 
@@ -50,6 +52,66 @@ def forwarding_us(n: int = 200_000) -> float:
         dt = time.perf_counter() - t0
         assert got == (1 << 64) - 1 and rt.error is None
     return dt / n * 1e6
+
+
+LOOP_SRC = r"""
+#include "stub_fun.h"
+#include "npusim_runtime.cpp"
+alignas(4096) static uint8_t g_ub[196608];
+extern "C" void npusim_hw_buffers(void** b, uint64_t* s)
+{ for (int i = 0; i < 7; ++i) { b[i] = i ? nullptr : g_ub; s[i] = i ? 0 : sizeof(g_ub); } }
+extern "C" void npusim_reset_core_state() {}
+static inline void step(float* a)
+{
+    set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
+    wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
+    vadd(a + 64, a, a, 1, 1, 1, 1, 8, 8, 8);
+}
+void loop(uint8_t* x, uint32_t n)
+{
+    float* a = reinterpret_cast<float*>(g_ub);
+    copy_gm_to_ubuf(a, x, 0, 1, 8, 0, 0);
+    pipe_barrier(PIPE_ALL);
+    set_vector_mask(0, ~0ull);
+    for (uint32_t i = 0; i < n; ++i) { step(a); }
+}
+"""
+
+
+def source_line_cost(n: int = 200, repeats: int = 5) -> None:
+    """Host time per intrinsic of a kernel (set_flag, wait_flag, vadd in a loop) built
+    without and with npusim's source-line flags (frame pointers noted at each intrinsic;
+    every SetFlag/WaitFlag's line resolved for the checker), plain and traced."""
+    import npusim.cpp as cpp
+    from npusim.gm import GlobalMemory
+    from npusim.launch import run_kernel
+    from npusim.soc import get_soc
+    soc = get_soc("Ascend910B1")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "loop.cpp"
+        src.write_text(LOOP_SRC)
+        for label, flags in (("plain -O1", []), ("source lines", builder.SOURCE_LINE_FLAGS)):
+            lib = Path(tmp) / f"loop{len(flags)}.so"
+            subprocess.run([builder.find_compiler(), "-std=c++17", "-shared", "-fPIC", "-O1",
+                            *flags, "-w", f"-I{builder.INCLUDE_DIR}", "-o", str(lib), str(src)],
+                           check=True)
+            k = cpp.CppKernel(builder.Build(lib, 0.0, False, "", [], "aiv"), "loop", "aiv")
+            figures = []
+            for spans in (False, True):
+                gm = GlobalMemory(soc.memory_size)
+                x = gm.malloc(256)
+                gm.write(x, np.ones(64, np.float32))
+                best = None
+                for _ in range(repeats):
+                    calls0 = k.rt.calls
+                    t0 = time.perf_counter()
+                    prof = run_kernel(k, 1, (x, n), soc=soc, gm=gm, keep_spans=spans)
+                    dt = (time.perf_counter() - t0) / (k.rt.calls - calls0)
+                    best = dt if best is None else min(best, dt)
+                figures.append(best * 1e6)
+            line = next(ln for r, ln in zip(prof.records[0], prof.lines[0]) if r[5] == "Add")
+            print(f"{label:13s}: {figures[0]:.1f} us per intrinsic, {figures[1]:.1f} traced "
+                  f"(keep_spans; Add's line {line})")
 
 
 def python_add_kernel(x, y, z, total):
@@ -132,6 +194,7 @@ def add_comparison(devkit: Path, cold: bool) -> None:
 
 def main() -> None:
     print(f"one forwarded intrinsic (sbitset1, ctypes callback): {forwarding_us():.2f} us")
+    source_line_cost()
     try:
         devkit = builder.find_devkit()
     except builder.CppBuildError as exc:

@@ -348,6 +348,7 @@ def main(argv=None):
     fsa_text, fsa = bench_script("bench_fused_sparse_adam.py", "--repeats", str(REPEATS))
     cube_text, _ = bench_script("bench_cube_kernel.py", "--sizes", CUBE_KERNEL_SIZES,
                                 "--repeats", str(MATMUL_REPEATS))
+    cpp_text, _ = bench_script("bench_cpp_add.py")
     res[("matmul",)] = {"host_s": mm["sim_wall_s"], "numpy_s": mm["numpy_s"],
                         "torch_s": mm["torch_s"], "functional_s": mm["functional_s"],
                         "timing_s": mm["timing_s"]}
@@ -364,15 +365,15 @@ def main(argv=None):
         Path(args.raw).write_text(json.dumps(dict(
             res=keyed(res), cores=cores, replay=replay, profiles=keyed(profiles),
             sm_text=sm_text, sm=sm, mm_text=mm_text, fsa_text=fsa_text, fsa=fsa,
-            cube_text=cube_text, elapsed=elapsed)))
+            cube_text=cube_text, cpp_text=cpp_text, elapsed=elapsed)))
     lines = report(res, cores, replay, profiles, sm_text, sm, mm_text, fsa_text, fsa, elapsed,
-                   cube_text)
+                   cube_text, cpp_text)
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))
 
 
 def report(res, cores, replay, profiles, sm_text, sm, mm_text, fsa_text, fsa,
-           elapsed, cube_text=None) -> list[str]:
+           elapsed, cube_text=None, cpp_text=None) -> list[str]:
     torch_v = baselines.torch_version()
     torch_note = (f"torch {torch_v} (CPU, {harness.TORCH_THREADS} intra-op thread: the "
                   "simulator and numpy's ufuncs use one core, and on this shared 2-core host "
@@ -648,6 +649,10 @@ def report(res, cores, replay, profiles, sm_text, sm, mm_text, fsa_text, fsa,
                       f"`python benchmarks/bench_cube_kernel.py --sizes {CUBE_KERNEL_SIZES} "
                       f"--repeats {MATMUL_REPEATS}` (target: within 5x numpy's single-thread "
                       "fp32 matmul):", "", "```", cube_text, "```", ""])
+    if cpp_text:         # likewise
+        lines.extend(["## Add in C++ (Ascend C) against its Python kernel", "",
+                      "`python benchmarks/bench_cpp_add.py` (the same aclnnAdd call, "
+                      "`set_kernel_impl(\"Add\", \"cpp\")`; docs/cpp.md):", "", cpp_text, ""])
     lines.extend(["## FusedSparseAdam", "",
                   f"`python benchmarks/bench_fused_sparse_adam.py --repeats {REPEATS}`:", "",
                   "```", fsa_text, "```", ""])

@@ -75,9 +75,21 @@ def kernel_source_line() -> str:
         if name is False:
             name = _outside_name(code)
         if name is not None:
-            return f"{name}:{frame.f_lineno}"
+            if name.__class__ is str:
+                return f"{name}:{frame.f_lineno}"
+            line = name(frame)              # another front end's frame (register_native_frame)
+            if line is not None:
+                return line
         frame = frame.f_back
     return "?"
+
+
+def register_native_frame(code, resolver) -> None:
+    """Let :func:`kernel_source_line` ask ``resolver(frame)`` for the kernel line when its
+    walk reaches a frame running ``code``: the entry of a front end whose kernel code is not
+    Python (the C++ front end's intrinsic callback, npusim.cpp.sourceline). The resolver
+    returns ``file:line``, or None to go on with the frames outside."""
+    _OUTSIDE[(code, code.co_filename)] = resolver
 
 
 def full_tracebacks() -> bool:

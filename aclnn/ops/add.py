@@ -22,6 +22,12 @@ The executor runs, in stream order, the l0 chain of the operator on Atlas A2:
    launches separate ``Cast`` kernels; the values are the same, see
    :mod:`npusim.kernels.add.tiling` for the recipe and its order of operations).
 
+The elementwise kernel is the Python one unless the kernel implementation of "Add" is "cpp"
+(:func:`aclnn.kernel_impl.set_kernel_impl`, ``NPUSIM_KERNEL_IMPL=Add=cpp``): then a recipe
+without casts runs ``kernels/add/add_kernel.cpp`` (Ascend C, built in the first phase against
+the user's headers, which raises :class:`npusim.cpp.CppBuildError` without them), the same
+tiling and bytes; ``executor.kernel_impl`` says which (docs/cpp.md).
+
 Aliasing: the Add kernel reads each tile of self and other before it writes that tile
 of out, so out may be exactly self or other (same address, dtype size, shape and
 strides: ``aclnnAdd(x, y, out=x)`` is aclnnInplaceAdd) but may not partially overlap an
@@ -46,10 +52,12 @@ from aclnn.constants import (ACL_BF16, ACL_BOOL, ACL_COMPLEX64, ACL_COMPLEX128, 
                              ACL_UINT8, ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS)
 from aclnn.errmsg import report_error
 from aclnn.executor import aclOpExecutor, run_executor
+from aclnn.kernel_impl import kernel_impl
 from aclnn.ops import _check
 from aclnn.ops._check import ParamError
 from aclnn.ops._workspace import Workspace
 from aclnn.tensor import aclScalar, aclTensor
+from npusim.kernels.add import cpp as _cpp
 from npusim.kernels.add import tiling as _tiling
 from npusim.kernels.add.kernel import add, broadcast_to
 
@@ -211,6 +219,10 @@ def _build(api, op_name, self, other, alpha, out, names):
             else:
                 gathers.append((t, None, 0))
     workspace_size = layout.size
+    # the C++ kernel when asked for and the recipe is one it computes (else the Python one)
+    # (built here, in the first phase: CppBuildError when no compiler or headers)
+    use_cpp = not empty and kernel_impl("Add") == "cpp" and _cpp.covers(td)
+    cpp_kernel = _cpp.kernel() if use_cpp else None
 
     def launch(device, stream, workspace):
         if empty:                       # the kernel handles empty tensors: nothing to launch
@@ -223,12 +235,18 @@ def _build(api, op_name, self, other, alpha, out, names):
             device.launch(stream, broadcast_to, bt.blockDim,
                           (t.data_address(), workspace + off, workspace, bt), name="BroadcastTo")
             addrs.append(workspace + off)
+        if use_cpp:                     # the Ascend C twin, same tiling (kernels/add/cpp.py)
+            device.launch(stream, cpp_kernel, td.blockDim,
+                          (addrs[0], addrs[1], out.data_address(), workspace,
+                           _cpp.tiling_bytes(td)), name=td.opType)
+            return
         device.launch(stream, add, td.blockDim, (addrs[0], addrs[1], out.data_address(),
                                                  workspace, td), name=td.opType)
 
     executor = aclOpExecutor(op_name, workspace_size, launch, dev, inputs=[self, other],
                              outputs=[out], input_names=names[:2], output_names=names[2:])
     executor.tiling = td
+    executor.kernel_impl = "cpp" if use_cpp else "python"
     executor.broadcast_tilings = tuple(bt for _, bt, _ in gathers)
     executor.alias_check = alias
     return workspace_size, executor, ACLNN_SUCCESS

@@ -21,6 +21,7 @@ import subprocess
 from npusim.ascendc import core as _core
 from npusim.cpp.builder import Build, CppBuildError, build, find_compiler, find_devkit
 from npusim.cpp.dispatch import HeaderAssertion, KernelRuntime, abort_as_error, run_block
+from npusim.cpp import sourceline as _sourceline
 from npusim.errors import KernelError
 
 __all__ = ["CppKernel", "CppBuildError", "HeaderAssertion", "HostRun", "load", "run_host", "build", "find_devkit",
@@ -35,6 +36,7 @@ _CTYPES = {
     "unsigned long long": ctypes.c_uint64, "float": ctypes.c_float, "double": ctypes.c_double,
 }
 _LIBS: dict = {}     # library path -> (CDLL, KernelRuntime): a library loads once per process
+_sourceline.install()  # checker messages and profile spans name the kernel's C++ line
 
 
 def _symbols(lib_path) -> dict:
@@ -64,8 +66,10 @@ class CppKernel:
     :func:`npusim.run_kernel` like a Python kernel (it runs one block per call).
 
     Arguments are those of the C++ signature: a pointer parameter (``GM_ADDR``,
-    ``__gm__ T*``) takes a device address (an int from ``GlobalMemory.malloc``), a scalar a
-    Python number. Struct parameters passed by value are not supported yet.
+    ``__gm__ T*``) takes a device address (an int from ``GlobalMemory.malloc``) or ``bytes``
+    (host memory its scalar code reads, e.g. a tiling struct ``GM_ADDR tiling`` points to:
+    the kernel gets a pointer to a copy), a scalar a Python number. Struct parameters passed
+    by value are not supported yet.
     """
 
     #: run_kernel runs C++ kernels block after block (no lockstep groups), and only
@@ -108,8 +112,17 @@ class CppKernel:
             raise KernelError(self.__name__, f"takes {len(self.pointers)} arguments "
                               f"({self.signature}), got {len(args)}")
         rt.map_gm(ctx.gm)
-        cargs = [rt.host_pointer(ctx.gm, int(a)) if is_ptr and a else a
-                 for a, is_ptr in zip(args, self.pointers)]
+        cargs, keep = [], []
+        for a, is_ptr in zip(args, self.pointers):
+            if is_ptr and isinstance(a, (bytes, bytearray)):
+                # host bytes the kernel's scalar code reads (a tiling struct, as the
+                # runtime places it beside the arguments): a pointer to a copy
+                buf = ctypes.create_string_buffer(bytes(a), max(1, len(a)))
+                keep.append(buf)
+                a = ctypes.addressof(buf)
+            elif is_ptr and a:
+                a = rt.host_pointer(ctx.gm, int(a))
+            cargs.append(a)
         run_block(rt, fn, cargs)
 
     def __repr__(self):

@@ -43,6 +43,11 @@ ARCH_DEFINES = {
     # AIVs and its server on the AIC: kfc_register_obj.h, matmul_intf.h)
     "mix": ["-DASCENDC_CPU_DEBUG=1", "-D__NPU_ARCH__=2201", "-D__DAV_C220__"],
 }
+#: What checker messages and profile spans need to name the kernel's C++ line
+#: (npusim/cpp/sourceline.py): line tables with their inlined calls (-g1), and frame
+#: pointers, which the runtime follows from each intrinsic to the kernel's frames (only in
+#: a library that says it has them: NPUSIM_SOURCE_LINES).
+SOURCE_LINE_FLAGS = ["-g1", "-fno-omit-frame-pointer", "-DNPUSIM_SOURCE_LINES=1"]
 #: SoCs whose kernels build for dav-c220 (Atlas A2 training/inference series, A3).
 A2_SOCS = ("Ascend910B", "Ascend910_93")
 
@@ -521,7 +526,7 @@ def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, de
     # a program with host tiling builds as the headers' host side too (__NPU_HOST__): their
     # DT_* data-type macros (kernel_type.h) would otherwise replace the names of the tiling
     # API's matmul_tiling::DataType
-    flags = ["-std=c++17", "-shared", "-fPIC", opt, "-w", *ARCH_DEFINES[core],
+    flags = ["-std=c++17", "-shared", "-fPIC", opt, *SOURCE_LINE_FLAGS, "-w", *ARCH_DEFINES[core],
              *(["-D__NPU_HOST__"] if host_tiling else []), *[f"-D{d}" for d in defines]]
     h = hashlib.sha256()
     h.update(source.read_bytes())
