@@ -114,3 +114,40 @@ def test_kernel_impl_choice(monkeypatch):
 def _soc():
     from npusim.soc import get_soc
     return get_soc("Ascend910B1")
+
+
+class _CppAddTiling:
+    """The Add tiling for a CustomOp of the C++ kernel: ``blockDim`` for the launch, and
+    ``__bytes__`` the C struct the kernel's ``GM_ADDR tiling`` points to."""
+
+    def __init__(self, td):
+        self.td, self.blockDim, self.workspaceSize = td, td.blockDim, 0
+
+    def __bytes__(self):
+        return add_cpp.tiling_bytes(self.td)
+
+
+def test_a_cpp_kernel_is_a_custom_aclnn_operator(devkit, stream):
+    """npusim.cpp's kernel as the ``kernel`` of a CustomOp: the generated two-phase API runs
+    it with the tiling object packed as its C struct; the result is numpy's x + 0.5 y."""
+    from aclnn.custom import CustomOp
+
+    def tiling(soc, shapes, dtypes, attrs):
+        n = int(np.prod(shapes["x"]))
+        dt = dtypes["x"]
+        return _CppAddTiling(add_tiling.tiling(soc, n, dt, dt, dt, alpha=np.float32(attrs["alpha"])))
+
+    op = CustomOp("AddCpp", kernel=add_cpp.kernel(), tiling=tiling, inputs=("x", "y"),
+                  outputs=("z",), attrs=("alpha",), dtypes=("float32",))
+    get_ws, run = op.aclnn_api()
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal(10_007).astype(np.float32), rng.standard_normal(10_007).astype(np.float32)
+    z = to_device(np.zeros_like(x))
+    ws, ex, ret = get_ws(to_device(x), to_device(y), 0.5, z)
+    assert ret == 0, acl.get_recent_err_msg()
+    assert run(0, ws, ex, stream) == 0
+    assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
+    got = from_device(z, np.float32)
+    want = x + np.float32(0.5) * y                     # Muls then Add, each rounded to fp32
+    assert got.tobytes() == want.tobytes()
+    assert runtime.current_device().profiles[-1].block_dim > 1

@@ -68,7 +68,10 @@ class CppKernel:
     Arguments are those of the C++ signature: a pointer parameter (``GM_ADDR``,
     ``__gm__ T*``) takes a device address (an int from ``GlobalMemory.malloc``) or ``bytes``
     (host memory its scalar code reads, e.g. a tiling struct ``GM_ADDR tiling`` points to:
-    the kernel gets a pointer to a copy), a scalar a Python number. Struct parameters passed
+    the kernel gets a pointer to a copy) or an object with ``__bytes__`` (a TilingData that
+    packs itself as its C struct: so a C++ kernel is the ``kernel`` of an
+    :class:`aclnn.custom.CustomOp`, whose tiling function returns such an object with its
+    ``blockDim``), a scalar a Python number. Struct parameters passed
     by value are not supported yet.
     """
 
@@ -114,6 +117,8 @@ class CppKernel:
         rt.map_gm(ctx.gm)
         cargs, keep = [], []
         for a, is_ptr in zip(args, self.pointers):
+            if is_ptr and not isinstance(a, (bytes, bytearray)) and hasattr(a, "__bytes__"):
+                a = bytes(a)             # a TilingData packing itself as its C struct
             if is_ptr and isinstance(a, (bytes, bytearray)):
                 # host bytes the kernel's scalar code reads (a tiling struct, as the
                 # runtime places it beside the arguments): a pointer to a copy
