@@ -140,13 +140,31 @@ def _same(a, b) -> bool:
     return False
 
 
+_object_new = object.__new__
+
+
 def _make(members, vals):
     """A BlockVector of ``vals`` (one per member), or the plain value all members share."""
     v0 = vals[0]
+    if len(vals) > 1 and type(v0) is int:
+        v1 = vals[1]
+        if type(v1) is int and v1 != v0:    # the common case, two ints that differ: as
+            return _new_vector(members, vals)  # _same would find, without the slice
     for v in vals[1:]:
         if not _same(v, v0):
-            return BlockVector(members, vals)
+            return _new_vector(members, vals)
     return v0
+
+
+def _new_vector(members, vals):
+    """``BlockVector(members, vals)``, taking a tuple and a fresh list as they are (the
+    operators' results) rather than copying them."""
+    if type(members) is not tuple or type(vals) is not list:
+        return BlockVector(members, vals)
+    bv = _object_new(BlockVector)
+    bv.members = members
+    bv.vals = vals
+    return bv
 
 
 class BlockVector:
@@ -270,6 +288,19 @@ _floordiv, _mod, _lshift, _rshift = (operator.floordiv, operator.mod, operator.l
 _and, _or, _xor = operator.and_, operator.or_, operator.xor
 _lt, _le, _gt, _ge, _eq, _ne = (operator.lt, operator.le, operator.gt, operator.ge,
                                 operator.eq, operator.ne)
+
+
+def offset_members(offset: BlockVector, address: int, itemsize: int, length: int) -> tuple:
+    """``(address + offset * itemsize, max(length - offset, 0))`` for an int-valued
+    BlockVector ``offset`` and plain ints: what the BlockVector operators give (each
+    member's ints, a plain int where all members agree), in two list passes rather than
+    four operator calls (``GlobalTensor[]`` of a group, once per copy)."""
+    vals, members = offset.vals, offset.members
+    addrs = list(map(_add, _repeat(address), map(_mul, vals, _repeat(itemsize))))
+    rest = list(map(_sub, _repeat(length), vals))
+    if min(rest) < 0:
+        rest = [max(r, 0) for r in rest]
+    return _make(members, addrs), _make(members, rest)
 
 
 def as_int(x):
@@ -597,7 +628,9 @@ def gm_rows(ctx: GroupContext, gt, rows: int, row: int, pitch: int, write: bool)
     ctx.gm_log.append((gt.address, row, write, rows, pitch) if rows > 1 and pitch != row
                       else (gt.address, span, write))
     step = addrs[1] - a0 if g > 1 else 0
-    regular = step >= 0 and all(al is alloc0 for al in allocs) and (
+    # one allocation for all when gt's is not per member (_member_allocations repeats it)
+    regular = step >= 0 and (type(gt._alloc) is not BlockVector
+                             or all(al is alloc0 for al in allocs)) and (
         addrs == list(range(a0, a0 + step * g, step)) if step else addrs == [a0] * g)
     if regular:
         out = strided_view(alloc0.buf[a0 - alloc0.base:], (g, rows, row), (step, pitch, 1))
@@ -650,6 +683,8 @@ def gm_spans(ctx, gt, nbytes: int, instruction: str, pipe: str, write: bool = Fa
 
 def ub_rows(ub2: np.ndarray, rows: int, row: int, pitch: int) -> np.ndarray:
     """``[G, rows, row]`` view of a group's ``[G, span]`` UB bytes, rows ``pitch`` apart."""
+    if rows == 1:       # one row: a plain slice, the same view at a fraction of as_strided's cost
+        return ub2[:, None, :row]
     return as_strided(ub2, shape=(ub2.shape[0], rows, row), strides=(ub2.strides[0], pitch, 1),
                       writeable=True)
 

@@ -278,11 +278,19 @@ class MemoryShadow:
         # w_pipe = -1 indexes) and by reader
         self._thr = np.full(_N_PIPES + 1, _NEVER, dtype=np.int64)
         self._rthr = np.empty((len(readers), 1), dtype=np.int64)
+        # (pipe, first block, end block) of the last access when it was a write that found
+        # no race, else None: the same write again, with no access in between, finds none
+        # either (its blocks' writer is its own pipe, their readers unchanged, and what the
+        # pipe knows of the others only grows), so :meth:`write` skips the check (a loop of
+        # copies into one buffer, as a DataCopy study's 49,152 per block)
+        self._clean = None
 
     # -- accesses --------------------------------------------------------------------
     def _race(self, ctx, pipe: int, blocks, offset: int, end: int,
               instruction: str, writing: bool) -> None:
-        """``blocks``: the 32 B blocks accessed, as a slice or an index array."""
+        """``blocks``: the 32 B blocks accessed, as a slice or an index array. True when
+        it found a race (reported, kept as a warning or resolved by :meth:`on_race`)."""
+        found = False
         known = self.clock.vc[pipe]
         thr = self._thr
         thr[:_N_PIPES] = known
@@ -293,6 +301,7 @@ class MemoryShadow:
             writer = int(wp[int(late.argmax())])
             other = Pipe(writer).name
             verb = "overwrites" if writing else "reads"
+            found = True
             self.on_race(ctx, pipe, writer, SyncError(
                 instruction, f"{Pipe(pipe).name} {verb} {self.mem} [{offset}, {end}) that {other} "
                 f"wrote, with no queue hand-off, flag or barrier from {other} to "
@@ -307,10 +316,12 @@ class MemoryShadow:
             busy = self.r_all[:, blocks] >= rthr
             if _count(busy):
                 r = self.readers[int(busy.any(axis=1).argmax())]
+                found = True
                 self.on_race(ctx, pipe, r, SyncError(
                     instruction, f"{Pipe(pipe).name} overwrites {self.mem} [{offset}, {end}) that "
                     f"{Pipe(r).name} may still be reading: no queue hand-off, flag or barrier in "
                     f"between{self._unset_wait(r, pipe)}", pipe=Pipe(pipe).name))
+        return found
 
     def _unset_wait(self, src: int, dst: int) -> str:
         """The race's likely cause when a WaitFlag from ``src`` to ``dst`` came before any
@@ -343,6 +354,7 @@ class MemoryShadow:
             self._uninitialised(ctx, pipe, f"[{offset}, {end})", offset + int(np.argmin(ok)),
                                 instruction)
         blocks = slice(offset // 32, (end + 31) // 32)
+        self._clean = None
         self._race(ctx, pipe, blocks, offset, end, instruction, False)
         row = self._reader_row.get(pipe)
         if row is not None:
@@ -353,9 +365,13 @@ class MemoryShadow:
         if nbytes <= 0:
             return
         end = offset + nbytes
-        blocks = slice(offset // 32, (end + 31) // 32)
-        self._race(ctx, pipe, blocks, offset, end, instruction, True)
-        self.w_pipe[blocks] = pipe
+        first, last = offset // 32, (end + 31) // 32
+        blocks = slice(first, last)
+        if self._clean != (pipe, first, last):
+            self._clean = None
+            found = self._race(ctx, pipe, blocks, offset, end, instruction, True)
+            self.w_pipe[blocks] = pipe
+            self._clean = None if found else (pipe, first, last)
         self.w_idx[blocks] = self.clock.count[pipe]
         if init_view is None:
             self.init[offset:end] = True
@@ -399,6 +415,7 @@ class MemoryShadow:
         sorted; bytes ``[lo, hi)`` for the message), without an initialised-bytes check:
         :meth:`read_at` once its blocks are known (callers that know them skip the
         per-byte addresses)."""
+        self._clean = None
         self._race(ctx, pipe, blocks, lo, hi, instruction, False)
         row = self._reader_row.get(pipe)
         if row is not None:
@@ -417,6 +434,7 @@ class MemoryShadow:
         """The race check and bookkeeping of a write to the 32 B ``blocks`` (distinct,
         sorted; bytes ``[lo, hi)`` for the message); the caller sets the bytes'
         initialised state (:meth:`write_at` without the per-byte addresses)."""
+        self._clean = None
         self._race(ctx, pipe, blocks, lo, hi, instruction, True)
         self.w_pipe[blocks] = pipe
         self.w_idx[blocks] = self.clock.count[pipe]

@@ -24,6 +24,7 @@ from npusim.errors import GmAccessError, KernelError, UbError, kernel_source_lin
 #: Not published (docs/reference/hardware.md §5); 100 cycles, like one DMA latency [R].
 GM_SCALAR_ACCESS_CYCLES = 100
 _NORMAL = CacheMode.CACHE_MODE_NORMAL
+_INT_ONLY = {int}
 
 _UB_POSITIONS = _core._UB_POSITIONS
 
@@ -47,8 +48,8 @@ def _index(x, instruction: str, what: str = "index"):
     if type(x) is int:
         return x
     if type(x) is _lockstep.BlockVector:
-        if all(type(v) is int for v in x.vals):
-            return x                # every member's is an int already
+        if set(map(type, x.vals)) == _INT_ONLY:
+            return x                # every member's is an int already (a set: one C pass)
         return x.map(lambda v: _index(v, instruction, what))
     try:
         return operator.index(x)
@@ -107,12 +108,19 @@ class GlobalTensor:
         sub.dtype = self.dtype                     # already a numpy dtype
         if type(offset) is not int:
             offset = _index(offset, "GlobalTensor[]")
-        sub.address = self.address + offset * self.dtype.itemsize
-        rest = self.length - offset
-        if type(rest) is _lockstep.BlockVector:
-            sub.length = rest if min(rest.vals) >= 0 else rest.map(lambda r: max(r, 0))
+        if (type(offset) is _lockstep.BlockVector and type(self.address) is int
+                and type(self.length) is int and set(map(type, offset.vals)) == _INT_ONLY):
+            # a group's per-member offset into a tensor all members share (a block's rows
+            # of one matrix): the same int arithmetic as below, member by member in one pass
+            sub.address, sub.length = _lockstep.offset_members(
+                offset, self.address, self.dtype.itemsize, self.length)
         else:
-            sub.length = max(rest, 0)
+            sub.address = self.address + offset * self.dtype.itemsize
+            rest = self.length - offset
+            if type(rest) is _lockstep.BlockVector:
+                sub.length = rest if min(rest.vals) >= 0 else rest.map(lambda r: max(r, 0))
+            else:
+                sub.length = max(rest, 0)
         sub._alloc = self._alloc
         sub.cache_mode = self.cache_mode
         cur = _core.current_core_or_none()
