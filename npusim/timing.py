@@ -359,7 +359,10 @@ class L2Cache:
     lines at its head, never past the next run), and a transfer finds those it overlaps
     by bisection (a page of 64 one-line runs, each left by a copy of its own, costs a few
     comparisons, not 64). The runs of several ranges, whose extents interleave with
-    other runs, are kept in sets apart (:attr:`mpages`).
+    other runs, are kept in sets apart (:attr:`mpages`). A run of a few ranges (made
+    with Python lists) also keeps its lines as a bit mask per page (:attr:`rmask`): the
+    scattered rows of a gather or scatter share pages with many runs and lines with few,
+    and a lookup compares the masks before the ranges.
     """
 
     #: lines per index page: a page lists the runs touching it
