@@ -359,7 +359,10 @@ class L2Cache:
     lines at its head, never past the next run), and a transfer finds those it overlaps
     by bisection (a page of 64 one-line runs, each left by a copy of its own, costs a few
     comparisons, not 64). The runs of several ranges, whose extents interleave with
-    other runs, are kept in sets apart (:attr:`mpages`).
+    other runs, are kept in sets apart (:attr:`mpages`). A run of a few ranges (made
+    with Python lists) also keeps its lines as a bit mask per page (:attr:`rmask`): the
+    scattered rows of a gather or scatter share pages with many runs and lines with few,
+    and a lookup compares the masks before the ranges.
     """
 
     #: lines per index page: a page lists the runs touching it
@@ -381,6 +384,13 @@ class L2Cache:
         self.rid: dict[int, int] = {}      # start line -> run id
         self.rstart: dict[int, int] = {}   # run id -> start line
         self.mtouched: dict[int, list] = {}  # id of a run of ranges -> the pages it is in
+        self.rlists: dict[int, tuple] = {}  # id of a run of ranges -> its lo, hi, dirty as
+                                            # lists, when it was made from lists (a cut in
+                                            # Python reads them without converting arrays)
+        self.rmask: dict[int, dict] = {}   # id of such a run -> page -> bit mask of the
+                                           # lines it holds there (bit i: line P * page + i):
+                                           # a lookup passes over a run that shares a page
+                                           # but no line with a transfer's rows
         self.next_id = 0
         self.heap: list[tuple[int, int]] = []   # (stamp, start), stale entries skipped
         self.clock = 0
@@ -480,6 +490,8 @@ class L2Cache:
         rid = self.rid.pop(start)
         del self.rstart[rid]
         if len(run) > 3:            # a run of ranges is in the pages its ranges touch
+            self.rlists.pop(rid, None)
+            self.rmask.pop(rid, None)
             pages = self.mpages
             for p in self.mtouched.pop(rid):
                 page = pages[p]
@@ -504,11 +516,15 @@ class L2Cache:
             return
         start, end = int(lo[0]), int(hi[-1])
         touched = self._touched(lo, hi)
+        lists = (lo, hi, dirt) if type(lo) is list else None
         lo, hi, dirt, n = _range_arrays(lo, hi, dirt)
         self.runs[start] = [end, None, stamp, lo, hi, dirt, n, reg]
         heapq.heappush(self.heap, (stamp, start))
         self.size += n
         self._new_id(start, end, touched)
+        if lists is not None:
+            self.rlists[self.next_id] = lists
+            self.rmask[self.next_id] = _page_masks(lists[0], lists[1], self.PAGE)
 
     def _ranges(self, starts):
         """The ranges of the runs at ``starts``, sorted: lo, hi, dirty, and the index in
@@ -566,7 +582,7 @@ class L2Cache:
         not what the runs it passes near hold. ``near``: run start -> the indices of the
         ranges that share a page with the run (:meth:`_near_rows`), the only ones that can
         share a line with it."""
-        runs = self.runs
+        runs, rlists, rid_of = self.runs, self.rlists, self.rid
         pieces = []
         for st in starts:
             run = runs[st]
@@ -599,17 +615,21 @@ class L2Cache:
                 ks = range(j, bisect_left(a_lo, end, j))
             else:
                 ks = near[st]
+            lists = rlists.get(rid_of[st])
             c_lo, c_hi, c_d = run[3], run[4], run[5]
             n_c = len(c_lo)
             i0, i1 = 0, n_c
-            if n_c > self.ROWS_IN_PYTHON:           # only its ranges within the cut's extent
-                if not ks:
-                    continue
-                i0 = int(np.searchsorted(c_hi, a_lo[ks[0]], side="right"))
-                i1 = int(np.searchsorted(c_lo, a_hi[ks[-1]], side="left"))
-                if i0 >= i1:
-                    continue
-            c_lo, c_hi = c_lo[i0:i1].tolist(), c_hi[i0:i1].tolist()
+            if lists is not None:                   # the run's ranges as lists already
+                c_lo, c_hi = lists[0], lists[1]
+            else:
+                if n_c > self.ROWS_IN_PYTHON:       # only its ranges within the cut's extent
+                    if not ks:
+                        continue
+                    i0 = int(np.searchsorted(c_hi, a_lo[ks[0]], side="right"))
+                    i1 = int(np.searchsorted(c_lo, a_hi[ks[-1]], side="left"))
+                    if i0 >= i1:
+                        continue
+                c_lo, c_hi = c_lo[i0:i1].tolist(), c_hi[i0:i1].tolist()
             n = i1 - i0
             # the pieces (range index, lo, hi), in address order
             cut = []
@@ -622,7 +642,7 @@ class L2Cache:
                     i += 1
             if not cut:
                 continue
-            c_d = c_d[i0:i1].tolist()
+            c_d = lists[2] if lists is not None else c_d[i0:i1].tolist()
             r_lo, r_hi, r_d = [], [], []            # what is left of the run's ranges
             at = -1                                 # the range being cut, lines from ``pos``
             pos = 0
@@ -659,7 +679,7 @@ class L2Cache:
                 r_hi = np.concatenate((run[4][:i0], np.array(r_hi, np.int64), run[4][i1:]))
                 r_d = np.concatenate((run[5][:i0], np.array(r_d, bool), run[5][i1:]))
             if len(r_lo) > 1:
-                self._shrink(st, run, r_lo, r_hi, r_d)
+                self._shrink(st, run, r_lo, r_hi, r_d, cut)
             else:
                 self._remove(st)
                 if len(r_lo):
@@ -667,18 +687,27 @@ class L2Cache:
         pieces.sort()
         return pieces
 
-    def _shrink(self, st: int, run: list, lo, hi, dirt) -> None:
+    def _shrink(self, st: int, run: list, lo, hi, dirt, cut=()) -> None:
         """The run of ranges at ``st`` keeps only the ranges ``[lo[i], hi[i])`` (two or
         more, lists or arrays as :meth:`_put` takes them), in place: the run
         :meth:`_remove` and :meth:`_put` would leave (the same lines, dirtiness, recency
-        and start), keeping its id, in the pages :meth:`_put` would list it in."""
+        and start), keeping its id, still listed in the pages of its new extent it was
+        listed in (every page its ranges touch among them). ``cut``: the pieces (range
+        index, lo, hi) it lost: the pages they touch that its ranges no longer touch are
+        dropped too."""
         start = int(lo[0])
-        touched = self._touched(lo, hi)
+        rid = self.rid[st]
+        lists = type(lo) is list
+        if lists:
+            self.rlists[rid] = (lo, hi, dirt)
+        else:
+            self.rlists.pop(rid, None)
+            self.rmask.pop(rid, None)
         lo, hi, dirt, n = _range_arrays(lo, hi, dirt)
         self.size += n - run[6]
+        end = run[0]
         run[0] = int(hi[-1])
         run[3], run[4], run[5], run[6], run[7] = lo, hi, dirt, n, None
-        rid = self.rid[st]
         if start != st:
             # a new start: keyed anew, with a recency entry of its own (the one at ``st``
             # is stale now, as after a removal)
@@ -688,26 +717,56 @@ class L2Cache:
             self.rid[start] = rid
             self.rstart[rid] = start
             heapq.heappush(self.heap, (run[2], start))
+        # its lines are some of those it had: the pages it is listed in still hold every
+        # page they touch. Those past its new extent are dropped (a run is listed only in
+        # pages of its extent), and those of the pieces cut that no range of it touches
+        # now (a page it stays listed in costs a comparison at every lookup there); the
+        # other pages are not worked out again (:meth:`_touched` of every range)
+        P = self.PAGE
+        p0, p1 = start // P, (run[0] - 1) // P
+        gone = set()
+        if lists:
+            masks = self.rmask.get(rid)
+            if masks is None or not cut:
+                masks = self.rmask[rid] = _page_masks(run[3].tolist(), run[4].tolist(), P)
+                gone = {p for p in self.mtouched[rid] if p not in masks}
+            else:
+                for _, s, e in cut:     # its lines there cleared; no line left: page gone
+                    while s < e:
+                        p = s // P
+                        base = p * P
+                        f = e if e < base + P else base + P
+                        m = masks[p] & ~(((1 << (f - s)) - 1) << (s - base))
+                        if m:
+                            masks[p] = m
+                        else:
+                            del masks[p]
+                            gone.add(p)
+                        s = f
         was = self.mtouched[rid]
-        if touched != was:
-            # the pages _put would index it in (those of its extent when that is short,
-            # :meth:`_touched`, which a smaller run may have and a larger one had not)
+        if was[0] >= p0 and was[-1] <= p1:
+            if gone:
+                # within its extent still: drop the pages gone alone
+                mpages = self.mpages
+                for p in gone:
+                    if p in was:
+                        was.remove(p)
+                        page = mpages[p]
+                        page.discard(rid)
+                        if not page:
+                            del mpages[p]
+        else:
             mpages = self.mpages
-            keep, had = set(touched), set(was)
+            keep = []
             for p in was:
-                if p not in keep:
+                if p0 <= p <= p1 and p not in gone:
+                    keep.append(p)
+                else:
                     page = mpages[p]
                     page.discard(rid)
                     if not page:
                         del mpages[p]
-            for p in touched:
-                if p not in had:
-                    page = mpages.get(p)
-                    if page is None:
-                        mpages[p] = {rid}
-                    else:
-                        page.add(rid)
-            self.mtouched[rid] = touched
+            self.mtouched[rid] = keep
 
     def _drop_head(self, start: int, new_start: int) -> None:
         """The run at ``start`` loses its lines [start, new_start) (fewer than it has): the
@@ -779,18 +838,36 @@ class L2Cache:
         the ranges that share a page with the run, ascending: a run shares no line with a
         range it shares no page with, however close their extents."""
         P = self.PAGE
-        pages, mpages = self.pages, self.mpages
+        pages, mpages, rmask = self.pages, self.mpages, self.rmask
         by_id: dict = {}
         for k, (l, h) in enumerate(zip(lo, hi)):
             for p in range(l // P, (h - 1) // P + 1):
-                for page in (pages.get(p), mpages.get(p)):
-                    if page:
-                        for r in page:
-                            ks = by_id.get(r)
-                            if ks is None:
-                                by_id[r] = [k]
-                            elif ks[-1] != k:
-                                ks.append(k)
+                page = pages.get(p)
+                if page:
+                    for r in page:
+                        ks = by_id.get(r)
+                        if ks is None:
+                            by_id[r] = [k]
+                        elif ks[-1] != k:
+                            ks.append(k)
+                page = mpages.get(p)
+                if page:
+                    want = None
+                    for r in page:
+                        masks = rmask.get(r)
+                        if masks is not None:
+                            if want is None:    # the range's lines in page p, as bits
+                                base = p * P
+                                s = l if l > base else base
+                                e = h if h < base + P else base + P
+                                want = ((1 << (e - s)) - 1) << (s - base)
+                            if not masks.get(p, 0) & want:
+                                continue        # no line of the range in common
+                        ks = by_id.get(r)
+                        if ks is None:
+                            by_id[r] = [k]
+                        elif ks[-1] != k:
+                            ks.append(k)
         a, b = lo[0], hi[-1]
         runs, rstart = self.runs, self.rstart
         out = {}
@@ -1115,6 +1192,10 @@ class L2Cache:
         if write and self.write_through_when_full and self.size > self.capacity:
             through, dirt = run[6] * self.line, np.zeros(n_ranges, bool)
         run[2], run[5] = stamp, dirt
+        rid = self.rid[start]
+        if rid in self.rlists:                          # its dirtiness as a list is stale
+            self.rlists.pop(rid)
+            self.rmask.pop(rid)
         heapq.heappush(self.heap, (stamp, start))
         return 1.0, (self._evict() if self.size > self.capacity else 0), through
 
@@ -1223,6 +1304,20 @@ class L2Cache:
                 self._cut_rows(found, lo.tolist(), hi.tolist())
             else:
                 self._cut_ranges(found, lo, hi)
+
+
+def _page_masks(lo: list, hi: list, P: int) -> dict:
+    """The lines ``[lo[i], hi[i])`` (lists of ints) as bit masks by page of ``P`` lines:
+    page -> mask, bit i for line ``P * page + i``."""
+    masks: dict = {}
+    for s, e in zip(lo, hi):
+        while s < e:
+            p = s // P
+            base = p * P
+            f = e if e < base + P else base + P
+            masks[p] = masks.get(p, 0) | (((1 << (f - s)) - 1) << (s - base))
+            s = f
+    return masks
 
 
 def _overlaps(c_lo, c_hi, a_lo, a_hi):
