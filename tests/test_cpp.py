@@ -55,8 +55,9 @@ def _devkit() -> Path | None:
 needs_compiler = pytest.mark.skipif(_compiler() is None, reason="no C++ compiler (g++/clang++)")
 
 
-@pytest.fixture(scope="module")
-def devkit():
+def require_devkit() -> Path:
+    """The asc-devkit to build against; skips the test, saying what is missing, without a
+    C++ compiler or the headers."""
     if _compiler() is None:
         pytest.skip("no C++ compiler (g++/clang++) found")
     d = _devkit()
@@ -64,6 +65,11 @@ def devkit():
         pytest.skip("no asc-devkit headers: set NPUSIM_ASC_DEVKIT or provide "
                     "../shared/asc-devkit/asc-devkit-*.tar.xz")
     return d
+
+
+@pytest.fixture(scope="module")
+def devkit():
+    return require_devkit()
 
 
 # -- the layer's own pieces -------------------------------------------------------------------

@@ -17,7 +17,7 @@ from npusim.kernels.add import cpp as add_cpp
 from npusim.kernels.add import tiling as add_tiling
 
 from aclnn_helpers import from_device, to_device
-from test_cpp import _compiler, _devkit
+from test_cpp import require_devkit
 
 #: Task Durations of the two kernels agree within this fraction
 TASK_BOUND = 0.005
@@ -25,12 +25,7 @@ TASK_BOUND = 0.005
 
 @pytest.fixture
 def devkit(monkeypatch):
-    if _compiler() is None:
-        pytest.skip("no C++ compiler (g++/clang++) found")
-    d = _devkit()
-    if d is None:
-        pytest.skip("no asc-devkit headers: set NPUSIM_ASC_DEVKIT or provide "
-                    "../shared/asc-devkit/asc-devkit-*.tar.xz")
+    d = require_devkit()
     monkeypatch.setenv("NPUSIM_ASC_DEVKIT", str(d))
     yield d
     kernel_impl.set_kernel_impl("Add", None)

@@ -15,7 +15,7 @@ import pytest
 
 from npusim.cpp import builder
 
-from test_cpp import _compiler, _devkit, needs_compiler
+from test_cpp import _compiler, needs_compiler, require_devkit
 
 SOURCE = Path(__file__).resolve().parent / "cpp_kernels" / "source_lines.cpp"
 
@@ -125,12 +125,7 @@ def test_add_kernel_spans_and_errors_name_add_kernel_cpp(monkeypatch):
     """aclnnAdd's C++ kernel, built against asc-devkit's headers: its spans name
     add_kernel.cpp's lines (Add's, DataCopy's), and a GM read past the allocation (an x
     smaller than the tiling says) names the DataCopy line of TileIn."""
-    if _compiler() is None:
-        pytest.skip("no C++ compiler (g++/clang++) found")
-    devkit = _devkit()
-    if devkit is None:
-        pytest.skip("no asc-devkit headers: set NPUSIM_ASC_DEVKIT or provide "
-                    "../shared/asc-devkit/asc-devkit-*.tar.xz")
+    devkit = require_devkit()
     monkeypatch.setenv("NPUSIM_ASC_DEVKIT", str(devkit))
     from npusim.errors import GmAccessError
     from npusim.gm import GlobalMemory
