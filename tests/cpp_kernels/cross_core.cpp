@@ -6,16 +6,7 @@
 #include "stub_fun.h"
 #include "npusim_runtime.cpp"
 
-alignas(4096) static uint8_t g_mem[7][1 << 18];
-static const uint64_t g_size[7] = {196608, 1 << 18, 65536, 65536, 131072, 1024, 2048};
-extern "C" void npusim_hw_buffers(void** bases, uint64_t* sizes)
-{
-    for (int i = 0; i < 7; ++i) {
-        bases[i] = g_mem[i];
-        sizes[i] = g_size[i];
-    }
-}
-extern "C" void npusim_reset_core_state() {}
+#include "core_buffers.h"
 
 static int64_t g_part = -1;     /* per-core state held across the wait */
 

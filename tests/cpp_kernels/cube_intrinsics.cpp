@@ -7,17 +7,8 @@
 #include "npusim_runtime.cpp"
 
 constexpr uint32_t M = 32, K = 48, N = 32;
-alignas(4096) static uint8_t g_mem[7][1 << 19];
-static const uint64_t g_size[7] = {196608, 524288, 65536, 65536, 131072, 1024, 2048};
-
-extern "C" void npusim_hw_buffers(void** bases, uint64_t* sizes)
-{
-    for (int i = 0; i < 7; ++i) {
-        bases[i] = g_mem[i];
-        sizes[i] = g_size[i];
-    }
-}
-extern "C" void npusim_reset_core_state() {}
+#define TEST_L1_BYTES (1 << 19)
+#include "core_buffers.h"
 
 template <bool LOAD3D> void CubeMatmul(uint8_t* a, uint8_t* b, uint8_t* c)
 {
