@@ -8,8 +8,6 @@ the per-block replay runs); U1 again on an L2 small enough to evict while it run
 field of the timing is compared with the per-block replay's (floats exactly).
 """
 import dataclasses
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,18 +18,10 @@ from npusim import get_soc
 from npusim import group_replay
 from npusim.timing import L2Cache
 
-ROOT = Path(__file__).resolve().parents[1]
+from aclnn_helpers import load_example
 
 
-def _study():
-    spec = importlib.util.spec_from_file_location(
-        "data_copy_study", ROOT / "examples" / "data_copy_study.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-STUDY = _study()
+STUDY = load_example("data_copy_study")
 
 
 def _records(monkeypatch, case, scale, soc_name="Ascend910B1"):
