@@ -272,7 +272,9 @@ class CrossCoreState:
         # server on the AIC of a MIX kernel, npusim.ascendc.lib.matmul): (name, block) -> it
         self.services: dict = {}
         self.handoffs: dict = {}        # event -> knowledge its set carried (hand_off)
-        self._handoff_seq = 0
+        # hand-offs so far by source core: an event is named by its source and that count,
+        # so the names do not depend on the order the cores run in (npusim.mixgroups)
+        self._handoff_seq: dict = {}
 
     @staticmethod
     def group(ctx) -> int:
@@ -376,8 +378,8 @@ class CrossCoreState:
         events = []
         know = self._snapshot(src, pipe)
         for t in targets:
-            self._handoff_seq += 1
-            event = ("xcore", "handoff", self._handoff_seq, t.core_index)
+            n = self._handoff_seq[src.core_index] = self._handoff_seq.get(src.core_index, 0) + 1
+            event = ("xcore", "handoff", src.core_index, n, t.core_index)
             self.handoffs[event] = know
             events.append(event)
         src.record(_core.SET, pipe, 0.0, 0, ("xset", tuple((e, 1) for e in events)), name)
