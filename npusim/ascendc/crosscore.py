@@ -284,6 +284,23 @@ class CrossCoreState:
     def _of_group(self, cores, g):
         return [c for c in cores if self.group(c) == g]
 
+    # -- what a library asks of the launch (the Matmul API's KFC server) ------------------
+    def block_cores(self, ctx, kind: str) -> list:
+        """The cores of ``kind`` (AIC or AIV) in ``ctx``'s block, in core order."""
+        return self._of_group(self.aivs if kind == _core.AIV else self.aics, self.group(ctx))
+
+    def provide(self, ctx, name: str, service) -> None:
+        """``ctx`` offers ``service`` (a library's server) to the cores of its block."""
+        self.services[(name, self.group(ctx))] = service
+
+    def provided(self, ctx, name: str) -> bool:
+        """Whether the block of ``ctx`` has a service ``name`` yet."""
+        return (name, self.group(ctx)) in self.services
+
+    def service(self, ctx, name: str):
+        """The service ``name`` of ``ctx``'s block (:meth:`provided` first)."""
+        return self.services[(name, self.group(ctx))]
+
     def _snapshot(self, ctx, pipe):
         return None if self.gm_order is None else self.gm_order.snapshot(ctx, pipe)
 
