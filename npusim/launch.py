@@ -18,7 +18,9 @@ cross-core scheduler on). blockDim then counts blocks and may not exceed the phy
 (docs/reference/hardware.md §3 "Block indexing and launch"). Every core runs the kernel function
 as a coroutine (a greenlet) that hands over at CrossCoreWaitFlag and SyncAll until the
 core it waits for has acted (:mod:`npusim.ascendc.crosscore`); the replay runs every core
-at once, the cross-core flags as events between them.
+at once, the cross-core flags as events between them. In lockstep (the default) the cores
+of each lane — the AICs, the AIVs of each sub-block — run in groups of blocks, each group
+one coroutine (:mod:`npusim.mixgroups`), with the same results.
 """
 from __future__ import annotations
 

@@ -47,9 +47,10 @@ import numpy as np
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import checker as _checker, core as _core
-from npusim.ascendc.crosscore import CrossCoreState, KernelReturn, _Barrier, _merge
+from npusim.ascendc.crosscore import (CrossCoreState, KernelReturn, _Barrier, _merge,
+                                      _Rendezvous)
 from npusim.ascendc.types import PIPE_ALL, PIPE_S
-from npusim.errors import KernelError, kernel_source_line
+from npusim.errors import kernel_source_line
 from npusim.lockstep import BlockVector, Divergence, GroupContext
 
 __all__ = ["MixGroupContext", "GroupedCrossCore", "run_mix"]
@@ -259,8 +260,6 @@ class GroupedCrossCore(CrossCoreState):
                 len(set(rv.sets.values())) > 1 for rv in self.rendezvous.values()):
             raise _PerCore()
 
-
-from npusim.ascendc.crosscore import _Rendezvous  # noqa: E402  (with the state's helpers)
 
 
 # -- the launch ---------------------------------------------------------------------------
