@@ -59,7 +59,7 @@ def test_flag_pipeline_of_static_tensor_cube_and_vector_cores_runs_grouped():
     """The basic-API cube kernel (static L1/L0 tensors, SetFlag/WaitFlag) on each AIC, a mode-2
     flag to its AIVs, LeakyRelu on them: 6 blocks, the middle four in groups."""
     def run(lockstep):
-        got, want, _, prof = run_leaky(6, 32, 48, 24, 0.25, seed=3, keep_spans=True,
+        got, want, _, prof = run_leaky(6, 32, 32, 16, 0.25, seed=3, keep_spans=True,
                                        lockstep=lockstep)
         np.testing.assert_array_equal(got, want)
         return {"out": got}, prof
