@@ -18,7 +18,9 @@ cross-core scheduler on). blockDim then counts blocks and may not exceed the phy
 (docs/reference/hardware.md §3 "Block indexing and launch"). Every core runs the kernel function
 as a coroutine (a greenlet) that hands over at CrossCoreWaitFlag and SyncAll until the
 core it waits for has acted (:mod:`npusim.ascendc.crosscore`); the replay runs every core
-at once, the cross-core flags as events between them.
+at once, the cross-core flags as events between them. In lockstep (the default) the cores
+of each lane — the AICs, the AIVs of each sub-block — run in groups of blocks, each group
+one coroutine (:mod:`npusim.mixgroups`), with the same results.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ import greenlet
 import numpy as np
 
 from npusim import lockstep as _lockstep
+from npusim import mixgroups as _mixgroups
 from npusim.blas_threads import launch_blas_threads
 from npusim.ascendc import core as _core
 from npusim.ascendc.cube import unitflag as _unitflag
@@ -393,8 +396,10 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             those of per-block execution). None (default): on unless the environment sets
             ``NPUSIM_LOCKSTEP=0``; False: block after block. A SyncAll launch runs all its
             blocks as one group that meets each SyncAll together, or per core when they
-            diverge. Mixed launches always run per core, and so does a kernel whose
-            ``npusim_lockstep`` attribute is False (a compiled C++ kernel, :mod:`npusim.cpp`).
+            diverge. A mixed launch runs each lane of cores (its AICs, the AIVs of each
+            sub-block) in groups of blocks whose programs agree (:mod:`npusim.mixgroups`),
+            per core where they do not. A kernel whose ``npusim_lockstep`` attribute is
+            False (a compiled C++ kernel, :mod:`npusim.cpp`) runs per block (per core).
         functional: False runs the launch timing-only (:mod:`npusim.ascendc.timing_only`):
             the arithmetic instructions (element-wise vector family, Cast, reductions,
             Mmad) skip their numpy work, so the results in GM are not computed, while the
@@ -425,14 +430,14 @@ def run_kernel(kernel, block_dim: int, args: tuple, *, soc, gm, name: str | None
             raise ValueError(f"run_kernel: {getattr(kernel, '__name__', 'this kernel')} cannot "
                              "run timing-only: its scalar code reads the buffers directly, "
                              "where uncomputed bytes cannot be caught; run it functionally")
+        in_lockstep = (_lockstep.lockstep_enabled(lockstep)
+                       and getattr(kernel, "npusim_lockstep", True))
         with LOCK, _without_cyclic_gc(), launch_blas_threads(), _timing_only.launch(timing_only):
             if mix is not None:
                 return _launch_mix(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
-                                   keep_spans, checks, kt, mix)
+                                   keep_spans, checks, kt, mix, in_lockstep)
             return _launch(kernel, int(block_dim), args, soc, gm, name, reserve_ub,
-                           keep_spans, sync_all, checks, kt, kind,
-                           _lockstep.lockstep_enabled(lockstep)
-                           and getattr(kernel, "npusim_lockstep", True))
+                           keep_spans, sync_all, checks, kt, kind, in_lockstep)
     except NpuSimError as exc:
         # the kernel's lines, not the simulator's (NPUSIM_FULL_TRACEBACK=1 keeps them all)
         trim_traceback(exc)
@@ -519,8 +524,10 @@ def _launch(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, sync
 
 
 def _launch_mix(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, checks, kt,
-                shape) -> KernelProfile:
-    """A mixed launch: ``shape`` = (AICs, AIVs) per block; every core a coroutine."""
+                shape, lockstep=False) -> KernelProfile:
+    """A mixed launch: ``shape`` = (AICs, AIVs) per block; every core a coroutine, or with
+    ``lockstep`` the cores of each lane in groups (:mod:`npusim.mixgroups`) where their
+    programs agree."""
     _check_block_dim(soc, block_dim)
     n_aic, n_aiv = shape
     if n_aic and block_dim > soc.cube_block_num:
@@ -535,6 +542,12 @@ def _launch_mix(kernel, block_dim, args, soc, gm, name, reserve_ub, keep_spans, 
     capacity = soc.ub_usable - (soc.ascendc_reserved_ub if reserve_ub else 0)
     config = checks if checks is not None else checker.default()
     t0 = time.perf_counter()
+    if lockstep and block_dim > 1:
+        with np.errstate(all="ignore"):   # IEEE results, no numpy warnings
+            done = _mixgroups.run_mix(kernel, args, soc, gm, block_dim, capacity, keep_spans,
+                                      config, n_aic, n_aiv)
+        if done is not None:
+            return _profile(kernel, name, soc, done, block_dim, keep_spans, t0, kt, len(done))
     ctxs = _mix_contexts(soc, gm, block_dim, capacity, keep_spans, config, n_aic, n_aiv)
     gm_order = None
     if config.enabled:

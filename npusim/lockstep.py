@@ -43,7 +43,8 @@ What stays per block (single-member groups run exactly the per-block code path o
 :class:`CoreContext`):
 
 * blocks split off by a :class:`Divergence`;
-* mixed AIC/AIV launches (coroutines, :mod:`npusim.launch`);
+* mixed AIC/AIV launches, whose lanes of cores run as groups of their own, coroutines
+  that meet at the cross-core flags (:mod:`npusim.mixgroups`);
 * SyncAll launches whose blocks diverge: a SyncAll launch runs all its blocks as one
   group (``run_blocks(..., sync_all=True)``) that reaches each SyncAll with every member at
   once, its GM accesses compared phase by phase; a divergence, or a conflict within a

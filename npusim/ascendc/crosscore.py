@@ -272,7 +272,9 @@ class CrossCoreState:
         # server on the AIC of a MIX kernel, npusim.ascendc.lib.matmul): (name, block) -> it
         self.services: dict = {}
         self.handoffs: dict = {}        # event -> knowledge its set carried (hand_off)
-        self._handoff_seq = 0
+        # hand-offs so far by source core: an event is named by its source and that count,
+        # so the names do not depend on the order the cores run in (npusim.mixgroups)
+        self._handoff_seq: dict = {}
 
     @staticmethod
     def group(ctx) -> int:
@@ -281,6 +283,23 @@ class CrossCoreState:
 
     def _of_group(self, cores, g):
         return [c for c in cores if self.group(c) == g]
+
+    # -- what a library asks of the launch (the Matmul API's KFC server) ------------------
+    def block_cores(self, ctx, kind: str) -> list:
+        """The cores of ``kind`` (AIC or AIV) in ``ctx``'s block, in core order."""
+        return self._of_group(self.aivs if kind == _core.AIV else self.aics, self.group(ctx))
+
+    def provide(self, ctx, name: str, service) -> None:
+        """``ctx`` offers ``service`` (a library's server) to the cores of its block."""
+        self.services[(name, self.group(ctx))] = service
+
+    def provided(self, ctx, name: str) -> bool:
+        """Whether the block of ``ctx`` has a service ``name`` yet."""
+        return (name, self.group(ctx)) in self.services
+
+    def service(self, ctx, name: str):
+        """The service ``name`` of ``ctx``'s block (:meth:`provided` first)."""
+        return self.services[(name, self.group(ctx))]
 
     def _snapshot(self, ctx, pipe):
         return None if self.gm_order is None else self.gm_order.snapshot(ctx, pipe)
@@ -376,8 +395,8 @@ class CrossCoreState:
         events = []
         know = self._snapshot(src, pipe)
         for t in targets:
-            self._handoff_seq += 1
-            event = ("xcore", "handoff", self._handoff_seq, t.core_index)
+            n = self._handoff_seq[src.core_index] = self._handoff_seq.get(src.core_index, 0) + 1
+            event = ("xcore", "handoff", src.core_index, n, t.core_index)
             self.handoffs[event] = know
             events.append(event)
         src.record(_core.SET, pipe, 0.0, 0, ("xset", tuple((e, 1) for e in events)), name)

@@ -222,8 +222,15 @@ def DataCopy(dst, src, count_or_params) -> None:
             _group_copy(ctx, src_is_gm, ub, gm, rows, row, gm_pitch, row, ub_pitch, 0,
                         "DataCopy", pipe)
         else:
-            gm_view = _strided(gm.bytes_view((rows - 1) * gm_pitch + row, "DataCopy", pipe),
-                               rows, row, gm_pitch)
+            gm_span = (rows - 1) * gm_pitch + row
+            if ctx.gm_log is not None and not src_is_gm and rows > 1 and gm_pitch != row:
+                # a block alone in a lockstep launch logs the rows it stores, as a group
+                # does: blocks storing interleaved tiles of one matrix do not touch
+                gm_bytes = _lockstep.gm_spans(ctx, gm, gm_span, "DataCopy", pipe, True,
+                                              [(0, row, gm_pitch, rows)])[0]
+            else:
+                gm_bytes = gm.bytes_view(gm_span, "DataCopy", pipe)
+            gm_view = _strided(gm_bytes, rows, row, gm_pitch)
             ub_view = _strided(ub.bytes_view((rows - 1) * ub_pitch + row, "DataCopy", pipe),
                                rows, row, ub_pitch)
         nbytes = rows * row

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from npusim import lockstep as _lockstep
 from npusim.ascendc import checker
 from npusim.ascendc import core as _core
 from npusim.ascendc import datacopy as _dc
@@ -139,10 +140,15 @@ def copy_local_rows(ctx, dst: LocalTensor, src: LocalTensor, rows: int, row: int
     """Move ``rows`` rows of ``row`` bytes between two core-local buffers (byte pitches
     ``src_pitch``/``dst_pitch``), the checker's byte state carried along on ``pipe_id``
     (L1 -> bias table, L1 -> Fixpipe buffer). The caller records the cost."""
-    s_view = _dc._strided(src.bytes_view((rows - 1) * src_pitch + row, name, pipe), rows, row,
-                          src_pitch)
-    d_view = _dc._strided(dst.bytes_view((rows - 1) * dst_pitch + row, name, pipe), rows, row,
-                          dst_pitch)
+    s_span, d_span = (rows - 1) * src_pitch + row, (rows - 1) * dst_pitch + row
+    if ctx.is_group:      # a lockstep group: every member's rows at once, [G, rows, row]
+        s_view = _lockstep.ub_rows(stacked(ctx, src.bytes_view, s_span, name, pipe), rows, row,
+                                   src_pitch)
+        d_view = _lockstep.ub_rows(stacked(ctx, dst.bytes_view, d_span, name, pipe), rows, row,
+                                   dst_pitch)
+    else:
+        s_view = _dc._strided(src.bytes_view(s_span, name, pipe), rows, row, src_pitch)
+        d_view = _dc._strided(dst.bytes_view(d_span, name, pipe), rows, row, dst_pitch)
     s_sh, d_sh = shadow(ctx, src), shadow(ctx, dst)
     if s_sh is not None:
         r, b = np.arange(rows)[:, None], np.arange(row)

@@ -140,18 +140,22 @@ def _gm_l1(ctx, l1: LocalTensor, gm: GlobalTensor, params, to_l1: bool) -> None:
         return
     gm_pitch, l1_pitch = row + gm_gap, row + l1_gap
     gm_span = (rows - 1) * gm_pitch + row
-    gm_view = _dc._strided(gm.bytes_view(gm_span, "DataCopy", pipe), rows, row, gm_pitch)
-    l1_view = _dc._strided(l1.bytes_view((rows - 1) * l1_pitch + row, "DataCopy", pipe),
-                           rows, row, l1_pitch)
     sh = shadow(ctx, l1)
     if sh is not None:
         addr = (l1.offset + np.arange(rows)[:, None] * l1_pitch + np.arange(row)).reshape(-1)
         (sh.write_at if to_l1 else sh.read_at)(ctx, int(PIPE_MTE2 if to_l1 else PIPE_MTE3),
                                                addr, "DataCopy")
-    if to_l1:
-        l1_view[...] = gm_view
+    if ctx.is_group:      # a lockstep group: every member's rows at once, as GM <-> UB
+        _dc._group_copy(ctx, to_l1, l1, gm, rows, row, gm_pitch, row, l1_pitch, 0,
+                        "DataCopy", pipe)
     else:
-        _dc._write_gm(ctx, gm_view, l1_view)
+        gm_view = _dc._strided(gm.bytes_view(gm_span, "DataCopy", pipe), rows, row, gm_pitch)
+        l1_view = _dc._strided(l1.bytes_view((rows - 1) * l1_pitch + row, "DataCopy", pipe),
+                               rows, row, l1_pitch)
+        if to_l1:
+            l1_view[...] = gm_view
+        else:
+            _dc._write_gm(ctx, gm_view, l1_view)
     if _timing_only.ACTIVE:
         (_timing_only.gm_to_cube if to_l1 else _timing_only.cube_to_gm)(ctx, gm, gm_span)
     _dc._dma(ctx, to_l1, rows * row, "DataCopy", gm, gm_span,

@@ -116,6 +116,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from npusim import lockstep as _lockstep
 from npusim.ascendc import core as _core
 from npusim.ascendc.atomic import DisableDmaAtomic, SetAtomicAdd
 from npusim.ascendc.crosscore import KernelReturn
@@ -213,8 +214,7 @@ def REGIST_MATMUL_OBJ(tpipe, workspace, *objects, ASCENDC_CUBE_ONLY: bool = Fals
     ctx = _core.current_core()
     state = ctx.mix
     kfc = state is not None and not ASCENDC_CUBE_ONLY
-    if kfc and ctx.core_kind == _core.AIC and not [
-            c for c in state.aivs if state.group(c) == state.group(ctx)]:
+    if kfc and ctx.core_kind == _core.AIC and not state.block_cores(ctx, _core.AIV):
         kfc = False                  # MIX_AIC_1_0: no AIV to serve
     if state is not None and ASCENDC_CUBE_ONLY and ctx.core_kind == _core.AIV:
         raise KernelReturn()         # the vector side of a cube-only build returns here
@@ -1274,7 +1274,6 @@ class _KfcServer:
     def __init__(self, aic, pipe, workspace: int, engines: list):
         self.aic, self.pipe, self.workspace = aic, pipe, workspace
         self.state = aic.mix
-        self.group = self.state.group(aic)
         self.engines = engines
         self.subs: dict = {}             # (object, AIV core index) -> _SubState
         self.owner = [None] * len(engines)
@@ -1292,25 +1291,25 @@ class _KfcServer:
             else:
                 mm.Init(tiling, tpipe)
         server = cls(aic, tpipe, workspace, [mm for mm, _ in pairs])
-        aivs = [c for c in server.state.aivs if server.state.group(c) == server.group]
+        aivs = server.state.block_cores(aic, _core.AIV)
         events = server.state.hand_off(aic, PIPE_MTE3, aivs, "NotifyEvent (WORKSPACE_SYNC_ID)")
         server.ready = {c.core_index: e for c, e in zip(aivs, events)}
-        server.state.services[("kfc", server.group)] = server
+        server.state.provide(aic, "kfc", server)
 
     @staticmethod
     def connect(aiv, workspace: int, pairs) -> None:
         """REGIST_MATMUL_OBJ on an AIV: wait for the block's server, check the objects are
         the AIC's, and make them its clients."""
         name = "REGIST_MATMUL_OBJ"
-        state, g = aiv.mix, aiv.mix.group(aiv)
-        if not [c for c in state.aics if state.group(c) == g]:
+        state = aiv.mix
+        if not state.block_cores(aiv, _core.AIC):
             raise KernelError(name, f"{aiv.name} has no AIC in its block to run the Matmul API "
                               "(the MIX form needs KERNEL_TYPE_MIX_AIC_1_2 or MIX_AIC_1_1)")
-        key = ("kfc", g)
-        aiv.wait_until(lambda: key in state.services,
-                       f"REGIST_MATMUL_OBJ (WaitEvent(WORKSPACE_SYNC_ID)), which waits for the "
-                       f"AIC of block {g} to register the Matmul objects with REGIST_MATMUL_OBJ")
-        server = state.services[key]
+        aiv.wait_until(lambda: state.provided(aiv, "kfc"),
+                       lambda: "REGIST_MATMUL_OBJ (WaitEvent(WORKSPACE_SYNC_ID)), which waits for "
+                       f"the AIC of block {state.group(aiv)} to register the Matmul objects "
+                       "with REGIST_MATMUL_OBJ")
+        server = state.service(aiv, "kfc")
         if workspace != server.workspace:
             raise KernelError(name, f"the AIV's workspace 0x{workspace:x} is not the AIC's "
                               f"0x{server.workspace:x}: both sides pass GetSysWorkSpacePtr()")
@@ -1322,7 +1321,10 @@ class _KfcServer:
         region = GlobalTensor(np.uint8)
         region.SetGlobalBuffer(server.workspace + aiv.block_idx * server.aiv_bytes,
                                server.aiv_bytes)
-        region.bytes_view(server.aiv_bytes, name, "PIPE_S")     # bounds: GmAccessError
+        if aiv.is_group:      # a lockstep group (npusim.mixgroups): each member's region
+            _lockstep.gm_rows(aiv, region, 1, server.aiv_bytes, server.aiv_bytes, False)
+        else:
+            region.bytes_view(server.aiv_bytes, name, "PIPE_S")     # bounds: GmAccessError
         event = server.ready.pop(aiv.core_index, None)
         if event is not None:
             state.receive(aiv, event, "WaitEvent (WORKSPACE_SYNC_ID)")
