@@ -28,7 +28,7 @@ from npusim.errors import NpuSimError
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 #: Bumped when the source rewrite or the unit's layout changes, so that cached builds are
 #: rebuilt (the intrinsic layer's files and GLUE are hashed themselves).
-GLUE_VERSION = "3"
+GLUE_VERSION = "4"
 
 #: Ascend C's CPU-debug build of an A2/A3 (dav-c220, __NPU_ARCH__ 2201) AIV or AIC kernel:
 #: the definitions of Huawei's own unit-test build for ascend910B1.
@@ -43,6 +43,19 @@ ARCH_DEFINES = {
     # AIVs and its server on the AIC: kfc_register_obj.h, matmul_intf.h)
     "mix": ["-DASCENDC_CPU_DEBUG=1", "-D__NPU_ARCH__=2201", "-D__DAV_C220__"],
 }
+#: What makes ``GlobalTensor::SetL2CacheHint`` work on A2: the device build of Huawei's
+#: compiler defines ``L2_CACHE_HINT`` for Ascend910B kernels (asc-devkit's kernel-launch
+#: compiler, tools/ascc/asc_plugin asc_compile_options.cpp, and its operator build,
+#: tools/build/asc_op_compile_base compile_op.py), unless the build defines ASCENDC_DEBUG
+#: or runs the sanitizer. Under it ``L2CacheAlter`` (impl/basic_api/utils/
+#: kernel_utils_macros.h) moves a CACHE_MODE_DISABLE tensor's address up by the runtime's
+#: ``g_opSystemRunCfg.l2Cacheoffset``; npusim sets that offset to L2_BYPASS_OFFSET (GLUE)
+#: and its runtime reads an address in that window as the same bytes with L2 bypassed
+#: (npusim.cpp.dispatch), as the Python API's ``GlobalTensor.SetL2CacheHint`` does.
+L2_HINT_DEFINE = "-DL2_CACHE_HINT"
+#: The L2 bypass window's offset: bit 62, above every host address (x86-64 and arm64 user
+#: space are below 2**48 (2**52 with large addresses); arm64's memory tags are bits 56-59).
+L2_BYPASS_OFFSET = 1 << 62
 #: What checker messages and profile spans need to name the kernel's C++ line
 #: (npusim/cpp/sourceline.py): line tables with their inlined calls (-g1), and frame
 #: pointers, which the runtime follows from each intrinsic to the kernel's frames (only in
@@ -259,6 +272,13 @@ uint64_t GetHardWarebufferSize(uint8_t index)
 }
 }  // namespace check
 }  // namespace AscendC
+/* The runtime's L2 cache hint configuration (kernel_utils_macros.h declares it under
+ * L2_CACHE_HINT): L2CacheAlter adds l2Cacheoffset to the address of a GlobalTensor set to
+ * CACHE_MODE_DISABLE; npusim's runtime reads an address in that window as the same GM bytes
+ * copied around L2 (npusim.cpp.builder.L2_BYPASS_OFFSET). */
+#if defined(L2_CACHE_HINT)
+__gm__ struct OpSystemRunCfg g_opSystemRunCfg = {NPUSIM_L2_BYPASS_OFFSET};
+#endif
 /* The headers' process lock (kernel_process_lock.h): npusim runs one core at a time. */
 namespace AscendC {
 ProcessLock* ProcessLock::processLock = nullptr;
@@ -272,6 +292,8 @@ int ProcessLock::Write() { return 0; }
 int ProcessLock::Unlock() { return 0; }
 }
 """
+#: the window of L2CacheAlter (the one constant, here and in npusim.cpp.dispatch)
+GLUE = GLUE.replace("NPUSIM_L2_BYPASS_OFFSET", f"{L2_BYPASS_OFFSET:#x}ull")
 
 
 #: A source whose host code uses Ascend C's host tiling API (PlatformAscendC, the Matmul tiling).
@@ -509,7 +531,9 @@ def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, de
     -O0 the headers' CPU-mode TPipe (which fills every core buffer with random words through
     a std::map look-up per word) costs 0.4 s per block. ``pch``: parse the Ascend C
     headers once per flag set (a precompiled ``kernel_operator.h``, cached beside the
-    generated headers) instead of once per kernel.
+    generated headers) instead of once per kernel. ``L2_CACHE_HINT`` is defined as Huawei's
+    A2 device build defines it, so ``GlobalTensor::SetL2CacheHint`` takes effect
+    (:data:`L2_HINT_DEFINE`), except when ``defines`` has ``ASCENDC_DEBUG``, as there.
 
     Raises:
         CppBuildError: no compiler, no headers, or the compile failed (its messages).
@@ -523,11 +547,14 @@ def build(source: str | os.PathLike, *, core: str | None = None, devkit=None, de
     cxx = find_compiler()
     text = source.read_text(errors="replace")
     host_tiling = bool(_HOST_TILING.search(text))
+    # the L2 cache hint as the device build has it, except in a debug build (L2_HINT_DEFINE)
+    hint = [] if any(str(d).split("=")[0] == "ASCENDC_DEBUG" for d in defines) \
+        else [L2_HINT_DEFINE]
     # a program with host tiling builds as the headers' host side too (__NPU_HOST__): their
     # DT_* data-type macros (kernel_type.h) would otherwise replace the names of the tiling
     # API's matmul_tiling::DataType
     flags = ["-std=c++17", "-shared", "-fPIC", opt, *SOURCE_LINE_FLAGS, "-w", *ARCH_DEFINES[core],
-             *(["-D__NPU_HOST__"] if host_tiling else []), *[f"-D{d}" for d in defines]]
+             *hint, *(["-D__NPU_HOST__"] if host_tiling else []), *[f"-D{d}" for d in defines]]
     h = hashlib.sha256()
     h.update(source.read_bytes())
     for p in sorted(source.parent.glob("*.h")):

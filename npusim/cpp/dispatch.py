@@ -30,6 +30,7 @@ from npusim.ascendc import core as _core
 from npusim.ascendc import repeat as _repeat
 from npusim.ascendc import types as _types
 from npusim.ascendc.tensor import GlobalTensor, LocalTensor
+from npusim.cpp import builder as _builder
 from npusim.cpp import corestate
 from npusim.errors import KernelError
 
@@ -90,10 +91,19 @@ def abort_as_error():
 
 
 class Ptr(int):
-    """A pointer argument: its address, with the element type it points to."""
+    """A pointer argument: its address, with the element type it points to; ``l2_bypass``:
+    it came in the L2 cache hint's window (:data:`L2_BYPASS_OFFSET`), the address is the
+    one below it."""
 
     __slots__ = ()
     dtype = np.dtype(np.uint8)
+    l2_bypass = False
+
+
+#: The offset GlobalTensor::SetL2CacheHint(CACHE_MODE_DISABLE) adds to a tensor's GM address
+#: in an A2 build (L2CacheAlter; npusim.cpp.builder.L2_BYPASS_OFFSET): a pointer argument
+#: with this bit is the same GM bytes, copied around the L2 cache.
+L2_BYPASS_OFFSET = _builder.L2_BYPASS_OFFSET
 
 
 def _decode(kind: int, size: int, bits: int):
@@ -103,6 +113,8 @@ def _decode(kind: int, size: int, bits: int):
     if k == K_UINT:
         return bits
     if k == K_PTR:
+        if bits & L2_BYPASS_OFFSET:
+            return _BYPASS_PTR_CLASSES.get(kind >> 8, _BypassPtr)(bits ^ L2_BYPASS_OFFSET)
         return _PTR_CLASSES.get(kind >> 8, Ptr)(bits)
     if k == K_FLOAT:
         return float(np.uint32(bits).view(np.float32))
@@ -120,6 +132,9 @@ def _ptr_class(code):
 
 
 _PTR_CLASSES = {code: _ptr_class(code) for code in ELEMENT}
+_BypassPtr = type("PtrL2Bypass", (Ptr,), {"__slots__": (), "l2_bypass": True})
+_BYPASS_PTR_CLASSES = {code: type(f"Ptr{code}L2Bypass", (cls,), {"__slots__": (), "l2_bypass": True})
+                       for code, cls in _PTR_CLASSES.items()}
 
 
 class KernelRuntime:
@@ -256,9 +271,13 @@ class KernelRuntime:
         raise KernelError(instruction, f"pointer 0x{int(ptr):x} is not in a core memory")
 
     def global_(self, ptr: Ptr, nbytes: int, instruction: str, dtype=np.uint8) -> GlobalTensor:
+        """The GlobalTensor of ``nbytes`` at ``ptr``, set to CACHE_MODE_DISABLE when the
+        pointer came through the L2 cache hint's window (:class:`Ptr`)."""
         g = GlobalTensor(dtype)
         g.SetGlobalBuffer(self.device_address(int(ptr), instruction),
                           max(1, nbytes // np.dtype(dtype).itemsize))
+        if getattr(ptr, "l2_bypass", False):
+            g.SetL2CacheHint(_types.CacheMode.CACHE_MODE_DISABLE)
         return g
 
     # -- the callback ----------------------------------------------------------------------
