@@ -142,22 +142,89 @@ def _settle(a, b, nb, s, m, limit, ea, sa, eb, sb, r):
                 and sa[s, m] + sb[nb, s, t] > limit):
             r[t] = np.float32(_exact_sum(a, b, nb, s, m, t, partials))
 
-@njit(cache=True)
+#: columns of B per block (the loop's operand has blocks of exactly this width, the last
+#: one padded with zeros: a constant row pitch is what lets the compiler vectorise
+#: :func:`_tile_sums16`); a block of a step is 16 KiB of float64 (k0 16)
+WIDTH = 128
+#: rows of A a tile takes at once: each vector of B loaded serves this many rows
+_MR = 4
+
+
+@njit(inline="always")
+def _tile_sums16(bp, a0, a1, a2, a3, nt, r):
+    """``r[i, t]`` = the float64 sum of ``ai[j] * bp[j, t]`` over ``j < 16`` for a
+    tile's four rows of A (``a0`` .. ``a3``: 16 values each) and the first ``nt``
+    columns of the step's block of B, ``bp`` (16, :data:`WIDTH`): one chain of
+    multiply-adds per row, in k order (any order would do: :mod:`.step_sums_numba`).
+    k0 and the block's row pitch are constants, so that the compiler unrolls k, keeps
+    the rows' A values in registers (or on the stack) and vectorises over the columns:
+    each vector of B is loaded once for the four rows' fused multiply-adds."""
+    for t in range(nt):
+        x0 = 0.0
+        x1 = 0.0
+        x2 = 0.0
+        x3 = 0.0
+        for j in range(16):
+            y = bp[j, t]
+            x0 += a0[j] * y
+            x1 += a1[j] * y
+            x2 += a2[j] * y
+            x3 += a3[j] * y
+        r[0, t] = x0
+        r[1, t] = x1
+        r[2, t] = x2
+        r[3, t] = x3
+
+
+@njit(inline="always")
+def _tile_sums8(bp, a0, a1, a2, a3, nt, r):
+    """:func:`_tile_sums16` for k0 = 8 (float): ``bp`` (8, :data:`WIDTH`)."""
+    for t in range(nt):
+        x0 = 0.0
+        x1 = 0.0
+        x2 = 0.0
+        x3 = 0.0
+        for j in range(8):
+            y = bp[j, t]
+            x0 += a0[j] * y
+            x1 += a1[j] * y
+            x2 += a2[j] * y
+            x3 += a3[j] * y
+        r[0, t] = x0
+        r[1, t] = x1
+        r[2, t] = x2
+        r[3, t] = x3
+
+
+@njit(cache=True, fastmath={"contract"})
 def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
     """``out[g, n // 16, m, n % 16]`` = fp32 ``init + step 0 + step 1 + ...`` for row
     m, column n of member g (``init``, of ``out``'s shape, read only when
     ``has_init``; it may be ``out``). ``a`` (G, S, M, k0) and ``b`` (G, blocks, S,
-    k0, width): float64; k0 16 or 8; column n is ``width * block + t``.
+    k0, :data:`WIDTH`), C-contiguous float64; k0 16 or 8; column n is ``WIDTH *
+    block + t``, the columns from N = 16 x ``out.shape[1]`` on zeros.
 
-    Block by block of columns, step by step, row by row: the row's sums over the
-    block in one loop with A's k0 values in locals (four chains, then a tree), which
-    the compiler vectorises over the columns, while the block of B (16 KiB) stays in
-    the first-level cache; their fp32 values added to the block's accumulator, which
-    goes to L0C's NZ order once."""
+    Block by block of columns, step by step, four rows at a time: the rows' float64
+    sums over the block (:func:`_tile_sums16`: each vector of B loaded once for the
+    four rows, fused multiply-adds), while the step's block of B (16 KiB) stays in the
+    first-level cache; each row's sums settled (:func:`_settle`) and their fp32 values
+    added to the block's accumulator, which goes to L0C's NZ order once.
+
+    ``fastmath`` is ``contract`` alone: the compiler may fuse a product and the add
+    that takes it into one fused multiply-add, ``fma(x, y, z) = round(x * y + z)``.
+    The products of half, bfloat16 and float values are exact in float64, so that is
+    ``round(round(x * y) + z)``, what the separate multiply and add give: the same
+    sums, bit for bit (inf and NaN products alike: ``x * y`` is then the same inf or
+    NaN either way). No reassociation (``reassoc``: the order of the adds stays the
+    source's, though any order would do), no assumption that values are finite
+    (``nnan``, ``ninf``: the checks' ``abs(x) < inf`` and NaN comparisons keep their
+    IEEE meaning); :func:`_settle` and :func:`_exact_sum` are compiled without any."""
     G, S, M, k0 = a.shape
-    NBLK, NB = b.shape[1], b.shape[4]
-    r = np.empty(NB)
-    c = np.empty((M, NB), np.float32)
+    NBLK = b.shape[1]
+    N = out.shape[1] * 16
+    bflat = b.reshape(-1)
+    r = np.empty((_MR, WIDTH))
+    c = np.empty((M, WIDTH), np.float32)
     zero = np.float32(0.0)
     limit = 53 - lk
     for g in range(G):
@@ -165,52 +232,36 @@ def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
         ea, sa, eb, sb, widest = _figures(ag.view(np.int64), bg.view(np.int64), mbits,
                                           emin, by_bits, lk, pow2)
         for nb in range(NBLK):
+            nt = min(WIDTH, N - nb * WIDTH)              # the block's columns of C
             for s in range(S):
-                for m in range(M):
+                bo = ((g * NBLK + nb) * S + s) * k0 * WIDTH
+                for m0 in range(0, M, _MR):
+                    # the last tile's missing rows repeat its last row (sums not used)
+                    a0, a1 = ag[s, m0], ag[s, min(m0 + 1, M - 1)]
+                    a2, a3 = ag[s, min(m0 + 2, M - 1)], ag[s, min(m0 + 3, M - 1)]
                     if k0 == 16:
-                        x0, x1, x2, x3 = ag[s, m, 0], ag[s, m, 1], ag[s, m, 2], ag[s, m, 3]
-                        x4, x5, x6, x7 = ag[s, m, 4], ag[s, m, 5], ag[s, m, 6], ag[s, m, 7]
-                        x8, x9, x10, x11 = (ag[s, m, 8], ag[s, m, 9], ag[s, m, 10],
-                                            ag[s, m, 11])
-                        x12, x13, x14, x15 = (ag[s, m, 12], ag[s, m, 13], ag[s, m, 14],
-                                              ag[s, m, 15])
-                        for t in range(NB):
-                            p0 = x0 * bg[nb, s, 0, t] + x4 * bg[nb, s, 4, t]
-                            p1 = x1 * bg[nb, s, 1, t] + x5 * bg[nb, s, 5, t]
-                            p2 = x2 * bg[nb, s, 2, t] + x6 * bg[nb, s, 6, t]
-                            p3 = x3 * bg[nb, s, 3, t] + x7 * bg[nb, s, 7, t]
-                            p0 += x8 * bg[nb, s, 8, t]
-                            p1 += x9 * bg[nb, s, 9, t]
-                            p2 += x10 * bg[nb, s, 10, t]
-                            p3 += x11 * bg[nb, s, 11, t]
-                            p0 += x12 * bg[nb, s, 12, t]
-                            p1 += x13 * bg[nb, s, 13, t]
-                            p2 += x14 * bg[nb, s, 14, t]
-                            p3 += x15 * bg[nb, s, 15, t]
-                            r[t] = (p0 + p1) + (p2 + p3)
+                        _tile_sums16(bflat[bo:bo + 16 * WIDTH].reshape((16, WIDTH)),
+                                     a0, a1, a2, a3, nt, r)
                     else:
-                        x0, x1, x2, x3 = ag[s, m, 0], ag[s, m, 1], ag[s, m, 2], ag[s, m, 3]
-                        x4, x5, x6, x7 = ag[s, m, 4], ag[s, m, 5], ag[s, m, 6], ag[s, m, 7]
-                        for t in range(NB):
-                            p0 = x0 * bg[nb, s, 0, t] + x4 * bg[nb, s, 4, t]
-                            p1 = x1 * bg[nb, s, 1, t] + x5 * bg[nb, s, 5, t]
-                            p2 = x2 * bg[nb, s, 2, t] + x6 * bg[nb, s, 6, t]
-                            p3 = x3 * bg[nb, s, 3, t] + x7 * bg[nb, s, 7, t]
-                            r[t] = (p0 + p1) + (p2 + p3)
-                    if sa[s, m] + widest[nb, s] > limit:  # not every sum exact by its bits
-                        _settle(ag, bg, nb, s, m, limit, ea, sa, eb, sb, r)
-                    if s > 0:
-                        for t in range(NB):
-                            c[m, t] = c[m, t] + np.float32(r[t])
-                    elif has_init:      # as numpy: (init + step 0) + 0, then + steps
-                        for u in range(NB // 16):
-                            for t in range(16):
-                                c[m, u * 16 + t] = (init[g, nb * (NB // 16) + u, m, t]
-                                                    + np.float32(r[u * 16 + t])) + zero
-                    else:
-                        for t in range(NB):
-                            c[m, t] = np.float32(r[t]) + zero
-            for u in range(NB // 16):
+                        _tile_sums8(bflat[bo:bo + 8 * WIDTH].reshape((8, WIDTH)),
+                                    a0, a1, a2, a3, nt, r)
+                    for i in range(min(_MR, M - m0)):
+                        m = m0 + i
+                        ri = r[i, :nt]
+                        if sa[s, m] + widest[nb, s] > limit:  # not every sum exact by bits
+                            _settle(ag, bg, nb, s, m, limit, ea, sa, eb, sb, ri)
+                        if s > 0:
+                            for t in range(nt):
+                                c[m, t] = c[m, t] + np.float32(ri[t])
+                        elif has_init:  # as numpy: (init + step 0) + 0, then + steps
+                            for u in range(nt // 16):
+                                for t in range(16):
+                                    c[m, u * 16 + t] = (init[g, nb * (WIDTH // 16) + u, m, t]
+                                                        + np.float32(ri[u * 16 + t])) + zero
+                        else:
+                            for t in range(nt):
+                                c[m, t] = np.float32(ri[t]) + zero
+            for u in range(nt // 16):
                 for m in range(M):
                     for t in range(16):
-                        out[g, nb * (NB // 16) + u, m, t] = c[m, u * 16 + t]
+                        out[g, nb * (WIDTH // 16) + u, m, t] = c[m, u * 16 + t]
