@@ -144,56 +144,53 @@ def _settle(a, b, nb, s, m, limit, ea, sa, eb, sb, r):
 
 #: columns of B per block (the loop's operand has blocks of exactly this width, the last
 #: one padded with zeros: a constant row pitch is what lets the compiler vectorise
-#: :func:`_tile_sums16`); a block of a step is 16 KiB of float64 (k0 16)
+#: :func:`_tile_pass`); a block of a step is 16 KiB of float64 (k0 16)
 WIDTH = 128
 #: rows of A a tile takes at once: each vector of B loaded serves this many rows
-_MR = 4
+_MR = 3
+#: k values a pass over a tile's columns adds: its rows' A values (3 x 4) stay in registers
+_KC = 4
 
 
 @njit(inline="always")
-def _tile_sums16(bp, a0, a1, a2, a3, nt, r):
-    """``r[i, t]`` = the float64 sum of ``ai[j] * bp[j, t]`` over ``j < 16`` for a
-    tile's four rows of A (``a0`` .. ``a3``: 16 values each) and the first ``nt``
-    columns of the step's block of B, ``bp`` (16, :data:`WIDTH`): one chain of
-    multiply-adds per row, in k order (any order would do: :mod:`.step_sums_numba`).
-    k0 and the block's row pitch are constants, so that the compiler unrolls k, keeps
-    the rows' A values in registers (or on the stack) and vectorises over the columns:
-    each vector of B is loaded once for the four rows' fused multiply-adds."""
+def _tile_pass(bq, a0, a1, a2, c, nt, r, first):
+    """Adds ``ai[c + j] * bq[j, t]``, ``j < 4``, to ``r[i, t]`` (``first``: sets it to
+    them) for the tile's three rows of A (``a0`` .. ``a2``, k0 values each) and the first
+    ``nt`` columns of ``bq``, rows ``c .. c + 3`` of the step's block of B (row pitch
+    :data:`WIDTH`): one chain of multiply-adds per sum, in k order (any order would do:
+    :mod:`.step_sums_numba`). The compiler vectorises over the columns, with the pass's
+    twelve values of A in registers: per vector of four columns four loads of B, the
+    three rows' partial sums read and written, twelve fused multiply-adds (with all
+    sixteen k in one pass the values of A do not fit in the registers, and their loads
+    cost more than the arithmetic)."""
+    p0, p1, p2, p3 = a0[c], a0[c + 1], a0[c + 2], a0[c + 3]
+    q0, q1, q2, q3 = a1[c], a1[c + 1], a1[c + 2], a1[c + 3]
+    u0, u1, u2, u3 = a2[c], a2[c + 1], a2[c + 2], a2[c + 3]
     for t in range(nt):
-        x0 = 0.0
-        x1 = 0.0
-        x2 = 0.0
-        x3 = 0.0
-        for j in range(16):
-            y = bp[j, t]
-            x0 += a0[j] * y
-            x1 += a1[j] * y
-            x2 += a2[j] * y
-            x3 += a3[j] * y
+        y0 = bq[0, t]
+        if first:
+            x0 = p0 * y0
+            x1 = q0 * y0
+            x2 = u0 * y0
+        else:
+            x0 = r[0, t] + p0 * y0
+            x1 = r[1, t] + q0 * y0
+            x2 = r[2, t] + u0 * y0
+        y1 = bq[1, t]
+        x0 += p1 * y1
+        x1 += q1 * y1
+        x2 += u1 * y1
+        y2 = bq[2, t]
+        x0 += p2 * y2
+        x1 += q2 * y2
+        x2 += u2 * y2
+        y3 = bq[3, t]
+        x0 += p3 * y3
+        x1 += q3 * y3
+        x2 += u3 * y3
         r[0, t] = x0
         r[1, t] = x1
         r[2, t] = x2
-        r[3, t] = x3
-
-
-@njit(inline="always")
-def _tile_sums8(bp, a0, a1, a2, a3, nt, r):
-    """:func:`_tile_sums16` for k0 = 8 (float): ``bp`` (8, :data:`WIDTH`)."""
-    for t in range(nt):
-        x0 = 0.0
-        x1 = 0.0
-        x2 = 0.0
-        x3 = 0.0
-        for j in range(8):
-            y = bp[j, t]
-            x0 += a0[j] * y
-            x1 += a1[j] * y
-            x2 += a2[j] * y
-            x3 += a3[j] * y
-        r[0, t] = x0
-        r[1, t] = x1
-        r[2, t] = x2
-        r[3, t] = x3
 
 
 @njit(cache=True, fastmath={"contract"})
@@ -204,10 +201,10 @@ def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
     k0, :data:`WIDTH`), C-contiguous float64; k0 16 or 8; column n is ``WIDTH *
     block + t``, the columns from N = 16 x ``out.shape[1]`` on zeros.
 
-    Block by block of columns, step by step, four rows at a time: the rows' float64
-    sums over the block (:func:`_tile_sums16`: each vector of B loaded once for the
-    four rows, fused multiply-adds), while the step's block of B (16 KiB) stays in the
-    first-level cache; each row's sums settled (:func:`_settle`) and their fp32 values
+    Block by block of columns, step by step, three rows at a time: the rows' float64
+    sums over the block in passes of four k (:func:`_tile_pass`: each vector of B
+    loaded once for the three rows, the rows' values of A in registers, fused
+    multiply-adds), while the step's block of B (16 KiB) stays in the first-level cache; each row's sums settled (:func:`_settle`) and their fp32 values
     added to the block's accumulator, which goes to L0C's NZ order once.
 
     ``fastmath`` is ``contract`` alone: the compiler may fuse a product and the add
@@ -235,16 +232,14 @@ def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
             nt = min(WIDTH, N - nb * WIDTH)              # the block's columns of C
             for s in range(S):
                 bo = ((g * NBLK + nb) * S + s) * k0 * WIDTH
+                bp = bflat[bo:bo + k0 * WIDTH].reshape((k0, WIDTH))
                 for m0 in range(0, M, _MR):
                     # the last tile's missing rows repeat its last row (sums not used)
                     a0, a1 = ag[s, m0], ag[s, min(m0 + 1, M - 1)]
-                    a2, a3 = ag[s, min(m0 + 2, M - 1)], ag[s, min(m0 + 3, M - 1)]
-                    if k0 == 16:
-                        _tile_sums16(bflat[bo:bo + 16 * WIDTH].reshape((16, WIDTH)),
-                                     a0, a1, a2, a3, nt, r)
-                    else:
-                        _tile_sums8(bflat[bo:bo + 8 * WIDTH].reshape((8, WIDTH)),
-                                    a0, a1, a2, a3, nt, r)
+                    a2 = ag[s, min(m0 + 2, M - 1)]
+                    _tile_pass(bp[0:_KC], a0, a1, a2, 0, nt, r, True)
+                    for c0 in range(_KC, k0, _KC):
+                        _tile_pass(bp[c0:c0 + _KC], a0, a1, a2, c0, nt, r, False)
                     for i in range(min(_MR, M - m0)):
                         m = m0 + i
                         ri = r[i, :nt]
