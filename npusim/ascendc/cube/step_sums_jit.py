@@ -119,6 +119,22 @@ def _span(hi, lo, mbits, emin, by_bits):
     return top, top - (max(((lo + 1) >> 52) - 1023, emin) - mbits)
 
 @njit(cache=True)
+def _unsettled(r, i, nt, ea_m, sa_m, eb_s, sb_s, limit):
+    """How many of the sums ``r[i, :nt]`` of a row (``ea_m``, ``sa_m``: its figures) and
+    the columns of a step (``eb_s``, ``sb_s``: theirs) :func:`_settle` would compute again:
+    those neither exact by their bits nor rounded alike, and finite. One pass that
+    vectorises (``r`` read with its constant row pitch, no stores), compiled without
+    fastmath like :func:`_settle`, which runs only where this is not 0."""
+    bad = 0
+    for t in range(nt):
+        x = r[i, t]
+        e = ea_m * eb_s[t]
+        bad += ((np.float32(x - e) != np.float32(x + e)) & (abs(x) < math.inf)
+                & (sa_m + sb_s[t] > limit))
+    return bad
+
+
+@njit(cache=True)
 def _settle(a, b, nb, s, m, limit, ea, sa, eb, sb, r):
     """The sums ``r[t]`` of row ``m`` of step ``s``, columns ``t`` of block ``nb``
     (``b``: (blocks, S, k0, width)) whose fp32 rounding is not shown to be the exact
@@ -243,7 +259,9 @@ def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
                     for i in range(min(_MR, M - m0)):
                         m = m0 + i
                         ri = r[i, :nt]
-                        if sa[s, m] + widest[nb, s] > limit:  # not every sum exact by bits
+                        if (sa[s, m] + widest[nb, s] > limit  # not every sum exact by bits
+                                and _unsettled(r, i, nt, ea[s, m], sa[s, m], eb[nb, s],
+                                               sb[nb, s], limit)):
                             _settle(ag, bg, nb, s, m, limit, ea, sa, eb, sb, ri)
                         if s > 0:
                             for t in range(nt):

@@ -5,16 +5,19 @@ The value of a step is defined once (:mod:`.step_sums`): ``fp32(float64(exact su
 k0 products))``; Mmad's float result is ``init + step 0 + step 1 + ...`` in fp32, k order.
 The numpy rendering gets there through one BLAS product of every step and checks on whole
 arrays, so it writes every step's m x n result to memory and reads it back several times.
-This loop (:func:`.step_sums_jit._accumulate`) takes a block of up to 128 columns of C at a
-time (B's part of it stays in the first-level cache), step by step and row by row: a
-row's float64 sums over the block in one vectorised pass, their fp32 values added to the
-block's fp32 accumulator, which goes to L0C's NZ order once. Each step's value is shown to
+This loop (:func:`.step_sums_jit._accumulate`) takes a block of 128 columns of C at a
+time (B's part of a step, 16 KiB, stays in the first-level cache), step by step and three
+rows at a time: the rows' float64 sums over the block in passes of four k, each vector of
+B loaded once for the three rows and the pass's twelve values of A held in registers
+(:func:`.step_sums_jit._tile_pass`: the sums' arithmetic is then what bounds the loop, not
+its loads), their fp32 values added to the block's fp32 accumulator, which goes to L0C's
+NZ order once. Each step's value is shown to
 be the defined one by the same arguments as there, per element:
 
 * Exact by its bits: the step's row of A and column of B span, from the top of their
   largest magnitude down to the last bit their type allows their smallest nonzero one,
   ``span_A + span_B + ceil(log2 k0) <= 53`` bits: every partial sum is exact, so the
-  loop's sum (four chains of products, then a tree; any order would do) is the exact
+  loop's sum (one chain of multiply-adds in k order; any order would do) is the exact
   sum. float rows are all taken as wide, as :mod:`.step_sums` takes them.
 * Rounded alike: otherwise, with the bound ``E`` of any order's error (Higham, §4.2; the
   products are exact, so a fused multiply-add the compiler might form changes nothing),
@@ -26,9 +29,16 @@ be the defined one by the same arguments as there, per element:
   the order; it is taken as summed. NaN's bits are the host's here as there (Mmad makes
   every NaN the canonical one).
 
-No step's value depends on the host's vector width or BLAS: the compiled code runs with
-numba's default, strict IEEE semantics (no fastmath: no reassociation, no assumption that
-values are finite), and every value it keeps is one the arguments above pin down. The
+No step's value depends on the host's vector width or BLAS, and every value the loop
+keeps is one the arguments above pin down. The sums are compiled with numba's ``fastmath``
+set to ``{'contract'}`` alone: the compiler may fuse a product and the add that takes it
+into one fused multiply-add, ``fma(x, y, z) = round(x * y + z)``; as ``x * y`` is exact
+(a product of two half, bfloat16 or float values has at most 48 significant bits and
+lies far inside float64's exponent range), that is ``round(round(x * y) + z)``, the bits
+of the separate multiply and add, on every host with or without FMA units (an inf or NaN
+product is the same inf or NaN either way). Nothing else is relaxed: no reassociation,
+no assumption that values are finite or not NaN, no approximate functions; the checks,
+the exact sum and the operand figures are compiled with strict IEEE semantics. The
 float32 adds of the accumulation are the numpy rendering's, in the same order.
 
 Selection (:data:`ENABLED`): used by :func:`.step_sums.mmad_steps` and
