@@ -58,7 +58,8 @@ def defined(a, b, init):
             for m in range(M):
                 for n in range(N):
                     v = [step_value(a64[g, s, m] * b64[g, s, :, n]) for s in range(S)]
-                    c = v[0] + zero if init is None else (init[g, n // 16, m, n % 16] + v[0]) + zero
+                    start = zero if init is None else init[g, n // 16, m, n % 16]
+                    c = (start + v[0]) + zero      # (0 + v) + 0 is v + 0
                     for x in v[1:]:
                         c = np.float32(c + x)
                     out[g, n // 16, m, n % 16] = c
@@ -85,7 +86,8 @@ def loop_and_numpy(a, b, init):
 def assert_defined(a, b, init=None):
     want = nans.canonical(defined(a, b, init)).view(np.uint32)
     loop, numpy_ = loop_and_numpy(a, b, init)
-    assert np.array_equal(loop.view(np.uint32), want), np.argwhere(loop.view(np.uint32) != want)[:5]
+    assert np.array_equal(loop.view(np.uint32), want), np.argwhere(
+        loop.view(np.uint32) != want)[:5]
     assert np.array_equal(numpy_.view(np.uint32), want)
 
 
@@ -98,7 +100,7 @@ def boundary_steps(dtype, G, S, M, N, rng):
     a = np.zeros((G, S, M, k0))
     b = np.zeros((G, S, k0, N))
     # a row's large term 2**e (half: its terms down to 2**(e - 27) stay above 2**-24)
-    e = rng.integers(4, 12, (G, S, M)) if dtype == np.float16 else rng.integers(-3, 4, (G, S, M))
+    e = rng.integers(*((4, 12) if dtype == np.float16 else (-3, 4)), (G, S, M))
     a[..., 0] = np.exp2(e) * rng.choice([-1.0, 1.0], (G, S, M))
     b[:, :, 0, :] = 1.0
     # the fp32 ulp of 2**e is 2**(e - 23): small terms 2**(e - 24 - d), d in 0..3, in k

@@ -176,7 +176,7 @@ def _tile_pass(bq, a0, a1, a2, c, nt, r, first):
     :data:`WIDTH`): one chain of multiply-adds per sum, in k order (any order would do:
     :mod:`.step_sums_numba`). The compiler vectorises over the columns, with the pass's
     twelve values of A in registers: per vector of four columns four loads of B, the
-    three rows' partial sums read and written, twelve fused multiply-adds (with all
+    three rows' partial sums read and written, twelve multiply-adds (with all
     sixteen k in one pass the values of A do not fit in the registers, and their loads
     cost more than the arithmetic)."""
     p0, p1, p2, p3 = a0[c], a0[c + 1], a0[c + 2], a0[c + 3]
@@ -220,8 +220,10 @@ def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
     Block by block of columns, step by step, three rows at a time: the rows' float64
     sums over the block in passes of four k (:func:`_tile_pass`: each vector of B
     loaded once for the three rows, the rows' values of A in registers, fused
-    multiply-adds), while the step's block of B (16 KiB) stays in the first-level cache; each row's sums settled (:func:`_settle`) and their fp32 values
-    added to the block's accumulator, which goes to L0C's NZ order once.
+    multiply-adds), while the step's block of B (16 KiB) stays in the first-level
+    cache; each row's sums settled (:func:`_unsettled` counts those to compute again,
+    :func:`_settle` computes them) and their fp32 values added to the block's
+    accumulator, which goes to L0C's NZ order once.
 
     ``fastmath`` is ``contract`` alone: the compiler may fuse a product and the add
     that takes it into one fused multiply-add, ``fma(x, y, z) = round(x * y + z)``.
@@ -231,7 +233,8 @@ def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
     NaN either way). No reassociation (``reassoc``: the order of the adds stays the
     source's, though any order would do), no assumption that values are finite
     (``nnan``, ``ninf``: the checks' ``abs(x) < inf`` and NaN comparisons keep their
-    IEEE meaning); :func:`_settle` and :func:`_exact_sum` are compiled without any."""
+    IEEE meaning); :func:`_figures`, :func:`_unsettled`, :func:`_settle` and
+    :func:`_exact_sum` are compiled without any."""
     G, S, M, k0 = a.shape
     NBLK = b.shape[1]
     N = out.shape[1] * 16

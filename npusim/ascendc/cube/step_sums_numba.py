@@ -82,6 +82,7 @@ def kernels():
     global _KERNELS
     if _KERNELS is None:
         from npusim.ascendc.cube import step_sums_jit
+        assert step_sums_jit.WIDTH == _WIDTH       # the blocks of B that _blocks makes
         _KERNELS = step_sums_jit
     return _KERNELS
 
