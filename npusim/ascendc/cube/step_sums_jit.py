@@ -119,6 +119,22 @@ def _span(hi, lo, mbits, emin, by_bits):
     return top, top - (max(((lo + 1) >> 52) - 1023, emin) - mbits)
 
 @njit(cache=True)
+def _unsettled(r, i, nt, ea_m, sa_m, eb_s, sb_s, limit):
+    """How many of the sums ``r[i, :nt]`` of a row (``ea_m``, ``sa_m``: its figures) and
+    the columns of a step (``eb_s``, ``sb_s``: theirs) :func:`_settle` would compute again:
+    those neither exact by their bits nor rounded alike, and finite. One pass that
+    vectorises (``r`` read with its constant row pitch, no stores), compiled without
+    fastmath like :func:`_settle`, which runs only where this is not 0."""
+    bad = 0
+    for t in range(nt):
+        x = r[i, t]
+        e = ea_m * eb_s[t]
+        bad += ((np.float32(x - e) != np.float32(x + e)) & (abs(x) < math.inf)
+                & (sa_m + sb_s[t] > limit))
+    return bad
+
+
+@njit(cache=True)
 def _settle(a, b, nb, s, m, limit, ea, sa, eb, sb, r):
     """The sums ``r[t]`` of row ``m`` of step ``s``, columns ``t`` of block ``nb``
     (``b``: (blocks, S, k0, width)) whose fp32 rounding is not shown to be the exact
@@ -142,22 +158,89 @@ def _settle(a, b, nb, s, m, limit, ea, sa, eb, sb, r):
                 and sa[s, m] + sb[nb, s, t] > limit):
             r[t] = np.float32(_exact_sum(a, b, nb, s, m, t, partials))
 
-@njit(cache=True)
+#: columns of B per block (the loop's operand has blocks of exactly this width, the last
+#: one padded with zeros: a constant row pitch is what lets the compiler vectorise
+#: :func:`_tile_pass`); a block of a step is 16 KiB of float64 (k0 16)
+WIDTH = 128
+#: rows of A a tile takes at once: each vector of B loaded serves this many rows
+_MR = 3
+#: k values a pass over a tile's columns adds: its rows' A values (3 x 4) stay in registers
+_KC = 4
+
+
+@njit(inline="always")
+def _tile_pass(bq, a0, a1, a2, c, nt, r, first):
+    """Adds ``ai[c + j] * bq[j, t]``, ``j < 4``, to ``r[i, t]`` (``first``: sets it to
+    them) for the tile's three rows of A (``a0`` .. ``a2``, k0 values each) and the first
+    ``nt`` columns of ``bq``, rows ``c .. c + 3`` of the step's block of B (row pitch
+    :data:`WIDTH`): one chain of multiply-adds per sum, in k order (any order would do:
+    :mod:`.step_sums_numba`). The compiler vectorises over the columns, with the pass's
+    twelve values of A in registers: per vector of four columns four loads of B, the
+    three rows' partial sums read and written, twelve multiply-adds (with all
+    sixteen k in one pass the values of A do not fit in the registers, and their loads
+    cost more than the arithmetic)."""
+    p0, p1, p2, p3 = a0[c], a0[c + 1], a0[c + 2], a0[c + 3]
+    q0, q1, q2, q3 = a1[c], a1[c + 1], a1[c + 2], a1[c + 3]
+    u0, u1, u2, u3 = a2[c], a2[c + 1], a2[c + 2], a2[c + 3]
+    for t in range(nt):
+        y0 = bq[0, t]
+        if first:
+            x0 = p0 * y0
+            x1 = q0 * y0
+            x2 = u0 * y0
+        else:
+            x0 = r[0, t] + p0 * y0
+            x1 = r[1, t] + q0 * y0
+            x2 = r[2, t] + u0 * y0
+        y1 = bq[1, t]
+        x0 += p1 * y1
+        x1 += q1 * y1
+        x2 += u1 * y1
+        y2 = bq[2, t]
+        x0 += p2 * y2
+        x1 += q2 * y2
+        x2 += u2 * y2
+        y3 = bq[3, t]
+        x0 += p3 * y3
+        x1 += q3 * y3
+        x2 += u3 * y3
+        r[0, t] = x0
+        r[1, t] = x1
+        r[2, t] = x2
+
+
+@njit(cache=True, fastmath={"contract"})
 def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
     """``out[g, n // 16, m, n % 16]`` = fp32 ``init + step 0 + step 1 + ...`` for row
     m, column n of member g (``init``, of ``out``'s shape, read only when
     ``has_init``; it may be ``out``). ``a`` (G, S, M, k0) and ``b`` (G, blocks, S,
-    k0, width): float64; k0 16 or 8; column n is ``width * block + t``.
+    k0, :data:`WIDTH`), C-contiguous float64; k0 16 or 8; column n is ``WIDTH *
+    block + t``, the columns from N = 16 x ``out.shape[1]`` on zeros.
 
-    Block by block of columns, step by step, row by row: the row's sums over the
-    block in one loop with A's k0 values in locals (four chains, then a tree), which
-    the compiler vectorises over the columns, while the block of B (16 KiB) stays in
-    the first-level cache; their fp32 values added to the block's accumulator, which
-    goes to L0C's NZ order once."""
+    Block by block of columns, step by step, three rows at a time: the rows' float64
+    sums over the block in passes of four k (:func:`_tile_pass`: each vector of B
+    loaded once for the three rows, the rows' values of A in registers, fused
+    multiply-adds), while the step's block of B (16 KiB) stays in the first-level
+    cache; each row's sums settled (:func:`_unsettled` counts those to compute again,
+    :func:`_settle` computes them) and their fp32 values added to the block's
+    accumulator, which goes to L0C's NZ order once.
+
+    ``fastmath`` is ``contract`` alone: the compiler may fuse a product and the add
+    that takes it into one fused multiply-add, ``fma(x, y, z) = round(x * y + z)``.
+    The products of half, bfloat16 and float values are exact in float64, so that is
+    ``round(round(x * y) + z)``, what the separate multiply and add give: the same
+    sums, bit for bit (inf and NaN products alike: ``x * y`` is then the same inf or
+    NaN either way). No reassociation (``reassoc``: the order of the adds stays the
+    source's, though any order would do), no assumption that values are finite
+    (``nnan``, ``ninf``: the checks' ``abs(x) < inf`` and NaN comparisons keep their
+    IEEE meaning); :func:`_figures`, :func:`_unsettled`, :func:`_settle` and
+    :func:`_exact_sum` are compiled without any."""
     G, S, M, k0 = a.shape
-    NBLK, NB = b.shape[1], b.shape[4]
-    r = np.empty(NB)
-    c = np.empty((M, NB), np.float32)
+    NBLK = b.shape[1]
+    N = out.shape[1] * 16
+    bflat = b.reshape(-1)
+    r = np.empty((_MR, WIDTH))
+    c = np.empty((M, WIDTH), np.float32)
     zero = np.float32(0.0)
     limit = 53 - lk
     for g in range(G):
@@ -165,52 +248,36 @@ def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
         ea, sa, eb, sb, widest = _figures(ag.view(np.int64), bg.view(np.int64), mbits,
                                           emin, by_bits, lk, pow2)
         for nb in range(NBLK):
+            nt = min(WIDTH, N - nb * WIDTH)              # the block's columns of C
             for s in range(S):
-                for m in range(M):
-                    if k0 == 16:
-                        x0, x1, x2, x3 = ag[s, m, 0], ag[s, m, 1], ag[s, m, 2], ag[s, m, 3]
-                        x4, x5, x6, x7 = ag[s, m, 4], ag[s, m, 5], ag[s, m, 6], ag[s, m, 7]
-                        x8, x9, x10, x11 = (ag[s, m, 8], ag[s, m, 9], ag[s, m, 10],
-                                            ag[s, m, 11])
-                        x12, x13, x14, x15 = (ag[s, m, 12], ag[s, m, 13], ag[s, m, 14],
-                                              ag[s, m, 15])
-                        for t in range(NB):
-                            p0 = x0 * bg[nb, s, 0, t] + x4 * bg[nb, s, 4, t]
-                            p1 = x1 * bg[nb, s, 1, t] + x5 * bg[nb, s, 5, t]
-                            p2 = x2 * bg[nb, s, 2, t] + x6 * bg[nb, s, 6, t]
-                            p3 = x3 * bg[nb, s, 3, t] + x7 * bg[nb, s, 7, t]
-                            p0 += x8 * bg[nb, s, 8, t]
-                            p1 += x9 * bg[nb, s, 9, t]
-                            p2 += x10 * bg[nb, s, 10, t]
-                            p3 += x11 * bg[nb, s, 11, t]
-                            p0 += x12 * bg[nb, s, 12, t]
-                            p1 += x13 * bg[nb, s, 13, t]
-                            p2 += x14 * bg[nb, s, 14, t]
-                            p3 += x15 * bg[nb, s, 15, t]
-                            r[t] = (p0 + p1) + (p2 + p3)
-                    else:
-                        x0, x1, x2, x3 = ag[s, m, 0], ag[s, m, 1], ag[s, m, 2], ag[s, m, 3]
-                        x4, x5, x6, x7 = ag[s, m, 4], ag[s, m, 5], ag[s, m, 6], ag[s, m, 7]
-                        for t in range(NB):
-                            p0 = x0 * bg[nb, s, 0, t] + x4 * bg[nb, s, 4, t]
-                            p1 = x1 * bg[nb, s, 1, t] + x5 * bg[nb, s, 5, t]
-                            p2 = x2 * bg[nb, s, 2, t] + x6 * bg[nb, s, 6, t]
-                            p3 = x3 * bg[nb, s, 3, t] + x7 * bg[nb, s, 7, t]
-                            r[t] = (p0 + p1) + (p2 + p3)
-                    if sa[s, m] + widest[nb, s] > limit:  # not every sum exact by its bits
-                        _settle(ag, bg, nb, s, m, limit, ea, sa, eb, sb, r)
-                    if s > 0:
-                        for t in range(NB):
-                            c[m, t] = c[m, t] + np.float32(r[t])
-                    elif has_init:      # as numpy: (init + step 0) + 0, then + steps
-                        for u in range(NB // 16):
-                            for t in range(16):
-                                c[m, u * 16 + t] = (init[g, nb * (NB // 16) + u, m, t]
-                                                    + np.float32(r[u * 16 + t])) + zero
-                    else:
-                        for t in range(NB):
-                            c[m, t] = np.float32(r[t]) + zero
-            for u in range(NB // 16):
+                bo = ((g * NBLK + nb) * S + s) * k0 * WIDTH
+                bp = bflat[bo:bo + k0 * WIDTH].reshape((k0, WIDTH))
+                for m0 in range(0, M, _MR):
+                    # the last tile's missing rows repeat its last row (sums not used)
+                    a0, a1 = ag[s, m0], ag[s, min(m0 + 1, M - 1)]
+                    a2 = ag[s, min(m0 + 2, M - 1)]
+                    _tile_pass(bp[0:_KC], a0, a1, a2, 0, nt, r, True)
+                    for c0 in range(_KC, k0, _KC):
+                        _tile_pass(bp[c0:c0 + _KC], a0, a1, a2, c0, nt, r, False)
+                    for i in range(min(_MR, M - m0)):
+                        m = m0 + i
+                        ri = r[i, :nt]
+                        if (sa[s, m] + widest[nb, s] > limit  # not every sum exact by bits
+                                and _unsettled(r, i, nt, ea[s, m], sa[s, m], eb[nb, s],
+                                               sb[nb, s], limit)):
+                            _settle(ag, bg, nb, s, m, limit, ea, sa, eb, sb, ri)
+                        if s > 0:
+                            for t in range(nt):
+                                c[m, t] = c[m, t] + np.float32(ri[t])
+                        elif has_init:  # as numpy: (init + step 0) + 0, then + steps
+                            for u in range(nt // 16):
+                                for t in range(16):
+                                    c[m, u * 16 + t] = (init[g, nb * (WIDTH // 16) + u, m, t]
+                                                        + np.float32(ri[u * 16 + t])) + zero
+                        else:
+                            for t in range(nt):
+                                c[m, t] = np.float32(ri[t]) + zero
+            for u in range(nt // 16):
                 for m in range(M):
                     for t in range(16):
-                        out[g, nb * (NB // 16) + u, m, t] = c[m, u * 16 + t]
+                        out[g, nb * (WIDTH // 16) + u, m, t] = c[m, u * 16 + t]

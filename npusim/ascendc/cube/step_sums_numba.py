@@ -5,16 +5,19 @@ The value of a step is defined once (:mod:`.step_sums`): ``fp32(float64(exact su
 k0 products))``; Mmad's float result is ``init + step 0 + step 1 + ...`` in fp32, k order.
 The numpy rendering gets there through one BLAS product of every step and checks on whole
 arrays, so it writes every step's m x n result to memory and reads it back several times.
-This loop (:func:`.step_sums_jit._accumulate`) takes a block of up to 128 columns of C at a
-time (B's part of it stays in the first-level cache), step by step and row by row: a
-row's float64 sums over the block in one vectorised pass, their fp32 values added to the
-block's fp32 accumulator, which goes to L0C's NZ order once. Each step's value is shown to
+This loop (:func:`.step_sums_jit._accumulate`) takes a block of 128 columns of C at a
+time (B's part of a step, 16 KiB, stays in the first-level cache), step by step and three
+rows at a time: the rows' float64 sums over the block in passes of four k, each vector of
+B loaded once for the three rows and the pass's twelve values of A held in registers
+(:func:`.step_sums_jit._tile_pass`: the sums' arithmetic is then what bounds the loop, not
+its loads), their fp32 values added to the block's fp32 accumulator, which goes to L0C's
+NZ order once. Each step's value is shown to
 be the defined one by the same arguments as there, per element:
 
 * Exact by its bits: the step's row of A and column of B span, from the top of their
   largest magnitude down to the last bit their type allows their smallest nonzero one,
   ``span_A + span_B + ceil(log2 k0) <= 53`` bits: every partial sum is exact, so the
-  loop's sum (four chains of products, then a tree; any order would do) is the exact
+  loop's sum (one chain of multiply-adds in k order; any order would do) is the exact
   sum. float rows are all taken as wide, as :mod:`.step_sums` takes them.
 * Rounded alike: otherwise, with the bound ``E`` of any order's error (Higham, §4.2; the
   products are exact, so a fused multiply-add the compiler might form changes nothing),
@@ -26,9 +29,16 @@ be the defined one by the same arguments as there, per element:
   the order; it is taken as summed. NaN's bits are the host's here as there (Mmad makes
   every NaN the canonical one).
 
-No step's value depends on the host's vector width or BLAS: the compiled code runs with
-numba's default, strict IEEE semantics (no fastmath: no reassociation, no assumption that
-values are finite), and every value it keeps is one the arguments above pin down. The
+No step's value depends on the host's vector width or BLAS, and every value the loop
+keeps is one the arguments above pin down. The sums are compiled with numba's ``fastmath``
+set to ``{'contract'}`` alone: the compiler may fuse a product and the add that takes it
+into one fused multiply-add, ``fma(x, y, z) = round(x * y + z)``; as ``x * y`` is exact
+(a product of two half, bfloat16 or float values has at most 48 significant bits and
+lies far inside float64's exponent range), that is ``round(round(x * y) + z)``, the bits
+of the separate multiply and add, on every host with or without FMA units (an inf or NaN
+product is the same inf or NaN either way). Nothing else is relaxed: no reassociation,
+no assumption that values are finite or not NaN, no approximate functions; the checks,
+the exact sum and the operand figures are compiled with strict IEEE semantics. The
 float32 adds of the accumulation are the numpy rendering's, in the same order.
 
 Selection (:data:`ENABLED`): used by :func:`.step_sums.mmad_steps` and
@@ -72,6 +82,7 @@ def kernels():
     global _KERNELS
     if _KERNELS is None:
         from npusim.ascendc.cube import step_sums_jit
+        assert step_sums_jit.WIDTH == _WIDTH       # the blocks of B that _blocks makes
         _KERNELS = step_sums_jit
     return _KERNELS
 
@@ -95,7 +106,7 @@ def _loads() -> bool:
 _FORMATS = {np.dtype(np.float16): (10, -14, True),
             np.dtype(ml_dtypes.bfloat16): (7, -126, True),
             np.dtype(np.float32): (23, -126, False)}
-_WIDTH = 128                            # columns of B per block: 16 KiB of float64 (k0 16)
+_WIDTH = 128                            # columns of B per block (step_sums_jit.WIDTH)
 _POW2 = np.ldexp(1.0, np.arange(-1074, 1024))      # 2.0**e at e + 1074
 
 
@@ -122,15 +133,38 @@ def _float64(key: str, x: np.ndarray) -> np.ndarray:
     return out
 
 
+def _blocks(zn5: np.ndarray) -> np.ndarray:
+    """B as the loop takes it, float64 (G, blocks, S, k0, :data:`_WIDTH`), C-contiguous,
+    from ``zn5`` (G, S, N / 16, 16, k0), any strides: ``zn5[g, s, n1, j, k]`` is
+    ``B[g, s, k, 16 n1 + j]`` (L0B's ZN fractals stored column by column; a view of any
+    other layout). Every block is :data:`_WIDTH` columns wide, the last one padded with
+    zeros (the loop needs a constant row pitch to vectorise; it reads no column of C
+    past N)."""
+    G, S, N1, _, k0 = zn5.shape
+    per = _WIDTH // 16                       # fractal columns per block
+    full, rem = divmod(N1, per)
+    nblk = full + (rem > 0)
+    size = G * nblk * S * k0 * _WIDTH
+    buf = _SCRATCH.get("b")
+    if buf is None or buf.size < size:
+        buf = _SCRATCH["b"] = np.empty(size)
+    out = buf[:size].reshape(G, nblk, S, k0, per, 16)
+    if full:       # block c, step s, row k, column 16 w + j: fractal (s, per c + w), (j, k)
+        out[:, :full] = zn5[:, :, :full * per].reshape(G, S, full, per, 16, k0).transpose(
+            0, 2, 1, 5, 3, 4)
+    if rem:
+        out[:, full, :, :, :rem] = zn5[:, :, full * per:].transpose(0, 1, 4, 2, 3)
+        out[:, full, :, :, rem:] = 0
+    return out.reshape(G, nblk, S, k0, _WIDTH)
+
+
 def _operands(a, b):
-    """float64 copies of A (G, S, M, k0) and of B in blocks of columns (G, blocks, S, k0,
-    width: the widest multiple of 16 up to :data:`_WIDTH` that divides N), and the type's
-    figures."""
+    """float64 copies of A (G, S, M, k0) and of B (G, S, k0, N; N a multiple of 16) in
+    blocks of columns (:func:`_blocks`), and the type's figures."""
     fmt = _FORMATS[a.dtype]
     G, S, k0, N = b.shape
-    width = max(w for w in range(16, _WIDTH + 1, 16) if N % w == 0)
-    b = b.reshape(G, S, k0, N // width, width).transpose(0, 3, 1, 2, 4)
-    return (_float64("a", a), _float64("b", b), fmt[0], fmt[1], fmt[2],
+    zn5 = b.reshape(G, S, k0, N // 16, 16).transpose(0, 1, 3, 4, 2)
+    return (_float64("a", a), _blocks(zn5), fmt[0], fmt[1], fmt[2],
             max(k0 - 1, 1).bit_length())
 
 
@@ -163,15 +197,12 @@ def mmad_fractals_fused(zz: np.ndarray, zn: np.ndarray, M1: int, K1: int, N1: in
     one pass rather than through a contiguous copy first; the same loop and bits.
     :func:`supports_fractals` must hold."""
     fmt = _FORMATS[zz.dtype]
-    G, N = len(zz), N1 * 16
-    width = max(w for w in range(16, _WIDTH + 1, 16) if N % w == 0)
+    G = len(zz)
     # A: step s, row i*16 + r, column k from fractal (i, s), element (r, k)
     a64 = _float64("a", zz.reshape(G, M1, K1, 16, k0).transpose(0, 2, 1, 3, 4)).reshape(
         G, K1, M1 * 16, k0)
-    # B in blocks of ``width`` columns: block c, step s, row k, column c*width + w*16 + j
-    # from fractal (s, c*width/16 + w), element (j, k) (stored column by column)
-    b64 = _float64("b", zn.reshape(G, K1, N // width, width // 16, 16, k0).transpose(
-        0, 2, 1, 5, 3, 4)).reshape(G, N // width, K1, k0, width)
+    # B in blocks of columns: fractal (s, n1) holds element (j, k) column by column
+    b64 = _blocks(zn.reshape(G, K1, N1, 16, k0))
     has_init = init is not None
     kernels()._accumulate(a64, b64, init if has_init else out, has_init, out, fmt[0], fmt[1],
                           fmt[2], max(k0 - 1, 1).bit_length(), _POW2)
