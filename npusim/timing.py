@@ -392,14 +392,47 @@ class L2Cache:
                                            # a lookup passes over a run that shares a page
                                            # but no line with a transfer's rows
         self.next_id = 0
-        self.heap: list[tuple[int, int]] = []   # (stamp, start), stale entries skipped
+        # the recency entries (stamp, start), stale ones skipped when they come up: those
+        # made in order (each at or above the last, nearly all: a new run takes the clock)
+        # in a deque, sorted, the others in a heap; the least recent is the lesser head
+        # (a heap of millions of entries costs a microsecond or more per pop, a deque
+        # nothing: a launch of small copies evicts a run per copy once L2 is full)
+        self.recent: deque = deque()
+        self.heap: list[tuple[int, int]] = []
         self.clock = 0
         self.write_through_when_full = bool(getattr(soc, "l2_write_through_when_full", False))
+
+    def _push(self, stamp: int, start: int) -> None:
+        """A recency entry for the run at ``start``."""
+        entry = (stamp, start)
+        recent = self.recent
+        if not recent or entry >= recent[-1]:
+            recent.append(entry)
+        else:
+            heapq.heappush(self.heap, entry)
+
+    def _least(self):
+        """The least recent entry (it may be stale), left in place."""
+        heap, recent = self.heap, self.recent
+        if recent and (not heap or recent[0] <= heap[0]):
+            return recent[0]
+        return heap[0]
+
+    def _pop(self):
+        """The least recent entry (it may be stale), taken out."""
+        heap, recent = self.heap, self.recent
+        if recent and (not heap or recent[0] <= heap[0]):
+            return recent.popleft()
+        return heapq.heappop(heap)
+
+    def entries(self) -> list:
+        """Every recency entry, sorted (for tests)."""
+        return sorted([*self.heap, *self.recent])
 
     def _add(self, start: int, end: int, dirty: bool, stamp: int) -> None:
         """A new run of lines [start, end)."""
         self.runs[start] = [end, dirty, stamp]
-        heapq.heappush(self.heap, (stamp, start))
+        self._push(stamp, start)
         self.size += end - start
         self._new_id(start, end)
 
@@ -519,7 +552,7 @@ class L2Cache:
         lists = (lo, hi, dirt) if type(lo) is list else None
         lo, hi, dirt, n = _range_arrays(lo, hi, dirt)
         self.runs[start] = [end, None, stamp, lo, hi, dirt, n, reg]
-        heapq.heappush(self.heap, (stamp, start))
+        self._push(stamp, start)
         self.size += n
         self._new_id(start, end, touched)
         if lists is not None:
@@ -716,7 +749,7 @@ class L2Cache:
             del self.rid[st]
             self.rid[start] = rid
             self.rstart[rid] = start
-            heapq.heappush(self.heap, (run[2], start))
+            self._push(run[2], start)
         # its lines are some of those it had: the pages it is listed in still hold every
         # page they touch. Those past its new extent are dropped (a run is listed only in
         # pages of its extent), and those of the pieces cut that no range of it touches
@@ -773,7 +806,7 @@ class L2Cache:
         rest keeps the run's id, recency and dirtiness, now starting at ``new_start``."""
         run = self.runs.pop(start)
         self.runs[new_start] = run
-        heapq.heappush(self.heap, (run[2], new_start))
+        self._push(run[2], new_start)
         self.size -= new_start - start
         rid = self.rid.pop(start)
         self.rid[new_start] = rid
@@ -948,7 +981,7 @@ class L2Cache:
             if write and self.write_through_when_full and self.size > self.capacity:
                 through, dirty = (b - a) * self.line, False
             run[1], run[2] = dirty, stamp
-            heapq.heappush(self.heap, (stamp, a))
+            self._push(stamp, a)
             return 1.0, (self._evict() if self.size > self.capacity else 0), through
         P = self.PAGE
         p = a // P
@@ -971,7 +1004,7 @@ class L2Cache:
                 if write and self.write_through_when_full and self.size + b - a > self.capacity:
                     through, write = (b - a) * self.line, False
                 runs[a] = [b, write, stamp]
-                heapq.heappush(self.heap, (stamp, a))
+                self._push(stamp, a)
                 self.size += b - a
                 self.next_id = rid = self.next_id + 1
                 self.rid[a] = rid
@@ -1035,9 +1068,8 @@ class L2Cache:
         small copies) is all misses and one new run at the page's end, made here in a
         few steps; any other read is :meth:`access`'s."""
         line, P = self.line, self.PAGE
-        runs, pages, mpages, rstart, rid_of, heap = (self.runs, self.pages, self.mpages,
-                                                     self.rstart, self.rid, self.heap)
-        push = heapq.heappush
+        runs, pages, mpages, rstart, rid_of, recent = (self.runs, self.pages, self.mpages,
+                                                       self.rstart, self.rid, self.recent)
         n = span if span > 1 else 1
         cap = self.capacity
         out = []
@@ -1055,7 +1087,7 @@ class L2Cache:
                     # last one starts before it, and ends by it)
                     clock += 1
                     runs[a] = [b, False, clock]
-                    push(heap, (clock, a))
+                    recent.append((clock, a))   # above every stamp: in order
                     size += b - a
                     next_id += 1
                     rid_of[a] = next_id
@@ -1069,11 +1101,11 @@ class L2Cache:
                         # the least recent run, when it is a clean run of lines that goes
                         # whole, leaves here as :meth:`_evict` would drop it; the rest of
                         # the eviction is :meth:`_evict`'s
-                        stamp, s0 = heap[0]
+                        stamp, s0 = self._least()
                         run = runs.get(s0)
                         if (run is not None and len(run) == 3 and run[2] == stamp
                                 and not run[1] and run[0] - s0 <= size - cap):
-                            heapq.heappop(heap)
+                            self._pop()
                             e0 = run[0]
                             del runs[s0]
                             size -= e0 - s0
@@ -1196,7 +1228,7 @@ class L2Cache:
         if rid in self.rlists:                          # its dirtiness as a list is stale
             self.rlists.pop(rid)
             self.rmask.pop(rid)
-        heapq.heappush(self.heap, (stamp, start))
+        self._push(stamp, start)
         return 1.0, (self._evict() if self.size > self.capacity else 0), through
 
     def _access_rows(self, lo: list, hi: list, write: bool, reg, found: list, near: dict,
@@ -1258,10 +1290,10 @@ class L2Cache:
     def _evict(self) -> int:
         wb = 0
         while self.size > self.capacity:
-            stamp, start = heapq.heappop(self.heap)
+            stamp, start = self._pop()
             run = self.runs.get(start)
             if run is None or run[2] != stamp:
-                continue                    # stale heap entry
+                continue                    # stale recency entry
             if len(run) > 3:
                 wb += self._evict_ranges(start, run)
                 continue

@@ -93,6 +93,6 @@ def test_access_many_equals_access_one_by_one():
         got = a.access_many(addrs, span)
         want = [b.access(x, span, False) for x in addrs]
         assert got == want
-        assert (a.runs, a.size, a.clock, sorted(a.heap)) == (b.runs, b.size, b.clock,
-                                                             sorted(b.heap))
+        assert (a.runs, a.size, a.clock, a.entries()) == (b.runs, b.size, b.clock,
+                                                          b.entries())
         assert (a.index(), a.rid, a.rstart) == (b.index(), b.rid, b.rstart)
