@@ -305,6 +305,7 @@ def _run(T, blocks, soc, profile_pipes, lists, pipes_of):
             box = []
             gen = pipe_proc(p, items, box, end)
             box.append(gen.send)
+            gens.append(gen)
             loop.start(gen)
             ends.append(end)
         if ends:
@@ -313,11 +314,19 @@ def _run(T, blocks, soc, profile_pipes, lists, pipes_of):
         block_end[:] = loop.now
         yield
 
+    gens = []
     box = []
     gen = core_proc(box)
     box.append(gen.send)
+    gens.append(gen)
     loop.start(gen)
     loop.run()
+    # the processes wait at their last step, each a cycle (its frame holds its own send)
+    # that keeps the memory system alive through the closures, L2 and all (millions of
+    # objects after a long launch): the cyclic collector, paused during a launch, would
+    # walk them all once it runs again. Closing them frees the memory system here.
+    for gen in gens:
+        gen.close()
     if np.isnan(block_end).any():
         raise _Diverged                 # a hang: the per-block replay describes it
     cycles = float(block_end.max() - block_start.min())

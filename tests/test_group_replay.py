@@ -96,3 +96,29 @@ def test_access_many_equals_access_one_by_one():
         assert (a.runs, a.size, a.clock, a.entries()) == (b.runs, b.size, b.clock,
                                                           b.entries())
         assert (a.index(), a.rid, a.rstart) == (b.index(), b.rid, b.rstart)
+
+
+def test_group_replay_frees_its_memory_system(monkeypatch):
+    """The replay's memory system (its L2 of a run per copy) goes when the replay returns,
+    without the cyclic collector, which a launch pauses: else the collector walks it all
+    when it runs next."""
+    import gc
+    import weakref
+    blocks, soc, cores, pipes = _records(monkeypatch, "U1", 0.05)
+    made = []
+    real = timing.L2Cache
+
+    def spy(*a, **k):
+        l2 = real(*a, **k)
+        made.append(weakref.ref(l2))
+        return l2
+
+    monkeypatch.setattr(timing, "L2Cache", spy)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assert group_replay.replay_group(blocks, soc, cores, pipes) is not None
+        assert len(made) == 1 and made[0]() is None
+    finally:
+        if enabled:
+            gc.enable()
