@@ -1792,11 +1792,15 @@ class _Memory:
         hit_bytes = nbytes * hit
         miss = nbytes - hit_bytes
         counts, at = self.l2_bytes, 4 if cube else 0
+        # (each count added to ``times`` over, in locals: the same sums)
+        l2_hit, c_hit, c_miss = self.l2_hit_bytes, counts[at], counts[at + 1]
         for _ in range(times):
-            self.l2_hit_bytes += hit_bytes
-            if counted:
-                counts[at] += hit_bytes
-                counts[at + 1] += miss
+            l2_hit += hit_bytes
+            c_hit += hit_bytes
+            c_miss += miss
+        self.l2_hit_bytes = l2_hit
+        if counted:
+            counts[at], counts[at + 1] = c_hit, c_miss
         # the MTE's own time: the issue, then its bursts at the request rate of their
         # source (``burst_rate``) or its bytes at the per-core rate, whichever is longer
         # (a row off the grid moves one whole block more: its MTE spends that block's
@@ -1817,8 +1821,10 @@ class _Memory:
             on_hbm = miss + pad + min(hit_bytes, extra * self.l2.line)
         else:
             on_hbm = 0.0
+        hbm, add = self.hbm_bytes, miss + wb
         for _ in range(times):
-            self.hbm_bytes += miss + wb
+            hbm += add
+        self.hbm_bytes = hbm
         return miss, own, on_hbm, (self._queue(wb) if wb else None)
 
     def _read_range(self, now: float, nbytes: int, key, cube: bool, block: int):
@@ -1898,7 +1904,7 @@ class _Memory:
         A completion event may be None: nothing waits for that flow (the flows end
         together, and one event stands for them all)."""
         hot_n = self.hot_n
-        if any(hots) and (len(set(hots)) < len(hots) or any(h in hot_n for h in hots if h)):
+        if any(hots) and (len(set(hots)) < len(hots) or not hot_n.keys().isdisjoint(hots)):
             for done, hot in zip(dones, hots):
                 self._flow(nbytes, limit, weight, first, direction, done, hot)
             return
@@ -1906,12 +1912,15 @@ class _Memory:
             self._advance()
         k = len(dones)
         self.left.extend([float(nbytes)] * k)
-        self.flows.extend([(limit, weight, first, direction, done, hot)
-                           for done, hot in zip(dones, hots)])
+        self.flows.extend(zip(_repeat(limit), _repeat(weight), _repeat(first),
+                              _repeat(direction), dones, hots))
         self.dirs[direction] += k
-        for hot in hots:
-            if hot:
-                hot_n[hot] = 1
+        if all(hots):
+            hot_n.update(zip(hots, _repeat(1)))
+        else:
+            for hot in hots:
+                if hot:
+                    hot_n[hot] = 1
         g = self.groups.get((limit, weight, first, 0.0))
         if g is None or g[_GHOT]:
             g = self._join(limit, weight, first, 0.0)
