@@ -145,6 +145,7 @@ _GLIMIT, _GW0, _GW1, _GW2, _GREAD, _GN, _GRATE, _GON, _GEFF, _GHOT, _GKEY = rang
 #: Fields of a flow in flight in :class:`_Memory`.
 _FLIMIT, _FWEIGHT, _FREAD, _FDIR, _FDONE, _FHOT = range(6)
 _w1 = itemgetter(_GW1)
+_fdone = itemgetter(_FDONE)
 _gkey = itemgetter(_GEFF, _GW0, _GW1, _GW2, _GREAD, _GN)
 _grate = itemgetter(_GRATE)
 
@@ -2009,6 +2010,24 @@ class _Memory:
     def _recompute_start(self, _) -> None:
         self.loop.schedule(0, _NORMAL, self._recompute, None)
 
+    def _retire_all(self) -> list:
+        """:meth:`_recompute`'s retiring of the finished flows when every flow in flight
+        ends (the members' flows of a lockstep group's step end together): each one's
+        event, in flow order; then nothing is in flight, so every group, hot key and
+        direction count is gone (each counts flows in flight), as the flows leaving one
+        by one leave them. Returns the flows' bytes left (none)."""
+        loop = self.loop
+        for done in map(_fdone, self.flows):
+            if done is not None:        # (None: a lockstep group's member, _flows)
+                loop.succeed(done)
+        for g in self.groups.values():
+            g[_GN] = 0
+        self.groups.clear()
+        self.hot_n.clear()
+        self.dirs[:] = (0, 0, 0, 0)
+        self.left, self.flows, self.group, self.heavy = [], [], [], []
+        return self.left
+
     def _recompute(self, _) -> None:
         """At the end of this instant: retire the finished flows, share the capacities
         anew, and wake again when the next flow (or the write queue) runs out."""
@@ -2017,7 +2036,9 @@ class _Memory:
         # finished flows leave
         eps = 1e-6
         left = self.left
-        if left and min(left) <= eps:
+        if left and max(left) <= eps:
+            left = self._retire_all()
+        elif left and min(left) <= eps:
             keep = list(map(eps.__lt__, left))      # x > eps
             loop = self.loop
             group, flows, dirs, hot_n = self.group, self.flows, self.dirs, self.hot_n
