@@ -1793,12 +1793,16 @@ class _Memory:
         hit_bytes = nbytes * hit
         miss = nbytes - hit_bytes
         counts, at = self.l2_bytes, 4 if cube else 0
-        # (each count added to ``times`` over, in locals: the same sums)
+        # (each count added to ``times`` over, in locals: the same sums; adding 0.0 to a
+        # count, never negative, leaves it as it is)
         l2_hit, c_hit, c_miss = self.l2_hit_bytes, counts[at], counts[at + 1]
-        for _ in range(times):
-            l2_hit += hit_bytes
-            c_hit += hit_bytes
-            c_miss += miss
+        if hit_bytes:
+            for _ in range(times):
+                l2_hit += hit_bytes
+                c_hit += hit_bytes
+        if miss:
+            for _ in range(times):
+                c_miss += miss
         self.l2_hit_bytes = l2_hit
         if counted:
             counts[at], counts[at + 1] = c_hit, c_miss
@@ -1823,8 +1827,9 @@ class _Memory:
         else:
             on_hbm = 0.0
         hbm, add = self.hbm_bytes, miss + wb
-        for _ in range(times):
-            hbm += add
+        if add:
+            for _ in range(times):
+                hbm += add
         self.hbm_bytes = hbm
         return miss, own, on_hbm, (self._queue(wb) if wb else None)
 
@@ -1905,7 +1910,11 @@ class _Memory:
         A completion event may be None: nothing waits for that flow (the flows end
         together, and one event stands for them all)."""
         hot_n = self.hot_n
-        if any(hots) and (len(set(hots)) < len(hots) or not hot_n.keys().isdisjoint(hots)):
+        # the hot keys, each hashed once: a dict whose update keeps the hashes, and whose
+        # keys view lets isdisjoint go over the smaller side (nothing in flight, often)
+        keyed = dict.fromkeys(hots, 1) if any(hots) else None
+        if keyed is not None and (len(keyed) < len(hots)
+                                  or not hot_n.keys().isdisjoint(keyed.keys())):
             for done, hot in zip(dones, hots):
                 self._flow(nbytes, limit, weight, first, direction, done, hot)
             return
@@ -1916,12 +1925,13 @@ class _Memory:
         self.flows.extend(zip(_repeat(limit), _repeat(weight), _repeat(first),
                               _repeat(direction), dones, hots))
         self.dirs[direction] += k
-        if all(hots):
-            hot_n.update(zip(hots, _repeat(1)))
-        else:
-            for hot in hots:
-                if hot:
-                    hot_n[hot] = 1
+        if keyed is not None:
+            if all(hots):
+                hot_n.update(keyed)
+            else:
+                for hot in hots:
+                    if hot:
+                        hot_n[hot] = 1
         g = self.groups.get((limit, weight, first, 0.0))
         if g is None or g[_GHOT]:
             g = self._join(limit, weight, first, 0.0)
