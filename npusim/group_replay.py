@@ -311,14 +311,19 @@ def _run(T, blocks, soc, profile_pipes, lists, pipes_of):
     gen = core_proc(box)
     box.append(gen.send)
     gens.append(gen)
-    loop.start(gen)
-    loop.run()
-    # the processes wait at their last step, each a cycle (its frame holds its own send)
-    # that keeps the memory system alive through the closures, L2 and all (millions of
-    # objects after a long launch): the cyclic collector, paused during a launch, would
-    # walk them all once it runs again. Closing them frees the memory system here.
-    for gen in gens:
-        gen.close()
+    try:
+        loop.start(gen)
+        loop.run()
+    finally:
+        # the processes wait at their last step (or where the members stopped being in
+        # step), each a cycle (its frame holds its own send) that keeps the memory system
+        # alive through the closures, L2 and all (millions of objects after a long
+        # launch): the cyclic collector, paused during a launch, would walk them all once
+        # it runs again. Closing them, and dropping the events left when the members
+        # stopped being in step (the memory system's among them), frees it here.
+        for gen in gens:
+            gen.close()
+        loop.queue.clear()
     if np.isnan(block_end).any():
         raise _Diverged                 # a hang: the per-block replay describes it
     cycles = float(block_end.max() - block_start.min())
