@@ -34,7 +34,7 @@ the effects the best practice teaches, as simulated / measured ratios of Task Du
 ``--scale 0.25`` runs a smaller problem (the rows of each block and the columns scaled, in
 whole tiles): the measured figures are at full size only, so a scaled run prints no errors.
 At full size U1 issues 49,152 copies per block (2.4 million in all) and takes about
-30 s of host CPU time, two thirds of it the timing replay, which replays the 48 blocks as
+20 s of host CPU time, 70% of it the timing replay, which replays the 48 blocks as
 one lockstep group (npusim.group_replay; benchmarks/bench_small_copies.py).
 """
 from __future__ import annotations

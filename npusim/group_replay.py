@@ -34,6 +34,8 @@ results with the per-block replay's.
 from __future__ import annotations
 
 import heapq
+from itertools import repeat
+from operator import add, mod, ne
 
 import numpy as np
 
@@ -154,41 +156,38 @@ def _run(T, blocks, soc, profile_pipes, lists, pipes_of):
             n = span if span > 1 else 1
             bursts = (r + n - 1) // burst + 1
             extra = bursts - (n + burst - 1) // burst if grid else 0
+            if any(map(ne, map(mod, addrs, repeat(burst)), repeat(r))):
+                raise _Diverged
         else:
             bursts, extra = 1, 0
-        if burst and any(addr % burst != r for addr in addrs):
-            raise _Diverged
         got = l2_access(addrs, span)
-        hit0 = got[0][0]
-        for hit, wb, _ in got:
-            if wb or hit != hit0:
-                raise _Diverged         # victims to write back; another outcome
+        first = got[0]
+        if first[1] or got.count(first) != k:
+            raise _Diverged             # victims to write back; another outcome
+        hit0 = first[0]
         miss, own, on_hbm, _ = read_cost(nbytes, hit0, 0, bursts, extra, is_cube, True,
                                          memory.burst_l2 * (1.0 - hit0), k)
-        if on_hbm:
-            fresh = None
-            overhead = memory.hbm_overhead_bytes
-            for stream, addr in zip(read_streams, addrs):
-                new = streams.get(stream) != addr
-                if new != fresh and fresh is not None:
-                    raise _Diverged     # a new HBM stream for some members only
-                fresh = new
-                streams[stream] = addr + span
-            if fresh:
-                on_hbm += overhead
-        else:
-            for stream, addr in zip(read_streams, addrs):
-                streams[stream] = addr + span
+        # each member's MTE streams on where its last read ended, or starts a new stream
+        # (which costs HBM when it reads from there): the same for all, or they diverge
+        fresh = list(map(ne, map(streams.get, read_streams), addrs))
+        if fresh.count(fresh[0]) != k:
+            if on_hbm:
+                raise _Diverged         # a new HBM stream for some members only
+        elif on_hbm and fresh[0]:
+            on_hbm += memory.hbm_overhead_bytes
+        streams.update(zip(read_streams, map(add, addrs, repeat(span))))
         own += memory.issue
         # the flows end in one recompute (the same bytes at the same rate), whose
         # completion events would resume the members one after the other: the last one's
         # resumes the group
         done = Event()
         dones = [None] * (k - 1) + [done]
-        hots = ([(addr, span, False) for addr in addrs] if miss and memory.same_address
+        hots = (list(zip(addrs, repeat(span), repeat(False))) if miss and memory.same_address
                 else [0.0] * k)
         flows(nbytes, nbytes / own, (0.0 if is_cube or not miss else 1.0, on_hbm / nbytes,
                                      nbytes / nbytes), True, 1 if miss else 0, dones, hots)
+        if hots[0] and max(map(hot_n.__getitem__, hots)) != 1:
+            raise _Diverged             # reads of the same bytes share a rate
         return done, now + soc.dma_latency_cycles + own
 
     def transfer_all(now, kind, pipe, idx):
@@ -200,14 +199,7 @@ def _run(T, blocks, soc, profile_pipes, lists, pipes_of):
             if type(nbytes) is int and nbytes > 0 and len(key) == 3 and key[2] is False:
                 addr, span = key[0], key[1]
                 if per(addr) and len(addr[1]) == k and type(span) is int:
-                    first = len(memory.flows)
-                    out = read_all(now, addr[1], nbytes, span)
-                    if memory.same_address:
-                        for f in memory.flows[first:]:
-                            hot = f[5]
-                            if hot and hot_n[hot] != 1:
-                                raise _Diverged     # reads of the same bytes share a rate
-                    return out
+                    return read_all(now, addr[1], nbytes, span)
         recs = [r[idx] for r in blocks]
         first = len(memory.flows)
         event = not_before = None
@@ -305,6 +297,7 @@ def _run(T, blocks, soc, profile_pipes, lists, pipes_of):
             box = []
             gen = pipe_proc(p, items, box, end)
             box.append(gen.send)
+            gens.append(gen)
             loop.start(gen)
             ends.append(end)
         if ends:
@@ -313,11 +306,24 @@ def _run(T, blocks, soc, profile_pipes, lists, pipes_of):
         block_end[:] = loop.now
         yield
 
+    gens = []
     box = []
     gen = core_proc(box)
     box.append(gen.send)
-    loop.start(gen)
-    loop.run()
+    gens.append(gen)
+    try:
+        loop.start(gen)
+        loop.run()
+    finally:
+        # the processes wait at their last step (or where the members stopped being in
+        # step), each a cycle (its frame holds its own send) that keeps the memory system
+        # alive through the closures, L2 and all (millions of objects after a long
+        # launch): the cyclic collector, paused during a launch, would walk them all once
+        # it runs again. Closing them, and dropping the events left when the members
+        # stopped being in step (the memory system's among them), frees it here.
+        for gen in gens:
+            gen.close()
+        loop.queue.clear()
     if np.isnan(block_end).any():
         raise _Diverged                 # a hang: the per-block replay describes it
     cycles = float(block_end.max() - block_start.min())

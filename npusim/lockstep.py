@@ -792,12 +792,28 @@ def _log_columns(logs: dict, groups) -> tuple[list, list]:
     return rows, runs
 
 
+def _writes(logs: dict, groups) -> bool:
+    """Whether an entry of the GM access logs (as :func:`cross_block_conflict` takes them)
+    is a write, for some member of a group."""
+    for log in (*logs.values(), *(log for _, log in groups)):
+        for e in log:
+            w = e[2]
+            if type(w) is BlockVector:
+                if any(w.vals):
+                    return True
+            elif w:
+                return True
+    return False
+
+
 def cross_block_conflict(logs: dict, groups=()) -> bool:
     """Whether some block reads or writes GM bytes that another block writes.
 
     ``logs``: block -> list of (address, nbytes, is_write), or of (address, nbytes,
     is_write, count, pitch) for ``count`` runs of ``nbytes`` ``pitch`` apart. ``groups``:
     (members, log) of lockstep groups, their logs in group form (:func:`_log_columns`)."""
+    if not _writes(logs, groups):
+        return False        # (a launch that only reads, without the columns of its log)
     rows, runs = _log_columns(logs, groups)
     parts = []
     if rows[0]:

@@ -145,6 +145,7 @@ _GLIMIT, _GW0, _GW1, _GW2, _GREAD, _GN, _GRATE, _GON, _GEFF, _GHOT, _GKEY = rang
 #: Fields of a flow in flight in :class:`_Memory`.
 _FLIMIT, _FWEIGHT, _FREAD, _FDIR, _FDONE, _FHOT = range(6)
 _w1 = itemgetter(_GW1)
+_fdone = itemgetter(_FDONE)
 _gkey = itemgetter(_GEFF, _GW0, _GW1, _GW2, _GREAD, _GN)
 _grate = itemgetter(_GRATE)
 
@@ -392,14 +393,47 @@ class L2Cache:
                                            # a lookup passes over a run that shares a page
                                            # but no line with a transfer's rows
         self.next_id = 0
-        self.heap: list[tuple[int, int]] = []   # (stamp, start), stale entries skipped
+        # the recency entries (stamp, start), stale ones skipped when they come up: those
+        # made in order (each at or above the last, nearly all: a new run takes the clock)
+        # in a deque, sorted, the others in a heap; the least recent is the lesser head
+        # (a heap of millions of entries costs a microsecond or more per pop, a deque
+        # nothing: a launch of small copies evicts a run per copy once L2 is full)
+        self.recent: deque = deque()
+        self.heap: list[tuple[int, int]] = []
         self.clock = 0
         self.write_through_when_full = bool(getattr(soc, "l2_write_through_when_full", False))
+
+    def _push(self, stamp: int, start: int) -> None:
+        """A recency entry for the run at ``start``."""
+        entry = (stamp, start)
+        recent = self.recent
+        if not recent or entry >= recent[-1]:
+            recent.append(entry)
+        else:
+            heapq.heappush(self.heap, entry)
+
+    def _least(self):
+        """The least recent entry (it may be stale), left in place."""
+        heap, recent = self.heap, self.recent
+        if recent and (not heap or recent[0] <= heap[0]):
+            return recent[0]
+        return heap[0]
+
+    def _pop(self):
+        """The least recent entry (it may be stale), taken out."""
+        heap, recent = self.heap, self.recent
+        if recent and (not heap or recent[0] <= heap[0]):
+            return recent.popleft()
+        return heapq.heappop(heap)
+
+    def entries(self) -> list:
+        """Every recency entry, sorted (for tests)."""
+        return sorted([*self.heap, *self.recent])
 
     def _add(self, start: int, end: int, dirty: bool, stamp: int) -> None:
         """A new run of lines [start, end)."""
         self.runs[start] = [end, dirty, stamp]
-        heapq.heappush(self.heap, (stamp, start))
+        self._push(stamp, start)
         self.size += end - start
         self._new_id(start, end)
 
@@ -519,7 +553,7 @@ class L2Cache:
         lists = (lo, hi, dirt) if type(lo) is list else None
         lo, hi, dirt, n = _range_arrays(lo, hi, dirt)
         self.runs[start] = [end, None, stamp, lo, hi, dirt, n, reg]
-        heapq.heappush(self.heap, (stamp, start))
+        self._push(stamp, start)
         self.size += n
         self._new_id(start, end, touched)
         if lists is not None:
@@ -716,7 +750,7 @@ class L2Cache:
             del self.rid[st]
             self.rid[start] = rid
             self.rstart[rid] = start
-            heapq.heappush(self.heap, (run[2], start))
+            self._push(run[2], start)
         # its lines are some of those it had: the pages it is listed in still hold every
         # page they touch. Those past its new extent are dropped (a run is listed only in
         # pages of its extent), and those of the pieces cut that no range of it touches
@@ -773,7 +807,7 @@ class L2Cache:
         rest keeps the run's id, recency and dirtiness, now starting at ``new_start``."""
         run = self.runs.pop(start)
         self.runs[new_start] = run
-        heapq.heappush(self.heap, (run[2], new_start))
+        self._push(run[2], new_start)
         self.size -= new_start - start
         rid = self.rid.pop(start)
         self.rid[new_start] = rid
@@ -948,7 +982,7 @@ class L2Cache:
             if write and self.write_through_when_full and self.size > self.capacity:
                 through, dirty = (b - a) * self.line, False
             run[1], run[2] = dirty, stamp
-            heapq.heappush(self.heap, (stamp, a))
+            self._push(stamp, a)
             return 1.0, (self._evict() if self.size > self.capacity else 0), through
         P = self.PAGE
         p = a // P
@@ -971,7 +1005,7 @@ class L2Cache:
                 if write and self.write_through_when_full and self.size + b - a > self.capacity:
                     through, write = (b - a) * self.line, False
                 runs[a] = [b, write, stamp]
-                heapq.heappush(self.heap, (stamp, a))
+                self._push(stamp, a)
                 self.size += b - a
                 self.next_id = rid = self.next_id + 1
                 self.rid[a] = rid
@@ -1035,9 +1069,8 @@ class L2Cache:
         small copies) is all misses and one new run at the page's end, made here in a
         few steps; any other read is :meth:`access`'s."""
         line, P = self.line, self.PAGE
-        runs, pages, mpages, rstart, rid_of, heap = (self.runs, self.pages, self.mpages,
-                                                     self.rstart, self.rid, self.heap)
-        push = heapq.heappush
+        runs, pages, mpages, rstart, rid_of, recent = (self.runs, self.pages, self.mpages,
+                                                       self.rstart, self.rid, self.recent)
         n = span if span > 1 else 1
         cap = self.capacity
         out = []
@@ -1055,7 +1088,7 @@ class L2Cache:
                     # last one starts before it, and ends by it)
                     clock += 1
                     runs[a] = [b, False, clock]
-                    push(heap, (clock, a))
+                    recent.append((clock, a))   # above every stamp: in order
                     size += b - a
                     next_id += 1
                     rid_of[a] = next_id
@@ -1069,11 +1102,11 @@ class L2Cache:
                         # the least recent run, when it is a clean run of lines that goes
                         # whole, leaves here as :meth:`_evict` would drop it; the rest of
                         # the eviction is :meth:`_evict`'s
-                        stamp, s0 = heap[0]
+                        stamp, s0 = self._least()
                         run = runs.get(s0)
                         if (run is not None and len(run) == 3 and run[2] == stamp
                                 and not run[1] and run[0] - s0 <= size - cap):
-                            heapq.heappop(heap)
+                            self._pop()
                             e0 = run[0]
                             del runs[s0]
                             size -= e0 - s0
@@ -1196,7 +1229,7 @@ class L2Cache:
         if rid in self.rlists:                          # its dirtiness as a list is stale
             self.rlists.pop(rid)
             self.rmask.pop(rid)
-        heapq.heappush(self.heap, (stamp, start))
+        self._push(stamp, start)
         return 1.0, (self._evict() if self.size > self.capacity else 0), through
 
     def _access_rows(self, lo: list, hi: list, write: bool, reg, found: list, near: dict,
@@ -1258,10 +1291,10 @@ class L2Cache:
     def _evict(self) -> int:
         wb = 0
         while self.size > self.capacity:
-            stamp, start = heapq.heappop(self.heap)
+            stamp, start = self._pop()
             run = self.runs.get(start)
             if run is None or run[2] != stamp:
-                continue                    # stale heap entry
+                continue                    # stale recency entry
             if len(run) > 3:
                 wb += self._evict_ranges(start, run)
                 continue
@@ -1760,11 +1793,19 @@ class _Memory:
         hit_bytes = nbytes * hit
         miss = nbytes - hit_bytes
         counts, at = self.l2_bytes, 4 if cube else 0
-        for _ in range(times):
-            self.l2_hit_bytes += hit_bytes
-            if counted:
-                counts[at] += hit_bytes
-                counts[at + 1] += miss
+        # (each count added to ``times`` over, in locals: the same sums; adding 0.0 to a
+        # count, never negative, leaves it as it is)
+        l2_hit, c_hit, c_miss = self.l2_hit_bytes, counts[at], counts[at + 1]
+        if hit_bytes:
+            for _ in range(times):
+                l2_hit += hit_bytes
+                c_hit += hit_bytes
+        if miss:
+            for _ in range(times):
+                c_miss += miss
+        self.l2_hit_bytes = l2_hit
+        if counted:
+            counts[at], counts[at + 1] = c_hit, c_miss
         # the MTE's own time: the issue, then its bursts at the request rate of their
         # source (``burst_rate``) or its bytes at the per-core rate, whichever is longer
         # (a row off the grid moves one whole block more: its MTE spends that block's
@@ -1785,8 +1826,11 @@ class _Memory:
             on_hbm = miss + pad + min(hit_bytes, extra * self.l2.line)
         else:
             on_hbm = 0.0
-        for _ in range(times):
-            self.hbm_bytes += miss + wb
+        hbm, add = self.hbm_bytes, miss + wb
+        if add:
+            for _ in range(times):
+                hbm += add
+        self.hbm_bytes = hbm
         return miss, own, on_hbm, (self._queue(wb) if wb else None)
 
     def _read_range(self, now: float, nbytes: int, key, cube: bool, block: int):
@@ -1866,7 +1910,11 @@ class _Memory:
         A completion event may be None: nothing waits for that flow (the flows end
         together, and one event stands for them all)."""
         hot_n = self.hot_n
-        if any(hots) and (len(set(hots)) < len(hots) or any(h in hot_n for h in hots if h)):
+        # the hot keys, each hashed once: a dict whose update keeps the hashes, and whose
+        # keys view lets isdisjoint go over the smaller side (nothing in flight, often)
+        keyed = dict.fromkeys(hots, 1) if any(hots) else None
+        if keyed is not None and (len(keyed) < len(hots)
+                                  or not hot_n.keys().isdisjoint(keyed.keys())):
             for done, hot in zip(dones, hots):
                 self._flow(nbytes, limit, weight, first, direction, done, hot)
             return
@@ -1874,12 +1922,16 @@ class _Memory:
             self._advance()
         k = len(dones)
         self.left.extend([float(nbytes)] * k)
-        self.flows.extend([(limit, weight, first, direction, done, hot)
-                           for done, hot in zip(dones, hots)])
+        self.flows.extend(zip(_repeat(limit), _repeat(weight), _repeat(first),
+                              _repeat(direction), dones, hots))
         self.dirs[direction] += k
-        for hot in hots:
-            if hot:
-                hot_n[hot] = 1
+        if keyed is not None:
+            if all(hots):
+                hot_n.update(keyed)
+            else:
+                for hot in hots:
+                    if hot:
+                        hot_n[hot] = 1
         g = self.groups.get((limit, weight, first, 0.0))
         if g is None or g[_GHOT]:
             g = self._join(limit, weight, first, 0.0)
@@ -1968,6 +2020,24 @@ class _Memory:
     def _recompute_start(self, _) -> None:
         self.loop.schedule(0, _NORMAL, self._recompute, None)
 
+    def _retire_all(self) -> list:
+        """:meth:`_recompute`'s retiring of the finished flows when every flow in flight
+        ends (the members' flows of a lockstep group's step end together): each one's
+        event, in flow order; then nothing is in flight, so every group, hot key and
+        direction count is gone (each counts flows in flight), as the flows leaving one
+        by one leave them. Returns the flows' bytes left (none)."""
+        loop = self.loop
+        for done in map(_fdone, self.flows):
+            if done is not None:        # (None: a lockstep group's member, _flows)
+                loop.succeed(done)
+        for g in self.groups.values():
+            g[_GN] = 0
+        self.groups.clear()
+        self.hot_n.clear()
+        self.dirs[:] = (0, 0, 0, 0)
+        self.left, self.flows, self.group, self.heavy = [], [], [], []
+        return self.left
+
     def _recompute(self, _) -> None:
         """At the end of this instant: retire the finished flows, share the capacities
         anew, and wake again when the next flow (or the write queue) runs out."""
@@ -1976,7 +2046,9 @@ class _Memory:
         # finished flows leave
         eps = 1e-6
         left = self.left
-        if left and min(left) <= eps:
+        if left and max(left) <= eps:
+            left = self._retire_all()
+        elif left and min(left) <= eps:
             keep = list(map(eps.__lt__, left))      # x > eps
             loop = self.loop
             group, flows, dirs, hot_n = self.group, self.flows, self.dirs, self.hot_n
