@@ -212,11 +212,12 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
     # whole 32 B blocks land on whole blocks: the checker is told the blocks, not the bytes
     by_blocks = (ms * isz) % 32 == 0 and sh is not None and sh.init.size % 32 == 0
     if by_blocks:
-        blk = ((dst.offset >> 5) + np.arange(nd)[:, None, None] * (ms * isz // 32)
-               + np.arange(n)[None, :, None] * ns + np.arange(nblk) * c0s)
-        lo, hi = int(blk.min()) * 32, int(blk.max()) * 32 + 32
-        sh.write_blocks(ctx, int(PIPE_MTE2), checker._blocks_of(blk << 5, lo, hi), lo, hi, name)
-        sh.init.reshape(-1, 32)[blk] = True
+        blocks, lo, hi = _nz_blocks(dst.offset >> 5, nd, ms * isz // 32, n, ns, nblk, c0s)
+        sh.write_blocks(ctx, int(PIPE_MTE2), blocks, lo, hi, name)
+        if type(blocks) is slice:
+            sh.init[lo:hi] = True
+        else:
+            sh.init.reshape(-1, 32)[blocks] = True
     if (sh is not None and not by_blocks) or not disjoint:
         c = np.arange(width)
         off = (np.arange(nd)[:, None, None] * ms + np.arange(n)[None, :, None] * ns * c0
@@ -244,6 +245,23 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
     if _timing_only.ACTIVE:
         _timing_only.gm_to_cube(ctx, src, span * isz)
     _dc._dma(ctx, True, nd * n * d * isz, name, src, span * isz, runs)
+
+
+@functools.lru_cache(maxsize=1024)
+def _nz_blocks(first: int, nd: int, m_blocks: int, n: int, ns: int, nblk: int, c0s: int):
+    """The 32 B blocks an ND -> NZ copy writes (block ``c`` of row ``j`` of matrix ``i`` at
+    block ``first + i*m_blocks + j*ns + c*c0s``), distinct and sorted, and their byte
+    bounds ``(blocks, lo, hi)``: a slice when they are every block of ``[lo, hi)`` (an NZ
+    tile written whole, as a k-loop's copies are), else a read-only index array. Kept by
+    their arguments: a kernel's loop copies the same few tiles again and again."""
+    blk = (first + np.arange(nd)[:, None, None] * m_blocks + np.arange(n)[None, :, None] * ns
+           + np.arange(nblk) * c0s)
+    lo, hi = int(blk.min()) * 32, int(blk.max()) * 32 + 32
+    blocks = checker._blocks_of(blk.reshape(-1) << 5, lo, hi)
+    if blocks.size == (hi - lo) >> 5:
+        return slice(lo >> 5, hi >> 5), lo, hi
+    blocks.flags.writeable = False
+    return blocks, lo, hi
 
 
 #: one 32 B block as a single numpy item (a strided copy of these moves 32 B at a time)
