@@ -46,3 +46,41 @@ def test_whole_of_a_writeable_array_is_not_kept():
     assert mmad._whole(idx)
     idx[2, 3] = 40                          # the same memory, shape and strides, new values
     assert not mmad._whole(idx)
+
+
+@pytest.mark.parametrize("field, value, error", [
+    ("repeatTimes", 256, "LimitError"), ("startIndex", 65536, "LimitError"),
+    ("srcStride", 65536, "LimitError"), ("dstGap", 65536, "LimitError"),
+    ("addrMode", 1, "KernelError")])
+def test_a_checked_load_does_not_let_a_bad_field_through(field, value, error):
+    """LoadData keeps the calls that passed its checks (datamove._checked_2d): the same
+    operands with one field out of range, after such a call, are still refused."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_cube_layouts import aic_run, gm_tensor, sync
+    from npusim import KernelError
+    from npusim.ascendc import (DataCopy, HardEvent, LoadData, LoadData2DParams, TBuf, TPipe,
+                                TPosition, half)
+    seen = []
+
+    def kernel(addr):
+        pipe = TPipe()
+        l1, l0 = TBuf(TPosition.A1), TBuf(TPosition.A2)
+        pipe.InitBuffer(l1, 8 * 512)
+        pipe.InitBuffer(l0, 8 * 512)
+        DataCopy(l1.Get(half), gm_tensor(half, addr["src"], 2048), 2048)
+        sync(HardEvent.MTE2_MTE1)
+        good = dict(startIndex=0, repeatTimes=4, srcStride=1, sid=0, dstGap=0,
+                    ifTranspose=False, addrMode=0)
+        for _ in range(2):                      # checked, then kept
+            LoadData(l0.Get(half), l1.Get(half), LoadData2DParams(**good))
+        try:
+            LoadData(l0.Get(half), l1.Get(half), LoadData2DParams(**{**good, field: value}))
+        except KernelError as e:
+            seen.append(type(e).__name__)
+            raise
+
+    with pytest.raises(KernelError):
+        aic_run(kernel, {"src": np.zeros(2048, np.float16)}, {})
+    assert seen and seen[0] == error

@@ -348,20 +348,7 @@ def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams,
     p = loadDataParams
     from_gm = isinstance(src, GlobalTensor)
     pipe, pipe_name = (PIPE_MTE2, "PIPE_MTE2") if from_gm else (PIPE_MTE1, "PIPE_MTE1")
-    if from_gm:
-        require_local(dst, {_L1, _L0A, _L0B}, name, "dst", "A1/B1/A2/B2")
-    else:
-        require_local(src, {_L1}, name, "src", "A1/B1 (or a GlobalTensor)")
-        require_local(dst, _L0, name, "dst", "A2/B2")
-    _check_load_types(ctx, name, dst, src, pipe_name)
-    start, repeat, stride, gap = _check_2d_fields(name, p, pipe_name)
-    if int(p.addrMode) != 0:
-        raise not_modelled(name, "addrMode 1 (decrementing source addresses)", pipe_name)
-    if p.ifTranspose and (from_gm or dst.dtype.itemsize != 2):
-        raise DtypeError(name, "ifTranspose works on L1 -> L0A/L0B with 16-bit types only "
-                         f"(here {dst.dtype.name}{' from GM' if from_gm else ''}); use "
-                         "LoadDataWithTranspose for 8- and 32-bit types (Load2D.md)",
-                         pipe=pipe_name)
+    start, repeat, stride, gap = _checked_2d(ctx, name, dst, src, p, from_gm, pipe_name)
     if repeat == 0:
         return
     last = start + (repeat - 1) * stride                     # the furthest source fractal
@@ -376,6 +363,49 @@ def LoadData(dst: LocalTensor, src, loadDataParams: LoadData2DParams,
         _track_load(ctx, int(pipe), name, dst, src, start, stride, repeat, gap, transpose)
     _store_frames(d_frames, s_frames, transpose)
     _cost(ctx, dst, src, repeat * FRACTAL_BYTES, last, pipe, name)
+
+
+#: LoadData calls from L1 that passed their checks: what they were checked on -> (SoC,
+#: startIndex, repeatTimes, srcStride, dstGap); see :func:`_checked_2d`
+_CHECKED: dict = {}
+
+
+def _checked_2d(ctx, name: str, dst, src, p, from_gm: bool, pipe_name: str) -> tuple:
+    """LoadData2DParams' rules on these operands (the exceptions of :func:`LoadData`), and
+    its (startIndex, repeatTimes, srcStride, dstGap). An L1 -> L0 call that passed them is
+    kept by everything they read (the SoC, both operands' memory, type and offset, the
+    fields), so a k-loop's same loads are not checked field by field again; a call with
+    fields that differ between a lockstep group's members (not hashable) is checked as
+    always."""
+    key = None
+    if not from_gm and type(dst) is LocalTensor and type(src) is LocalTensor:
+        key = (id(ctx.soc), dst.mem, dst.dtype, dst.offset, src.mem, src.dtype, src.offset,
+               p.startIndex, p.repeatTimes, p.srcStride, p.dstGap, p.ifTranspose, p.addrMode)
+        try:
+            hit = _CHECKED.get(key)
+        except TypeError:                    # a field that is a BlockVector
+            hit = key = None
+        if hit is not None and hit[0] is ctx.soc:
+            return hit[1:]
+    if from_gm:
+        require_local(dst, {_L1, _L0A, _L0B}, name, "dst", "A1/B1/A2/B2")
+    else:
+        require_local(src, {_L1}, name, "src", "A1/B1 (or a GlobalTensor)")
+        require_local(dst, _L0, name, "dst", "A2/B2")
+    _check_load_types(ctx, name, dst, src, pipe_name)
+    fields = _check_2d_fields(name, p, pipe_name)
+    if int(p.addrMode) != 0:
+        raise not_modelled(name, "addrMode 1 (decrementing source addresses)", pipe_name)
+    if p.ifTranspose and (from_gm or dst.dtype.itemsize != 2):
+        raise DtypeError(name, "ifTranspose works on L1 -> L0A/L0B with 16-bit types only "
+                         f"(here {dst.dtype.name}{' from GM' if from_gm else ''}); use "
+                         "LoadDataWithTranspose for 8- and 32-bit types (Load2D.md)",
+                         pipe=pipe_name)
+    if key is not None:
+        if len(_CHECKED) >= 4096:
+            _CHECKED.clear()
+        _CHECKED[key] = (ctx.soc,) + fields
+    return fields
 
 
 def _fractals(buf: np.ndarray) -> np.ndarray:
