@@ -236,9 +236,6 @@ def report(ctx, exc: KernelError) -> None:
 
 
 _count = np.count_nonzero
-#: the page of the cube memories' race summary (MemoryShadow._pages): 4 KiB, 128 blocks
-PAGE_SHIFT = 12
-PAGE_BYTES = 1 << PAGE_SHIFT
 
 
 def _blocks_of(byte_addr: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -287,62 +284,14 @@ class MemoryShadow:
         # pipe knows of the others only grows), so :meth:`write` skips the check (a loop of
         # copies into one buffer, as a DataCopy study's 49,152 per block)
         self._clean = None
-        # the cube memories' page summary (:meth:`_pages`), built at the first check
-        self._paged = mem != "UB"
-        self._pw = self._pr = None
 
     # -- accesses --------------------------------------------------------------------
-    def _pages(self):
-        """Per page of :data:`PAGE_BYTES`, the latest instruction index of any write of each
-        pipe (``pw[q, page]``) and of any read of each reader (``pr[row, page]``), -1 for
-        none: an upper bound of the per-block ``w_idx`` of the blocks whose writer is ``q``
-        and of ``r_all``, since an access sets its blocks' entries to its pipe's count and a
-        pipe's count only grows. Built from the per-block arrays at the first check (they
-        may hold a history: the tests give shadows one), then kept with them."""
-        nblk = self.w_idx.size
-        per = PAGE_BYTES // 32
-        npages = -(-nblk // per)
-        pad = npages * per - nblk
-        pw = np.full((_N_PIPES, npages), -1, dtype=np.int64)
-        wp = np.pad(self.w_pipe, (0, pad), constant_values=-1).reshape(npages, per)
-        wi = np.pad(self.w_idx, (0, pad)).reshape(npages, per)
-        for q in np.unique(self.w_pipe):
-            if q >= 0:
-                pw[q] = np.where(wp == q, wi, -1).max(axis=1)
-        pr = np.pad(self.r_all, ((0, 0), (0, pad)), constant_values=-1).reshape(
-            len(self.readers), npages, per).max(axis=2)
-        self._pw, self._pr = pw, pr
-        return pw, pr
-
     def _race(self, ctx, pipe: int, blocks, offset: int, end: int,
               instruction: str, writing: bool) -> None:
-        """``blocks``: the 32 B blocks accessed, as a slice or an index array, all within
-        bytes ``[offset, end)``. True when it found a race (reported, kept as a warning or
-        resolved by :meth:`on_race`).
-
-        In the cube's memories a page summary answers first (:meth:`_pages`): when no page
-        of ``[offset, end)`` holds a write of another pipe (for a write: nor a read of
-        another reader) beyond what ``pipe`` knows of it, no block can, so there is no race
-        and the per-block comparison is skipped; otherwise it decides, as it always did.
-        (A k-loop's ping-pong buffers lie on pages apart, so nearly every access is so.)"""
-        known = self.clock.vc[pipe]
-        if self._paged:
-            pw = self._pw
-            if pw is None:
-                pw = self._pages()[0]
-            pages = slice(offset >> PAGE_SHIFT, ((end - 1) >> PAGE_SHIFT) + 1)
-            late = pw[:, pages].max(axis=1)
-            late[pipe] = -1
-            if not _count(late >= known):
-                if not writing:
-                    return False
-                busy = self._pr[:, pages].max(axis=1)
-                own = self._reader_row.get(pipe)
-                if own is not None:
-                    busy[own] = -1
-                if not _count(busy >= known[self._readers_idx]):
-                    return False
+        """``blocks``: the 32 B blocks accessed, as a slice or an index array. True when
+        it found a race (reported, kept as a warning or resolved by :meth:`on_race`)."""
         found = False
+        known = self.clock.vc[pipe]
         thr = self._thr
         thr[:_N_PIPES] = known
         thr[pipe] = _NEVER
@@ -410,9 +359,6 @@ class MemoryShadow:
         row = self._reader_row.get(pipe)
         if row is not None:
             self.r_all[row, blocks] = self.clock.count[pipe]
-            if self._pr is not None:
-                self._pr[row, offset >> PAGE_SHIFT:((end - 1) >> PAGE_SHIFT) + 1] = \
-                    self.clock.count[pipe]
 
     def write(self, ctx, pipe: int, offset: int, nbytes: int, instruction: str,
               init_view: np.ndarray | None = None) -> None:
@@ -427,9 +373,6 @@ class MemoryShadow:
             self.w_pipe[blocks] = pipe
             self._clean = None if found else (pipe, first, last)
         self.w_idx[blocks] = self.clock.count[pipe]
-        if self._pw is not None:
-            self._pw[pipe, offset >> PAGE_SHIFT:((end - 1) >> PAGE_SHIFT) + 1] = \
-                self.clock.count[pipe]
         if init_view is None:
             self.init[offset:end] = True
         else:
@@ -469,17 +412,14 @@ class MemoryShadow:
     def read_blocks(self, ctx, pipe: int, blocks: np.ndarray, lo: int, hi: int,
                     instruction: str) -> None:
         """The race check and bookkeeping of a read of the 32 B ``blocks`` (distinct,
-        sorted; all within bytes ``[lo, hi)``, which the message names), without an
-        initialised-bytes check: :meth:`read_at` once its blocks are known (callers that
-        know them skip the per-byte addresses)."""
+        sorted; bytes ``[lo, hi)`` for the message), without an initialised-bytes check:
+        :meth:`read_at` once its blocks are known (callers that know them skip the
+        per-byte addresses)."""
         self._clean = None
         self._race(ctx, pipe, blocks, lo, hi, instruction, False)
         row = self._reader_row.get(pipe)
         if row is not None:
             self.r_all[row, blocks] = self.clock.count[pipe]
-            if self._pr is not None:
-                self._pr[row, lo >> PAGE_SHIFT:((hi - 1) >> PAGE_SHIFT) + 1] = \
-                    self.clock.count[pipe]
 
     def write_at(self, ctx, pipe: int, byte_addr: np.ndarray, instruction: str,
                  init: np.ndarray | bool = True) -> None:
@@ -492,15 +432,12 @@ class MemoryShadow:
     def write_blocks(self, ctx, pipe: int, blocks: np.ndarray, lo: int, hi: int,
                      instruction: str) -> None:
         """The race check and bookkeeping of a write to the 32 B ``blocks`` (distinct,
-        sorted; all within bytes ``[lo, hi)``, which the message names); the caller sets the bytes'
+        sorted; bytes ``[lo, hi)`` for the message); the caller sets the bytes'
         initialised state (:meth:`write_at` without the per-byte addresses)."""
         self._clean = None
         self._race(ctx, pipe, blocks, lo, hi, instruction, True)
         self.w_pipe[blocks] = pipe
         self.w_idx[blocks] = self.clock.count[pipe]
-        if self._pw is not None:
-            self._pw[pipe, lo >> PAGE_SHIFT:((hi - 1) >> PAGE_SHIFT) + 1] = \
-                self.clock.count[pipe]
 
     def fresh(self, offset: int, nbytes: int) -> None:
         """AllocTensor: the buffer's contents are undefined again."""
