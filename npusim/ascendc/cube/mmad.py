@@ -351,8 +351,11 @@ def _track(ctx, dst, fm, filter, a_idx, b_idx, init_reads, c_nbytes: int) -> Non
                 and sh.init[t.offset:t.offset + nbytes].all()):
             # distinct indices (a layout) reaching no further than their count: every element
             # of [0, size), a whole contiguous operand, checked as one range (read_at reports
-            # the uninitialised byte otherwise)
-            sh.read(ctx, pipe, t.offset, nbytes, "Mmad")
+            # the uninitialised byte otherwise); its bytes are all written (just seen), so
+            # what MemoryShadow.read adds to read_blocks, that check again, is left out
+            end = t.offset + nbytes
+            sh.read_blocks(ctx, pipe, slice(t.offset // 32, (end + 31) // 32), t.offset, end,
+                           "Mmad")
         else:
             sh.read_elements(ctx, pipe, t.offset, idx, t.dtype.itemsize, "Mmad", check_init)
     shadow(ctx, dst).write(ctx, pipe, dst.offset, c_nbytes, "Mmad")
