@@ -317,6 +317,28 @@ def _zn_steps(zn: np.ndarray, K1: int, N1: int, k0: int) -> np.ndarray:
         g, K1, k0, N1 * 16)
 
 
+#: (data address, shape, strides) of a read-only index view -> (whether its indices are
+#: every index of [0, size), the view itself: held, so its memory is not reused meanwhile)
+_WHOLE: dict = {}
+
+
+def _whole(idx: np.ndarray) -> bool:
+    """Whether the distinct element indices ``idx`` (a layout) are every index of ``[0,
+    idx.size)``: their maximum is ``size - 1``. A read-only view (of the cached layouts
+    above, never written) is kept by its data address, shape and strides, holding the view
+    so that no other array takes that memory while the entry lives: a k-loop's Mmads do not
+    scan the same thousands of indices again."""
+    if idx.flags.writeable:              # not a cached layout: no key would be safe
+        return int(idx.max()) + 1 == idx.size
+    key = (idx.__array_interface__["data"][0], idx.shape, idx.strides)
+    hit = _WHOLE.get(key)
+    if hit is None:
+        if len(_WHOLE) >= 256:
+            _WHOLE.clear()
+        hit = _WHOLE[key] = (int(idx.max()) + 1 == idx.size, idx)
+    return hit[0]
+
+
 def _track(ctx, dst, fm, filter, a_idx, b_idx, init_reads, c_nbytes: int) -> None:
     """The checker sees exactly the operand bytes the cube uses, and the whole C tile."""
     if ctx.tracker is None:
@@ -325,12 +347,15 @@ def _track(ctx, dst, fm, filter, a_idx, b_idx, init_reads, c_nbytes: int) -> Non
     for t, idx, check_init in [(fm, a_idx, True), (filter, b_idx, True)] + init_reads:
         sh = shadow(ctx, t)
         nbytes = idx.size * t.dtype.itemsize
-        if (check_init and int(idx.max()) + 1 == idx.size
+        if (check_init and _whole(idx)
                 and sh.init[t.offset:t.offset + nbytes].all()):
             # distinct indices (a layout) reaching no further than their count: every element
             # of [0, size), a whole contiguous operand, checked as one range (read_at reports
-            # the uninitialised byte otherwise)
-            sh.read(ctx, pipe, t.offset, nbytes, "Mmad")
+            # the uninitialised byte otherwise); its bytes are all written (just seen), so
+            # what MemoryShadow.read adds to read_blocks, that check again, is left out
+            end = t.offset + nbytes
+            sh.read_blocks(ctx, pipe, slice(t.offset // 32, (end + 31) // 32), t.offset, end,
+                           "Mmad")
         else:
             sh.read_elements(ctx, pipe, t.offset, idx, t.dtype.itemsize, "Mmad", check_init)
     shadow(ctx, dst).write(ctx, pipe, dst.offset, c_nbytes, "Mmad")
