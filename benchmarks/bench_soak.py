@@ -18,7 +18,8 @@ It prints, and with ``--json`` writes:
   ``malloc_trim(0)`` has returned the C heap's free pages (numpy's freed buffers otherwise
   stay in the process and the raw RSS creeps up without any leak), and the number of
   blocks Python has allocated; the growth of each from the warm-up to the end, per 1000
-  launches;
+  launches (a step of about 0.9 MiB thousands of launches in is what a table rebuilt twice
+  as large looks like: CPython's interned strings did so until ``npusim.interned_names``);
 * the size of what the device keeps (``Device.profiles`` and ``Device.tasks``, the
   msprof-style records: the last ``keep_records``, 1000, of each while profiling is off;
   ``--clear-records N`` clears them every N launches with ``aclnn.runtime.clear_records``)

@@ -13,6 +13,7 @@ Layers (see the project README):
 This package imports neither ``kernels`` nor ``aclnn``: a user who writes a kernel of
 their own needs only ``npusim``.
 """
+import npusim.interned_names  # noqa: F401  (first: a long run's host memory stays flat)
 from npusim.ascendc.checker import CheckerConfig
 from npusim.device import Device, Event, Stream, TaskRecord
 from npusim.errors import (AlignmentError, DeviceError, DtypeError, GmAccessError, KernelError,
