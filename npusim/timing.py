@@ -3027,6 +3027,7 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
                 box = []
                 gen = pipe_proc(b, p, items, flags, barriers, box, end)
                 box.append(gen.send)
+                gens.append(gen)
                 loop.start(gen)
                 ends.append(end)
             if ends:
@@ -3035,12 +3036,21 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
             block_end[b] = loop.now
         yield                   # done: never resumed
 
+    gens = []
     for c in range(min(n_cores, n_blocks)):
         box = []
         gen = core_proc(range(c, n_blocks, n_cores), box)
         box.append(gen.send)
+        gens.append(gen)
         loop.start(gen)
     loop.run()
+    # each process waits at its last step, a cycle (its frame holds its own send) that
+    # keeps the memory system, L2 and all, alive through the closures: the cyclic
+    # collector, paused during a launch, would walk it once it runs again. Closing the
+    # processes (and dropping a hang's pending wakes) frees it here.
+    for gen in gens:
+        gen.close()
+    loop.queue.clear()
     if np.isnan(block_end).any():
         b = int(np.flatnonzero(np.isnan(block_end))[0])
         if b in waiting:

@@ -123,3 +123,30 @@ def test_group_replay_frees_its_memory_system(monkeypatch, case, used):
     finally:
         if enabled:
             gc.enable()
+
+
+def test_per_block_replay_frees_its_memory_system(monkeypatch):
+    """The per-block replay (``timing._replay``, group replay off) leaves no cycle that
+    keeps its memory system alive when it returns: its processes are closed, so the L2 goes
+    by reference counting, with the cyclic collector paused as a launch pauses it."""
+    import gc
+    import weakref
+    blocks, soc, cores, pipes = _records(monkeypatch, "U7", 0.05)
+    made = []
+    real = timing.L2Cache
+
+    def spy(*a, **k):
+        l2 = real(*a, **k)
+        made.append(weakref.ref(l2))
+        return l2
+
+    monkeypatch.setattr(timing, "L2Cache", spy)
+    monkeypatch.setattr(group_replay, "GROUP_REPLAY", False)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        timing._replay(blocks, soc, False, cores, pipes, None)
+        assert len(made) == 1 and made[0]() is None
+    finally:
+        if enabled:
+            gc.enable()
