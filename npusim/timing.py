@@ -327,13 +327,23 @@ class _Barrier:
 
 
 def _range_arrays(lo, hi, dirt):
-    """Line ranges ``[lo[i], hi[i])`` and their dirtiness as the arrays a run of ranges
-    keeps (int64, int64, bool; lists of Python ints and bools are converted, arrays kept),
-    with the number of lines they hold."""
+    """Line ranges ``[lo[i], hi[i])`` and their dirtiness as a run of ranges keeps them,
+    with the number of lines they hold: arrays (int64, int64, bool) as they are, lists of
+    Python ints and bools as lists too (:func:`_arrays` converts them when numpy is
+    needed: most runs of a few rows are cut or replaced before, by the Python paths)."""
     if type(lo) is list:
-        return (np.array(lo, np.int64), np.array(hi, np.int64), np.array(dirt, bool),
-                sum(map(_sub, hi, lo)))
+        return lo, hi, dirt, sum(map(_sub, hi, lo))
     return lo, hi, dirt, int((hi - lo).sum())
+
+
+def _arrays(run: list) -> list:
+    """The run of ranges ``run`` with its ranges and dirtiness as numpy arrays (int64,
+    int64, bool), converted in place when it keeps them as lists (:func:`_range_arrays`)."""
+    if type(run[3]) is list:
+        run[3] = np.array(run[3], np.int64)
+        run[4] = np.array(run[4], np.int64)
+        run[5] = np.array(run[5], bool)
+    return run
 
 
 class L2Cache:
@@ -534,6 +544,7 @@ class L2Cache:
         for k, st in enumerate(starts):
             run = runs[st]
             if len(run) > 3:
+                _arrays(run)
                 parts.append((run[3], run[4], run[5], np.full(len(run[3]), k)))
             else:
                 parts.append(((st,), (run[0],), (bool(run[1]),), (k,)))
@@ -728,7 +739,7 @@ class L2Cache:
         if lists:
             masks = self.rmask.get(rid)
             if masks is None or not cut:
-                masks = self.rmask[rid] = _page_masks(run[3].tolist(), run[4].tolist(), P)
+                masks = self.rmask[rid] = _page_masks(run[3], run[4], P)
                 gone = {p for p in self.mtouched[rid] if p not in masks}
             else:
                 for _, s, e in cut:     # its lines there cleared; no line left: page gone
@@ -1138,7 +1149,7 @@ class L2Cache:
                     # the very lines of one resident run (a tile another core read): all
                     # hits, the run takes the new recency, as cutting it out and adding it
                     # back would
-                    dirt = run[5] | write
+                    dirt = _arrays(run)[5] | write
                     through = 0
                     if write and self.write_through_when_full and self.size > self.capacity:
                         through, dirt = total * self.line, np.zeros(n_ranges, bool)
@@ -1187,7 +1198,7 @@ class L2Cache:
             return None
         # the same start, end and (first line mod pitch, pitch, lines): the same ranges
         n_ranges = len(lo)
-        dirt = run[5] | write
+        dirt = _arrays(run)[5] | write
         through = 0
         if write and self.write_through_when_full and self.size > self.capacity:
             through, dirt = run[6] * self.line, np.zeros(n_ranges, bool)
@@ -1278,7 +1289,7 @@ class L2Cache:
     def _evict_ranges(self, start: int, run: list) -> int:
         """Evict the first lines of the run of ranges at ``start`` (all of them if the
         cache must lose as many); return the bytes of dirty lines evicted."""
-        _, _, stamp, lo, hi, dirt, count, reg = run
+        _, _, stamp, lo, hi, dirt, count, reg = _arrays(run)
         n = min(self.size - self.capacity, count)
         self._remove(start)
         if n == count:
