@@ -88,7 +88,7 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from itertools import compress as _compress, repeat as _repeat
-from operator import (itemgetter, lt as _lt, mul as _mul, not_ as _not, sub as _sub,
+from operator import (itemgetter, lt as _lt, mul as _mul, sub as _sub,
                       truediv as _truediv)
 
 import numpy as np
@@ -1988,11 +1988,14 @@ class _Memory:
         eps = 1e-6
         left = self.left
         if left and min(left) <= eps:
-            keep = list(map(eps.__lt__, left))      # x > eps
+            gone = [i for i, x in enumerate(left) if not eps < x]
             loop = self.loop
             group, flows, dirs, hot_n = self.group, self.flows, self.dirs, self.hot_n
-            for i in _compress(range(len(left)), map(_not, keep)):
+            heavy_gone = False
+            for i in gone:
                 f = flows[i]
+                if f[_FWEIGHT][1]:
+                    heavy_gone = True
                 if f[_FDONE] is not None:   # (None: a lockstep group's member, _flows)
                     loop.succeed(f[_FDONE])
                 self._leave(group[i])
@@ -2004,10 +2007,20 @@ class _Memory:
                     else:
                         del hot_n[hot]
                 dirs[f[_FDIR]] -= 1
-            self.left = left = list(_compress(left, keep))
-            self.flows = list(_compress(flows, keep))
-            self.group = group = list(_compress(group, keep))
-            self.heavy = list(filter(_w1, group))
+            # the flows left, in their order: a few leave at a time, so they are deleted
+            # in place (new lists when many leave; no one else holds these lists);
+            # ``heavy`` (the groups of the flows with an HBM weight, in flow order)
+            # changes only if such a flow left
+            if len(gone) * 8 < len(left):
+                for i in reversed(gone):
+                    del left[i], flows[i], group[i]
+            else:
+                keep = list(map(eps.__lt__, left))      # x > eps
+                self.left = left = list(_compress(left, keep))
+                self.flows = list(_compress(flows, keep))
+                self.group = group = list(_compress(group, keep))
+            if heavy_gone:
+                self.heavy = list(filter(_w1, group))
         self.generation += 1
         if self.backlog <= 1e-6:
             self.backlog = 0.0
@@ -2042,7 +2055,8 @@ class _Memory:
         # a write may wait with no rate while reads fill a path; the flows left all have
         # bytes left (> eps), so x / r is their time to run out
         if rate:
-            if min(rate) > 0:
+            # every flow has its group's rate: the smallest rate is the groups' smallest
+            if min(map(_grate, self.groups.values())) > 0:
                 wake.append(min(map(_truediv, left, rate)))
             else:
                 times = [x / r for x, r in zip(left, rate) if r > 0]
