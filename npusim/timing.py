@@ -852,7 +852,8 @@ class L2Cache:
         pages, mpages, rmask = self.pages, self.mpages, self.rmask
         by_id: dict = {}
         for k, (l, h) in enumerate(zip(lo, hi)):
-            for p in range(l // P, (h - 1) // P + 1):
+            p = l // P
+            for p in (p,) if (h - 1) // P == p else range(p, (h - 1) // P + 1):
                 page = pages.get(p)
                 if page:
                     for r in page:
@@ -1132,14 +1133,15 @@ class L2Cache:
             same = self._same_rows(lo, hi, write, reg, stamp)
             if same is not None:
                 return same
-        total = int((hi - lo).sum())
         n_ranges = len(lo)
         near = None
         if n_ranges <= self.ROWS_IN_PYTHON:
             lo_l, hi_l = lo.tolist(), hi.tolist()
+            total = sum(map(_sub, hi_l, lo_l))
             near = self._near_rows(lo_l, hi_l)
             found = sorted(near)
         else:
+            total = int((hi - lo).sum())
             found = self._overlapping_rows(lo, hi)
         if found and reg is not None:
             found = self._apart(found, reg)
