@@ -525,8 +525,17 @@ class L2Cache:
             self._add(int(lo[0]), int(hi[0]), bool(dirt[0]), stamp)
             return
         start, end = int(lo[0]), int(hi[-1])
-        touched = self._touched(lo, hi)
-        lists = (lo, hi, dirt) if type(lo) is list else None
+        lists = masks = None
+        if type(lo) is list:
+            lists = (lo, hi, dirt)
+            # the pages its ranges touch are those of its line masks, in order (as
+            # :meth:`_touched` lists them), but for a run as dense as _touched's extent
+            P = self.PAGE
+            masks = _page_masks(lo, hi, P)
+            touched = (list(masks) if (end - 1) // P - start // P >= 2 * len(lo)
+                       else list(range(start // P, (end - 1) // P + 1)))
+        else:
+            touched = self._touched(lo, hi)
         lo, hi, dirt, n = _range_arrays(lo, hi, dirt)
         self.runs[start] = [end, None, stamp, lo, hi, dirt, n, reg]
         heapq.heappush(self.heap, (stamp, start))
@@ -534,7 +543,7 @@ class L2Cache:
         self._new_id(start, end, touched)
         if lists is not None:
             self.rlists[self.next_id] = lists
-            self.rmask[self.next_id] = _page_masks(lists[0], lists[1], self.PAGE)
+            self.rmask[self.next_id] = masks
 
     def _ranges(self, starts):
         """The ranges of the runs at ``starts``, sorted: lo, hi, dirty, and the index in
@@ -1324,6 +1333,10 @@ def _page_masks(lo: list, hi: list, P: int) -> dict:
     page -> mask, bit i for line ``P * page + i``."""
     masks: dict = {}
     for s, e in zip(lo, hi):
+        p = s // P
+        if s < e and (e - 1) // P == p:     # a range within one page (most rows)
+            masks[p] = masks.get(p, 0) | (((1 << (e - s)) - 1) << (s - p * P))
+            continue
         while s < e:
             p = s // P
             base = p * P
