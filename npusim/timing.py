@@ -88,7 +88,7 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from itertools import compress as _compress, repeat as _repeat
-from operator import (itemgetter, lt as _lt, mul as _mul, not_ as _not, sub as _sub,
+from operator import (itemgetter, lt as _lt, mul as _mul, sub as _sub,
                       truediv as _truediv)
 
 import numpy as np
@@ -328,13 +328,23 @@ class _Barrier:
 
 
 def _range_arrays(lo, hi, dirt):
-    """Line ranges ``[lo[i], hi[i])`` and their dirtiness as the arrays a run of ranges
-    keeps (int64, int64, bool; lists of Python ints and bools are converted, arrays kept),
-    with the number of lines they hold."""
+    """Line ranges ``[lo[i], hi[i])`` and their dirtiness as a run of ranges keeps them,
+    with the number of lines they hold: arrays (int64, int64, bool) as they are, lists of
+    Python ints and bools as lists too (:func:`_arrays` converts them when numpy is
+    needed: most runs of a few rows are cut or replaced before, by the Python paths)."""
     if type(lo) is list:
-        return (np.array(lo, np.int64), np.array(hi, np.int64), np.array(dirt, bool),
-                sum(map(_sub, hi, lo)))
+        return lo, hi, dirt, sum(map(_sub, hi, lo))
     return lo, hi, dirt, int((hi - lo).sum())
+
+
+def _arrays(run: list) -> list:
+    """The run of ranges ``run`` with its ranges and dirtiness as numpy arrays (int64,
+    int64, bool), converted in place when it keeps them as lists (:func:`_range_arrays`)."""
+    if type(run[3]) is list:
+        run[3] = np.array(run[3], np.int64)
+        run[4] = np.array(run[4], np.int64)
+        run[5] = np.array(run[5], bool)
+    return run
 
 
 class L2Cache:
@@ -549,8 +559,17 @@ class L2Cache:
             self._add(int(lo[0]), int(hi[0]), bool(dirt[0]), stamp)
             return
         start, end = int(lo[0]), int(hi[-1])
-        touched = self._touched(lo, hi)
-        lists = (lo, hi, dirt) if type(lo) is list else None
+        lists = masks = None
+        if type(lo) is list:
+            lists = (lo, hi, dirt)
+            # the pages its ranges touch are those of its line masks, in order (as
+            # :meth:`_touched` lists them), but for a run as dense as _touched's extent
+            P = self.PAGE
+            masks = _page_masks(lo, hi, P)
+            touched = (list(masks) if (end - 1) // P - start // P >= 2 * len(lo)
+                       else list(range(start // P, (end - 1) // P + 1)))
+        else:
+            touched = self._touched(lo, hi)
         lo, hi, dirt, n = _range_arrays(lo, hi, dirt)
         self.runs[start] = [end, None, stamp, lo, hi, dirt, n, reg]
         self._push(stamp, start)
@@ -558,7 +577,7 @@ class L2Cache:
         self._new_id(start, end, touched)
         if lists is not None:
             self.rlists[self.next_id] = lists
-            self.rmask[self.next_id] = _page_masks(lists[0], lists[1], self.PAGE)
+            self.rmask[self.next_id] = masks
 
     def _ranges(self, starts):
         """The ranges of the runs at ``starts``, sorted: lo, hi, dirty, and the index in
@@ -568,6 +587,7 @@ class L2Cache:
         for k, st in enumerate(starts):
             run = runs[st]
             if len(run) > 3:
+                _arrays(run)
                 parts.append((run[3], run[4], run[5], np.full(len(run[3]), k)))
             else:
                 parts.append(((st,), (run[0],), (bool(run[1]),), (k,)))
@@ -762,7 +782,7 @@ class L2Cache:
         if lists:
             masks = self.rmask.get(rid)
             if masks is None or not cut:
-                masks = self.rmask[rid] = _page_masks(run[3].tolist(), run[4].tolist(), P)
+                masks = self.rmask[rid] = _page_masks(run[3], run[4], P)
                 gone = {p for p in self.mtouched[rid] if p not in masks}
             else:
                 for _, s, e in cut:     # its lines there cleared; no line left: page gone
@@ -875,7 +895,8 @@ class L2Cache:
         pages, mpages, rmask = self.pages, self.mpages, self.rmask
         by_id: dict = {}
         for k, (l, h) in enumerate(zip(lo, hi)):
-            for p in range(l // P, (h - 1) // P + 1):
+            p = l // P
+            for p in (p,) if (h - 1) // P == p else range(p, (h - 1) // P + 1):
                 page = pages.get(p)
                 if page:
                     for r in page:
@@ -1154,14 +1175,15 @@ class L2Cache:
             same = self._same_rows(lo, hi, write, reg, stamp)
             if same is not None:
                 return same
-        total = int((hi - lo).sum())
         n_ranges = len(lo)
         near = None
         if n_ranges <= self.ROWS_IN_PYTHON:
             lo_l, hi_l = lo.tolist(), hi.tolist()
+            total = sum(map(_sub, hi_l, lo_l))
             near = self._near_rows(lo_l, hi_l)
             found = sorted(near)
         else:
+            total = int((hi - lo).sum())
             found = self._overlapping_rows(lo, hi)
         if found and reg is not None:
             found = self._apart(found, reg)
@@ -1171,7 +1193,7 @@ class L2Cache:
                     # the very lines of one resident run (a tile another core read): all
                     # hits, the run takes the new recency, as cutting it out and adding it
                     # back would
-                    dirt = run[5] | write
+                    dirt = _arrays(run)[5] | write
                     through = 0
                     if write and self.write_through_when_full and self.size > self.capacity:
                         through, dirt = total * self.line, np.zeros(n_ranges, bool)
@@ -1220,7 +1242,7 @@ class L2Cache:
             return None
         # the same start, end and (first line mod pitch, pitch, lines): the same ranges
         n_ranges = len(lo)
-        dirt = run[5] | write
+        dirt = _arrays(run)[5] | write
         through = 0
         if write and self.write_through_when_full and self.size > self.capacity:
             through, dirt = run[6] * self.line, np.zeros(n_ranges, bool)
@@ -1311,7 +1333,7 @@ class L2Cache:
     def _evict_ranges(self, start: int, run: list) -> int:
         """Evict the first lines of the run of ranges at ``start`` (all of them if the
         cache must lose as many); return the bytes of dirty lines evicted."""
-        _, _, stamp, lo, hi, dirt, count, reg = run
+        _, _, stamp, lo, hi, dirt, count, reg = _arrays(run)
         n = min(self.size - self.capacity, count)
         self._remove(start)
         if n == count:
@@ -1344,6 +1366,10 @@ def _page_masks(lo: list, hi: list, P: int) -> dict:
     page -> mask, bit i for line ``P * page + i``."""
     masks: dict = {}
     for s, e in zip(lo, hi):
+        p = s // P
+        if s < e and (e - 1) // P == p:     # a range within one page (most rows)
+            masks[p] = masks.get(p, 0) | (((1 << (e - s)) - 1) << (s - p * P))
+            continue
         while s < e:
             p = s // P
             base = p * P
@@ -2049,11 +2075,14 @@ class _Memory:
         if left and max(left) <= eps:
             left = self._retire_all()
         elif left and min(left) <= eps:
-            keep = list(map(eps.__lt__, left))      # x > eps
+            gone = [i for i, x in enumerate(left) if not eps < x]
             loop = self.loop
             group, flows, dirs, hot_n = self.group, self.flows, self.dirs, self.hot_n
-            for i in _compress(range(len(left)), map(_not, keep)):
+            heavy_gone = False
+            for i in gone:
                 f = flows[i]
+                if f[_FWEIGHT][1]:
+                    heavy_gone = True
                 if f[_FDONE] is not None:   # (None: a lockstep group's member, _flows)
                     loop.succeed(f[_FDONE])
                 self._leave(group[i])
@@ -2065,10 +2094,20 @@ class _Memory:
                     else:
                         del hot_n[hot]
                 dirs[f[_FDIR]] -= 1
-            self.left = left = list(_compress(left, keep))
-            self.flows = list(_compress(flows, keep))
-            self.group = group = list(_compress(group, keep))
-            self.heavy = list(filter(_w1, group))
+            # the flows left, in their order: a few leave at a time, so they are deleted
+            # in place (new lists when many leave; no one else holds these lists);
+            # ``heavy`` (the groups of the flows with an HBM weight, in flow order)
+            # changes only if such a flow left
+            if len(gone) * 8 < len(left):
+                for i in reversed(gone):
+                    del left[i], flows[i], group[i]
+            else:
+                keep = list(map(eps.__lt__, left))      # x > eps
+                self.left = left = list(_compress(left, keep))
+                self.flows = list(_compress(flows, keep))
+                self.group = group = list(_compress(group, keep))
+            if heavy_gone:
+                self.heavy = list(filter(_w1, group))
         self.generation += 1
         if self.backlog <= 1e-6:
             self.backlog = 0.0
@@ -2103,7 +2142,8 @@ class _Memory:
         # a write may wait with no rate while reads fill a path; the flows left all have
         # bytes left (> eps), so x / r is their time to run out
         if rate:
-            if min(rate) > 0:
+            # every flow has its group's rate: the smallest rate is the groups' smallest
+            if min(map(_grate, self.groups.values())) > 0:
                 wake.append(min(map(_truediv, left, rate)))
             else:
                 times = [x / r for x, r in zip(left, rate) if r > 0]

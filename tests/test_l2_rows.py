@@ -106,7 +106,7 @@ def test_strided_accesses_behave_like_a_per_line_lru_of_their_lines(accesses, pa
     # its extent (a run of ranges far apart: only the pages its ranges touch)
     touch, extent = {}, {}
     for s, run in fast.runs.items():
-        ranges = zip(run[3].tolist(), run[4].tolist()) if len(run) > 3 else [(s, run[0])]
+        ranges = zip(list(run[3]), list(run[4])) if len(run) > 3 else [(s, run[0])]
         for a, b in ranges:
             for p in range(a // page, (b - 1) // page + 1):
                 touch.setdefault(p, set()).add(s)

@@ -44,7 +44,10 @@ def digest(t, l2) -> str:
             put("block")
             for pipe, start, end, label, index in block:
                 put(int(pipe), float(start), float(end), label, index)
-    put("l2", l2.size, l2.clock, *sorted((s, *r) for s, r in l2.runs.items()))
+    # a run of ranges may keep its ranges as lists until numpy needs them (timing._arrays):
+    # the residency is digested in its array form either way
+    put("l2", l2.size, l2.clock, *sorted((s, *(timing._arrays(list(r)) if len(r) > 3 else r))
+                                         for s, r in l2.runs.items()))
     return h.hexdigest()
 
 

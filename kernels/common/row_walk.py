@@ -43,7 +43,7 @@ from npusim.ascendc import nans as _nans
 from npusim.ascendc.types import PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V, CacheMode
 from npusim.ascendc.vector import RATE_SIMPLE, cost_key, level2_cycles
 from npusim.kernels.common.sorted_index import check_index
-from npusim.timing import batch_key, row_bursts, rows_bursts
+from npusim.timing import batch_key, row_bursts
 
 LIMIT_COUNT_NUM = 10
 INDICE_INIT_PARAM = -1
@@ -220,6 +220,53 @@ def _add_cycles(ctx, p) -> float:
     return _vec_cycles(ctx, p.computeFormerNum) + _vec_cycles(ctx, p.computeTailNum)
 
 
+def _segment_sums(values: np.ndarray, bounds: np.ndarray) -> list:
+    """Sums of ``values`` over the segments ``[bounds[i], bounds[i + 1])`` (int64; an
+    empty segment sums to 0), as Python ints."""
+    cs = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(values, out=cs[1:])
+    return (cs[bounds[1:]] - cs[bounds[:-1]]).tolist()
+
+
+def _bursts_each(addrs: np.ndarray, row_bytes: int, burst: int) -> np.ndarray:
+    """The bursts of a copy of ``row_bytes`` at each of ``addrs``, as :func:`rows_bursts`
+    counts them (1 each without a burst grid)."""
+    if not burst:
+        return np.ones(len(addrs), np.int64)
+    return (addrs % burst + max(row_bytes, 1) - 1) // burst + 1
+
+
+def _flush_keys(flush_addr: np.ndarray, bounds: np.ndarray, row_bytes: int, burst: int):
+    """For each batch of flushes ``flush_addr[bounds[i]:bounds[i + 1]]``, what
+    :func:`_record_flushes` records of it: ``(lo, span, runs, bursts, extra)`` (None for
+    an empty batch): the lowest address, the span to the last row's end, the distinct
+    rows as runs from ``lo``, and :func:`rows_bursts` of the flushes. numpy over all the
+    batches at once (a walk has thousands of them)."""
+    a = np.asarray(flush_addr, np.int64)
+    bounds = np.asarray(bounds, np.int64)
+    counts = np.diff(bounds)
+    nb = _segment_sums(_bursts_each(a, row_bytes, burst), bounds)
+    per = (max(row_bytes, 1) + burst - 1) // burst if burst else 0
+    seg = np.repeat(np.arange(len(counts)), counts)
+    order = np.lexsort((a, seg))
+    a_s, seg_s = a[order], seg[order]
+    keep = np.ones(len(a_s), bool)
+    keep[1:] = (a_s[1:] != a_s[:-1]) | (seg_s[1:] != seg_s[:-1])
+    uniq, useg = a_s[keep].tolist(), seg_s[keep]
+    ub = np.searchsorted(useg, np.arange(len(counts) + 1)).tolist()
+    out = []
+    for i, nf in enumerate(counts.tolist()):
+        if not nf:
+            out.append(None)
+            continue
+        rows = uniq[ub[i]:ub[i + 1]]
+        lo = rows[0]
+        runs = tuple([(r - lo, row_bytes, row_bytes, 1) for r in rows])
+        b = nb[i]
+        out.append((lo, rows[-1] - lo + row_bytes, runs, b, b - nf * per if burst else 0))
+    return out
+
+
 def record_walk(ctx, tag, name: str, streams: list, grad_addr: np.ndarray, row_bytes: int,
                 flush_step: np.ndarray, flush_addr: np.ndarray, count_addr, bypass: dict,
                 add_cycles: float, reset_cycles: float, together: bool = True) -> None:
@@ -239,19 +286,49 @@ def record_walk(ctx, tag, name: str, streams: list, grad_addr: np.ndarray, row_b
         add_cycles / reset_cycles: V cycles of one row's Adds / one accumulator reset.
         together: the kernel issues a step's index reads back to back, then waits for
             them (one latency a step); False: it waits for each (one latency a read).
+
+    Each batch's figures (its rows, addresses, bursts) are worked out with numpy over the
+    whole walk first, then the records are made batch by batch: the same records as a
+    batch-by-batch numpy pass, without its few dozen small numpy calls per batch.
     """
-    lat_in = float(ctx.soc.dma_latency_cycles)
     burst = int(getattr(ctx.soc, "mte_burst_bytes", 0))
-    lat_out = float(ctx.soc.dma_write_latency_cycles)
     sc = ctx.soc.scalar_cycles
     rec = ctx.record
     n = len(grad_addr)
+    if not n:
+        return
     flush_step = np.asarray(flush_step, np.int64)
     fl_order = np.searchsorted(flush_step, np.arange(0, n + BATCH_ROWS, BATCH_ROWS))
+    n_batches = -(-n // BATCH_ROWS)
+    fb = fl_order[:n_batches + 1].copy()
+    fb[-1] = len(flush_step)
+    flushes = _flush_keys(flush_addr, fb, row_bytes, burst)
+    fb = fb.tolist()
     scale = count_addr is not None
+    bounds = np.minimum(np.arange(n_batches + 1) * BATCH_ROWS, n)
+    big = np.iinfo(np.int64).max
+    grad_addr = np.asarray(grad_addr, np.int64)
+    gm = grad_addr >= 0
+    g_n = _segment_sums(gm, bounds)
+    g_lo = np.minimum.reduceat(np.where(gm, grad_addr, big), bounds[:-1]).tolist()
+    g_b = _segment_sums(np.where(gm, _bursts_each(grad_addr, row_bytes, burst), 0), bounds)
+    g_per = (max(row_bytes, 1) + burst - 1) // burst if burst else 0
+    # each index stream's reads per batch: count, span, bursts
+    s_n, s_lo, s_hi, s_b = [], [], [], []
+    any_read = np.zeros(n, bool)
+    for addrs in streams:
+        addrs = np.asarray(addrs, np.int64)
+        m = addrs >= 0
+        any_read |= m
+        s_n.append(_segment_sums(m, bounds))
+        s_lo.append(np.minimum.reduceat(np.where(m, addrs, big), bounds[:-1]).tolist())
+        s_hi.append((np.maximum.reduceat(np.where(m, addrs, -1), bounds[:-1]) + 4).tolist())
+        s_b.append(_segment_sums(np.where(m, _bursts_each(addrs, 4, burst), 0), bounds)
+                   if bypass["idx"] else None)
+    steps = _segment_sums(any_read, bounds) if streams and together else None
+    per4 = (4 + burst - 1) // burst if burst else 0
     prev = None
-    for bi, b0 in enumerate(range(0, n, BATCH_ROWS)):
-        b1 = min(n, b0 + BATCH_ROWS)
+    for bi in range(n_batches):
         k = (("rowwalk", tag), bi)
         if prev is not None:
             rec(_core.WAIT, PIPE_MTE2, 0.0, 0, prev, name)
@@ -260,79 +337,77 @@ def record_walk(ctx, tag, name: str, streams: list, grad_addr: np.ndarray, row_b
         # row kernel's index copies of a step are in flight together (one latency), and it
         # waits for them and for each grad row; the batch's transfers are in flight together
         # (one latency): the others are the waits of its last transfer.
-        g = grad_addr[b0:b1]
-        g = g[g >= 0]
-        idx_steps = int(np.count_nonzero(np.any([a[b0:b1] >= 0 for a in streams], axis=0))
-                        ) if streams else 0
-        if not together:
-            idx_steps = sum(int((a[b0:b1] >= 0).sum()) for a in streams)
-        waits = max(idx_steps + int(g.size) - 1, 0)
-        last = -1 if g.size else max((i for i, a in enumerate(streams)
-                                      if (a[b0:b1] >= 0).any()), default=-1)
+        gn = g_n[bi]
+        if not streams:
+            idx_steps = 0
+        elif together:
+            idx_steps = steps[bi]
+        else:
+            idx_steps = sum([c[bi] for c in s_n])
+        waits = max(idx_steps + gn - 1, 0)
+        last = -1
+        if not gn:
+            last = max((si for si, c in enumerate(s_n) if c[bi]), default=-1)
         reads = 0
-        for si, addrs in enumerate(streams):
-            a = addrs[b0:b1]
-            a = a[a >= 0]
-            if a.size:
-                lo, hi = int(a.min()), int(a.max()) + 4
+        for si in range(len(streams)):
+            count = s_n[si][bi]
+            if count:
+                lo, hi = s_lo[si][bi], s_hi[si][bi]
                 # through L2, the copies' misses are the range's bursts (the 4-byte reads
                 # after the first of a sector hit); past it, every copy is a burst
-                nb, ex = (rows_bursts(a, 4, burst) if bypass["idx"]
-                          else row_bursts(lo, hi - lo, None, burst) if burst else (1, 0))
-                rec(_core.DMA_IN, PIPE_MTE2, 0.0, 4 * a.size,
-                    batch_key(lo, hi - lo, bypass["idx"], a.size, nb, ex,
+                if bypass["idx"]:
+                    nb = s_b[si][bi]
+                    ex = nb - count * per4 if burst else 0
+                else:
+                    nb, ex = row_bursts(lo, hi - lo, None, burst) if burst else (1, 0)
+                rec(_core.DMA_IN, PIPE_MTE2, 0.0, 4 * count,
+                    batch_key(lo, hi - lo, bypass["idx"], count, nb, ex,
                               waits=waits if si == last else 0), "DataCopyPad")
-                ctx.bytes_read += 4 * int(a.size)
-                reads += int(a.size)
-        if g.size:
+                ctx.bytes_read += 4 * count
+                reads += count
+        if gn:
             # the batch's rows as one transfer past the L2 model (each grad row is read
             # once: its copy misses L2)
-            nb, ex = rows_bursts(g, row_bytes, burst)
-            rec(_core.DMA_IN, PIPE_MTE2, 0.0, row_bytes * int(g.size),
-                batch_key(int(g.min()), row_bytes, True, g.size, nb, ex, misses=True,
-                          waits=waits),
+            nb = g_b[bi]
+            rec(_core.DMA_IN, PIPE_MTE2, 0.0, row_bytes * gn,
+                batch_key(g_lo[bi], row_bytes, True, gn, nb, nb - gn * g_per if burst else 0,
+                          misses=True, waits=waits),
                 "DataCopyPad")
-        ctx.bytes_read += row_bytes * int(g.size)
+        ctx.bytes_read += row_bytes * gn
         rec(_core.SET, PIPE_MTE2, 0.0, 0, (k, "in"), name)
-        f0, f1 = int(fl_order[bi]), int(fl_order[bi + 1])
-        if bi == -(-n // BATCH_ROWS) - 1:
-            f1 = len(flush_step)
-        nf = f1 - f0
+        nf = fb[bi + 1] - fb[bi]
         rec(_core.OP, PIPE_S, float(sc * (reads + nf * (2 + (3 if scale else 0)))), 0, None,
             "GetValue")
         rec(_core.WAIT, PIPE_V, 0.0, 0, (k, "in"), name)
-        rec(_core.OP, PIPE_V, float(g.size * add_cycles + nf * reset_cycles), 0, None, "Add")
+        rec(_core.OP, PIPE_V, float(gn * add_cycles + nf * reset_cycles), 0, None, "Add")
         rec(_core.SET, PIPE_V, 0.0, 0, (k, "v.mte3"), name)
         rec(_core.SET, PIPE_V, 0.0, 0, (k, "v.mte2"), name)
         rec(_core.WAIT, PIPE_MTE3, 0.0, 0, (k, "v.mte3"), name)
         if nf:
-            _record_flushes(rec, flush_addr[f0:f1], scale, row_bytes, lat_out, burst)
+            _record_flushes(rec, nf, flushes[bi], scale, row_bytes)
         ctx.bytes_written += nf * (row_bytes + (4 if scale else 0))
         prev = (k, "v.mte2")
     if prev is not None:
         rec(_core.WAIT, PIPE_MTE2, 0.0, 0, prev, name)
 
 
-def _record_flushes(rec, flush_addr: np.ndarray, scale: bool, row_bytes: int, lat_out: float,
-                    burst: int, count_waits: bool = False) -> None:
-    """Record a batch's flushes as one MTE3 transfer through the L2 model standing for the
-    row kernel's copies (:func:`npusim.timing.batch_key`): per flush its atomic
+def _record_flushes(rec, nf: int, flush_key: tuple, scale: bool, row_bytes: int,
+                    count_waits: bool = False) -> None:
+    """Record a batch's ``nf`` flushes as one MTE3 transfer through the L2 model standing
+    for the row kernel's copies (:func:`npusim.timing.batch_key`): per flush its atomic
     DataCopyPad of ``row_bytes`` and, with ``scale``, the 4-byte count add issued right
     after it (one burst). The row kernel waits for each flush's copies (PipeBarrier), whose
     latencies overlap: one latency per flush; the batch's transfer completes with one, the
     others are its waits. ``count_waits``: the kernel waits for the flush before it
-    writes the count (MTE3_S), two latencies per flush with ``scale``."""
-    nf = int(flush_addr.size)
-    nb, ex = rows_bursts(flush_addr, row_bytes, burst)
+    writes the count (MTE3_S), two latencies per flush with ``scale``. ``flush_key``: the
+    batch's (lo, span, runs, bursts, extra) from :func:`_flush_keys`."""
+    lo, span, runs, nb, ex = flush_key
     if scale:
         nb += nf
     # through the L2 model as the atomic DataCopyPads go, the lines of the rows they write
     # left dirty in L2 (a later pass, the scale kernel's, hits them)
-    lo = int(flush_addr.min())
-    rows = np.unique(flush_addr) - lo
-    runs = tuple((int(r), int(row_bytes), int(row_bytes), 1) for r in rows.tolist())
     rec(_core.DMA_OUT, PIPE_MTE3, 0.0, nf * (row_bytes + (4 if scale else 0)),
-        batch_key(lo, int(rows[-1]) + row_bytes, False, nf * (2 if scale else 1), nb, ex,
+        batch_key(lo, span, False, nf * (2 if scale else 1), nb, ex,
                   waits=nf * (2 if scale and count_waits else 1) - 1, rows=runs),
         "DataCopyPad")
 
@@ -556,7 +631,6 @@ def _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, flush_addr, n, st
     E = t.embeddingDim
     soc = ctx.soc
     sc = soc.scalar_cycles
-    lat_out = float(soc.dma_write_latency_cycles)
     rec = ctx.record
     scale = bool(t.scaleGradByFreq)
     row_bytes = 4 * E
@@ -568,6 +642,8 @@ def _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, flush_addr, n, st
     nf_all = len(flush_addr)
     name = "EmbeddingDenseGradV2SmallDim rows"
     tag = ("smalldim", k.chunkStart)           # unique per chunk within a core's records
+    fb = np.minimum(np.arange(-(-nf_all // BATCH_FLUSHES) + 1) * BATCH_FLUSHES, nf_all)
+    flushes = _flush_keys(flush_addr, fb, row_bytes, int(getattr(soc, "mte_burst_bytes", 0)))
     row0 = 0                                    # first sorted entry of the batch
     prev = None
     for bi, f0 in enumerate(range(0, nf_all, BATCH_FLUSHES)):
@@ -586,8 +662,7 @@ def _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, flush_addr, n, st
         rec(_core.OP, PIPE_V, v_cycles, 0, None, "Add")
         rec(_core.SET, PIPE_V, 0.0, 0, (k_, "v"), name)
         rec(_core.WAIT, PIPE_MTE3, 0.0, 0, (k_, "v"), name)
-        _record_flushes(rec, flush_addr[f0:f1], scale, row_bytes, lat_out,
-                        int(getattr(soc, "mte_burst_bytes", 0)), count_waits=True)
+        _record_flushes(rec, nf, flushes[bi], scale, row_bytes, count_waits=True)
         rec(_core.SET, PIPE_MTE3, 0.0, 0, (k_, "m"), name)
         ctx.bytes_written += nf * (row_bytes + (4 if scale else 0))
         prev = (k_, "m")
