@@ -47,8 +47,7 @@ import numpy as np
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import checker as _checker, core as _core
-from npusim.ascendc.crosscore import (CrossCoreState, KernelReturn, _Barrier, _merge,
-                                      _Rendezvous)
+from npusim.ascendc.crosscore import CrossCoreState, KernelReturn, _Barrier, _merge
 from npusim.ascendc.types import PIPE_ALL, PIPE_S
 from npusim.errors import kernel_source_line
 from npusim.lockstep import BlockVector, Divergence, GroupContext
@@ -168,24 +167,11 @@ class GroupedCrossCore(CrossCoreState):
     def set_flag(self, ctx, flag: int, mode: int, pipe) -> None:
         if not ctx.is_group:
             return super().set_flag(ctx, flag, mode, pipe)
-        keys, rvs = [], []
-        for m in ctx.cores:
-            key, participants, targets = self._partners(m, flag, mode)
-            rv = self.rendezvous.get(key)
-            if rv is None:
-                rv = self.rendezvous[key] = _Rendezvous(key, flag, participants, targets)
-            r = rv.sets[m.core_index]
-            rv.sets[m.core_index] = r + 1
-            if r == len(rv.know):
-                rv.know.append(None)
-            rv.know[r] = _merge(rv.know[r], self._snapshot(m, pipe))
-            keys.append(("xset", tuple((("xcore", key, r, t.core_index), len(participants))
-                                       for t in targets)))
-            rvs.append(rv)
-        ctx.record(_core.SET, pipe, 0.0, 0, _vector(ctx, keys), "CrossCoreSetFlag")
-        for rv in rvs:
-            while min(rv.sets.values()) > rv.delivered:
-                self._deliver(rv)
+        counted = [self._count_set(m, flag, mode, pipe) for m in ctx.cores]
+        ctx.record(_core.SET, pipe, 0.0, 0, _vector(ctx, [key for _, key in counted]),
+                   "CrossCoreSetFlag")
+        for rv, _ in counted:
+            self._deliver_ready(rv)
 
     def wait_flag(self, ctx, flag: int) -> None:
         if not ctx.is_group:
@@ -206,15 +192,8 @@ class GroupedCrossCore(CrossCoreState):
                                    for t in targets):
             raise Divergence(src.singletons if src.is_group else targets[0].singletons)
         knows = [self._snapshot(m, pipe) for m in src.cores]
-        per_target = []
-        for t in targets:
-            events = []
-            for m, tm, know in zip(src.cores, t.cores, knows):
-                n = self._handoff_seq[m.core_index] = self._handoff_seq.get(m.core_index, 0) + 1
-                event = ("xcore", "handoff", m.core_index, n, tm.core_index)
-                self.handoffs[event] = know
-                events.append(event)
-            per_target.append(events)
+        per_target = [[self._handoff_event(m, tm, know)
+                       for m, tm, know in zip(src.cores, t.cores, knows)] for t in targets]
         keys = [("xset", tuple((ev[j], 1) for ev in per_target)) for j in range(src.size)]
         src.record(_core.SET, pipe, 0.0, 0, _vector(src, keys), name)
         return [_vector(src, ev) for ev in per_target]

@@ -332,6 +332,14 @@ class CrossCoreState:
         return (2, g, kind, flag), aivs, aics
 
     def set_flag(self, ctx, flag: int, mode: int, pipe: Pipe) -> None:
+        rv, key = self._count_set(ctx, flag, mode, pipe)
+        ctx.record(_core.SET, pipe, 0.0, 0, key, "CrossCoreSetFlag")
+        self._deliver_ready(rv)
+
+    def _count_set(self, ctx, flag: int, mode: int, pipe: Pipe):
+        """Count one CrossCoreSetFlag of ``ctx`` in its rendezvous (what it knows merged in);
+        returns (the rendezvous, the key of the set's record). Recording and delivering are
+        the caller's (a group records one set for all its members)."""
         key, participants, targets = self._partners(ctx, flag, mode)
         rv = self.rendezvous.get(key)
         if rv is None:
@@ -344,7 +352,10 @@ class CrossCoreState:
         # the record lists the counter updates this set takes part in, each with the number
         # of sets it needs: the replay raises a counter when all of them have fired
         events = tuple((("xcore", key, r, t.core_index), len(participants)) for t in targets)
-        ctx.record(_core.SET, pipe, 0.0, 0, ("xset", events), "CrossCoreSetFlag")
+        return rv, ("xset", events)
+
+    def _deliver_ready(self, rv: _Rendezvous) -> None:
+        """Deliver every round of ``rv`` that all its participants have set."""
         while min(rv.sets.values()) > rv.delivered:
             self._deliver(rv)
 
@@ -392,15 +403,17 @@ class CrossCoreState:
         its AIC, ``NotifyEvent``). Records the set on ``src`` and returns one event per
         target, for :meth:`receive`. Functionally the caller orders the cores itself; the
         replay sees an event between the cores, the checker the GM accesses it orders."""
-        events = []
         know = self._snapshot(src, pipe)
-        for t in targets:
-            n = self._handoff_seq[src.core_index] = self._handoff_seq.get(src.core_index, 0) + 1
-            event = ("xcore", "handoff", src.core_index, n, t.core_index)
-            self.handoffs[event] = know
-            events.append(event)
+        events = [self._handoff_event(src, t, know) for t in targets]
         src.record(_core.SET, pipe, 0.0, 0, ("xset", tuple((e, 1) for e in events)), name)
         return events
+
+    def _handoff_event(self, src, target, know):
+        """The next hand-off event from ``src`` to ``target``, carrying ``know``."""
+        n = self._handoff_seq[src.core_index] = self._handoff_seq.get(src.core_index, 0) + 1
+        event = ("xcore", "handoff", src.core_index, n, target.core_index)
+        self.handoffs[event] = know
+        return event
 
     def receive(self, dst, event, name: str) -> None:
         """``dst`` waits for a :meth:`hand_off` event (a PIPE_S wait: nothing after it issues
