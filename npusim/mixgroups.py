@@ -380,23 +380,5 @@ def _attempt(kernel, args, soc, gm, block_dim, capacity, keep_spans, config, n_a
 def _schedule(kernel, args, units) -> None:
     """The launch's coroutine scheduler (:func:`npusim.launch._run_coroutines`) over
     groups and single cores; a hang runs per core, where its error names the cores."""
-    from npusim.launch import _CoreCoroutine
-    coros = [_CoreCoroutine(kernel, args, u) for u in units]
-    live = coros
-    try:
-        with np.errstate(all="ignore"):
-            while live:
-                progressed = False
-                for co in live:
-                    if co.runnable():
-                        co.step()
-                        progressed = True
-                        if co.error is not None:
-                            raise co.error
-                live = [co for co in live if not co.finished]
-                if live and not progressed:
-                    raise _PerCore()
-    finally:
-        for co in coros:
-            co.abort()
-        _core.set_current_core(None)
+    from npusim.launch import _CoreCoroutine, _take_turns
+    _take_turns([_CoreCoroutine(kernel, args, u) for u in units], _PerCore)
