@@ -99,17 +99,9 @@ class MixGroupContext(GroupContext):
         self.core_index = tuple(core_indices)
         self.cores = [_Member(c, kind, i, ratio, sub, self) for c, i in zip(core_indices, idx)]
 
-    def memory(self, mem: str, instruction: str = "LocalTensor") -> np.ndarray:
-        if mem == _core.UB:
-            return self.ub
-        if not self.batch_ok:
-            raise Divergence(self.singletons)
-        buf = self.mems.get(mem)
-        if buf is None:
-            self.require_memory(mem, instruction)
-            buf = self.mems[mem] = np.full((self.size, _core.memory_size(self.soc, mem)),
-                                           _core.UB_POISON, np.uint8)
-        return buf
+    def _new_memory(self, mem: str) -> np.ndarray:
+        # not the launch's pool: the groups of a MIX launch are alive at once
+        return np.full((self.size, _core.memory_size(self.soc, mem)), _core.UB_POISON, np.uint8)
 
 
 def _vector(ctx, vals: list):
