@@ -47,8 +47,8 @@ import numpy as np
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import checker as _checker, core as _core
-from npusim.ascendc.crosscore import CrossCoreState, KernelReturn, _Barrier, _merge
-from npusim.ascendc.types import PIPE_ALL, PIPE_S
+from npusim.ascendc.crosscore import CrossCoreState, KernelReturn
+from npusim.ascendc.types import PIPE_S
 from npusim.errors import kernel_source_line
 from npusim.lockstep import BlockVector, Divergence, GroupContext
 
@@ -200,30 +200,9 @@ class GroupedCrossCore(CrossCoreState):
     def sync_all(self, ctx, aiv_only: bool) -> None:
         if not ctx.is_group:
             return super().sync_all(ctx, aiv_only)
-        from npusim.ascendc.syncall import SYNC_ALL_CYCLES
         if aiv_only and ctx.core_kind != _core.AIV:
             raise Divergence(ctx.singletons)     # the error, per core
-        tag = "aiv" if aiv_only else "all"
-        parties = self.aivs if aiv_only else self.ctxs
-        counts = set()
-        for m in ctx.cores:
-            n = self.sync_counts.get((m.core_index, tag), 0) + 1
-            self.sync_counts[(m.core_index, tag)] = n
-            counts.add(n)
-        [n] = counts
-        ctx.sync_all_count += 1
-        who = tuple(c.core_index for c in parties)
-        ctx.record(_core.BARRIER, PIPE_ALL, 0.0, 0, ("syncall", (tag, n), who), "SyncAll")
-        ctx.record(_core.OP, PIPE_S, SYNC_ALL_CYCLES, 0, None, "SyncAll")
-        bar = self.barriers.get((tag, n))
-        if bar is None:
-            bar = self.barriers[(tag, n)] = _Barrier(len(parties))
-        bar.arrived += ctx.size
-        for m in ctx.cores:
-            bar.know = _merge(bar.know, self._snapshot(m, PIPE_S))
-        ctx.wait_until(lambda: bar.arrived == bar.parties, f"SyncAll number {n} (a group)")
-        for m in ctx.cores:
-            self._learn(m, bar.know)
+        self._sync_all(ctx, ctx.cores, aiv_only, lambda n: f"SyncAll number {n} (a group)")
 
     def end_checks(self) -> None:
         """Unpaired sets are reported per core: a launch that has any runs per core."""

@@ -424,15 +424,26 @@ class CrossCoreState:
     # -- SyncAll across both kinds -----------------------------------------------------
     def sync_all(self, ctx, aiv_only: bool) -> None:
         """``SyncAll<isAIVOnly>()`` in a mixed launch (see :mod:`npusim.ascendc.syncall`)."""
-        from npusim.ascendc.syncall import SYNC_ALL_CYCLES
         if aiv_only and ctx.core_kind != _core.AIV:
             raise KernelError("SyncAll", "SyncAll<isAIVOnly=true> synchronises the AIVs only; a "
                               "cube core of a mixed kernel calls SyncAll(isAIVOnly=False) "
                               "(SyncAll.md)", pipe="PIPE_S")
+        self._sync_all(ctx, [ctx], aiv_only,
+                       lambda n: f"SyncAll(isAIVOnly={aiv_only}) number {n}")
+
+    def _sync_all(self, ctx, cores: list, aiv_only: bool, what) -> None:
+        """The SyncAll of ``ctx``, which stands for ``cores`` (itself, or a lockstep group's
+        members, which must be at the same SyncAll number ``n``): its records, its arrival
+        at the barrier, the wait (described by ``what(n)``) and what the barrier carried."""
+        from npusim.ascendc.syncall import SYNC_ALL_CYCLES
         tag = "aiv" if aiv_only else "all"
         parties = self.aivs if aiv_only else self.ctxs
-        n = self.sync_counts.get((ctx.core_index, tag), 0) + 1
-        self.sync_counts[(ctx.core_index, tag)] = n
+        counts = set()
+        for m in cores:
+            n = self.sync_counts.get((m.core_index, tag), 0) + 1
+            self.sync_counts[(m.core_index, tag)] = n
+            counts.add(n)
+        [n] = counts
         ctx.sync_all_count += 1
         who = tuple(c.core_index for c in parties)
         ctx.record(_core.BARRIER, PIPE_ALL, 0.0, 0, ("syncall", (tag, n), who), "SyncAll")
@@ -440,11 +451,12 @@ class CrossCoreState:
         bar = self.barriers.get((tag, n))
         if bar is None:
             bar = self.barriers[(tag, n)] = _Barrier(len(parties))
-        bar.arrived += 1
-        bar.know = _merge(bar.know, self._snapshot(ctx, PIPE_S))   # PIPE_ALL: all drained
-        ctx.wait_until(lambda: bar.arrived == bar.parties,
-                       f"SyncAll(isAIVOnly={aiv_only}) number {n}")
-        self._learn(ctx, bar.know)
+        bar.arrived += len(cores)
+        for m in cores:
+            bar.know = _merge(bar.know, self._snapshot(m, PIPE_S))   # PIPE_ALL: all drained
+        ctx.wait_until(lambda: bar.arrived == bar.parties, what(n))
+        for m in cores:
+            self._learn(m, bar.know)
 
     # -- end of the launch ---------------------------------------------------------------
     def end_checks(self) -> None:
