@@ -115,7 +115,9 @@ def cube_matmul(a, b, c, n, block_dim):
     WaitFlag(HardEvent.FIX_M, 0)
 
 
-def measure(n: int, repeats: int) -> dict:
+def operands(n: int):
+    """The launch's inputs for size ``n``: (soc, block_dim, a, b, gm, pa, pb, pc), A and B
+    random fp16 (seed 0) written to ``gm`` at ``pa``/``pb``, ``pc`` C's n*n floats."""
     soc = get_soc(SOC)
     block_dim = soc.cube_block_num
     rng = np.random.default_rng(0)
@@ -125,6 +127,11 @@ def measure(n: int, repeats: int) -> dict:
     pa, pb, pc = gm.malloc(a.nbytes), gm.malloc(b.nbytes), gm.malloc(n * n * 4)
     gm.write(pa, a)
     gm.write(pb, b)
+    return soc, block_dim, a, b, gm, pa, pb, pc
+
+
+def measure(n: int, repeats: int) -> dict:
+    soc, block_dim, a, b, gm, pa, pb, pc = operands(n)
     a32, b32 = a.astype(np.float32), b.astype(np.float32)
     c32 = np.empty((n, n), np.float32)
     sim = {}

@@ -33,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_cube_kernel as kernel_bench  # noqa: E402
 
-from npusim import GlobalMemory, get_soc, launch, run_kernel, timing  # noqa: E402
+from npusim import launch, run_kernel, timing  # noqa: E402
 from npusim.ascendc import KernelMetaType  # noqa: E402
 from npusim.ascendc.cube import mmad as _mmad  # noqa: E402
 
@@ -61,15 +61,7 @@ def measure(n: int, repeats: int) -> dict:
     launch.simulate = _timed(acc, "replay", saved[-2][2])
     timing.REPLAY_MEMO = False
     try:
-        soc = get_soc(kernel_bench.SOC)
-        block_dim = soc.cube_block_num
-        rng = np.random.default_rng(0)
-        a = rng.standard_normal((n, n), dtype=np.float32).astype(np.float16)
-        b = rng.standard_normal((n, n), dtype=np.float32).astype(np.float16)
-        gm = GlobalMemory(3 * n * n * 4 + (1 << 20))
-        pa, pb, pc = gm.malloc(a.nbytes), gm.malloc(b.nbytes), gm.malloc(n * n * 4)
-        gm.write(pa, a)
-        gm.write(pb, b)
+        soc, block_dim, _, _, gm, pa, pb, pc = kernel_bench.operands(n)
 
         def run():
             return run_kernel(kernel_bench.cube_matmul, block_dim, (pa, pb, pc, n, block_dim),

@@ -15,9 +15,14 @@ Run: ``python benchmarks/bench_lockstep_syncall.py [--n 3145728] [--blocks 48] [
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 
 from npusim import GlobalMemory, get_soc, run_kernel
 from npusim.ascendc import (Add, Adds, DataCopy, GetBlockIdx, GetBlockNum, GlobalTensor,
@@ -86,25 +91,16 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args(argv)
     assert a.n % (a.blocks * a.tile) == 0, "n must be a multiple of blocks * tile"
-    best = {}
     seen = {}
     for lockstep in (False, True):          # warm-up: kept replays, pools, caches
         _, prof, out = run(a.n, a.blocks, a.tile, lockstep)
         seen[lockstep] = (prof.duration_us, out)
     assert seen[False][0] == seen[True][0] and np.array_equal(seen[False][1], seen[True][1])
-    for _ in range(a.repeats):
-        for lockstep in (False, True):
-            wall, prof, _ = run(a.n, a.blocks, a.tile, lockstep)
-            old = best.get(lockstep)
-            if old is None or wall < old[0]:
-                best[lockstep] = (wall, prof.host_functional_s, prof.host_timing_s)
+    best = harness.fastest_per_core_and_lockstep(
+        lambda lockstep: run(a.n, a.blocks, a.tile, lockstep), a.repeats)
     print(f"SyncAll two-phase kernel, {a.n} float32 over {a.blocks} blocks, tile {a.tile}: "
           f"Task Duration {seen[True][0]:.3f} us both ways, bytes identical")
-    for lockstep, label in ((False, "per core (coroutines)"), (True, "lockstep (one group)")):
-        wall, fn, tm = best[lockstep]
-        print(f"  {label:24s} {wall:7.3f} s  (functional {fn:.3f} s, timing {tm:.3f} s)")
-    print(f"  speed-up {best[False][0] / best[True][0]:.2f}x "
-          f"(functional {best[False][1] / best[True][1]:.2f}x)")
+    harness.print_per_core_and_lockstep(best, "lockstep (one group)")
 
 
 if __name__ == "__main__":

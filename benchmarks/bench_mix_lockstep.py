@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 import matmul_leakyrelu_mix as example  # noqa: E402
 
 from npusim import run_kernel  # noqa: E402
@@ -66,22 +68,13 @@ def main(argv=None) -> None:
     assert p0.duration_us == p1.duration_us and p0.pipe_time_us == p1.pipe_time_us
     assert [list(r) for r in p0.records] == [list(r) for r in p1.records]
     grouped = sum(hasattr(r, "template") for r in p1.records)
-    best = {}
-    for _ in range(a.repeats):
-        for lockstep in (False, True):
-            wall, prof, _ = run(a.m, a.n, a.k, a.blocks, lockstep)
-            old = best.get(lockstep)
-            if old is None or wall < old[0]:
-                best[lockstep] = (wall, prof.host_functional_s, prof.host_timing_s)
+    best = harness.fastest_per_core_and_lockstep(
+        lambda lockstep: run(a.m, a.n, a.k, a.blocks, lockstep), a.repeats)
     cores = len(p1.records)
     print(f"Matmul API (MIX_AIC_1_2) + LeakyRelu, {a.m}x{a.k} @ {a.k}x{a.n} on {a.blocks} "
           f"blocks ({cores} cores, {grouped} of them in lockstep groups): Task Duration "
           f"{p1.duration_us:.3f} us both ways, bytes and records identical")
-    for lockstep, label in ((False, "per core (coroutines)"), (True, "lockstep groups")):
-        wall, fn, tm = best[lockstep]
-        print(f"  {label:24s} {wall:7.3f} s  (functional {fn:.3f} s, timing {tm:.3f} s)")
-    print(f"  speed-up {best[False][0] / best[True][0]:.2f}x "
-          f"(functional {best[False][1] / best[True][1]:.2f}x)")
+    harness.print_per_core_and_lockstep(best, "lockstep groups")
 
 
 if __name__ == "__main__":

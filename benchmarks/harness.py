@@ -226,3 +226,26 @@ def write_json(path: str | None, figures, **dump_kw) -> None:
     if path:
         with open(path, "w") as f:
             json.dump(figures, f, indent=2, **dump_kw)
+
+
+def fastest_per_core_and_lockstep(run, repeats: int) -> dict:
+    """The fastest of ``repeats`` interleaved launches run per core and in lockstep:
+    ``run(lockstep)`` gives (host seconds, profile, ...); returns per ``lockstep`` (False,
+    True) the fastest run's (host s, functional s, timing s)."""
+    best = {}
+    for _ in range(repeats):
+        for lockstep in (False, True):
+            wall, prof = run(lockstep)[:2]
+            old = best.get(lockstep)
+            if old is None or wall < old[0]:
+                best[lockstep] = (wall, prof.host_functional_s, prof.host_timing_s)
+    return best
+
+
+def print_per_core_and_lockstep(best: dict, lockstep_label: str) -> None:
+    """The lines of :func:`fastest_per_core_and_lockstep`'s figures and the speed-up."""
+    for lockstep, label in ((False, "per core (coroutines)"), (True, lockstep_label)):
+        wall, fn, tm = best[lockstep]
+        print(f"  {label:24s} {wall:7.3f} s  (functional {fn:.3f} s, timing {tm:.3f} s)")
+    print(f"  speed-up {best[False][0] / best[True][0]:.2f}x "
+          f"(functional {best[False][1] / best[True][1]:.2f}x)")

@@ -244,6 +244,12 @@ def _run_coroutines(kernel, args, ctxs) -> None:
     """Run every core until it waits, in order, then every core that may go on, and so
     on: the cores take turns at their waits (SyncAll, CrossCoreWaitFlag)."""
     coros = [_CoreCoroutine(kernel, args, ctx) for ctx in ctxs]
+    _take_turns(coros, lambda: _hang(coros))
+
+
+def _take_turns(coros: list, hang) -> None:
+    """The turns of :func:`_run_coroutines` over ``coros``; when no coroutine can go on,
+    raises ``hang()`` (an exception). Every coroutine is unwound on the way out."""
     live = coros
     try:
         with np.errstate(all="ignore"):   # IEEE results, no numpy warnings
@@ -257,7 +263,7 @@ def _run_coroutines(kernel, args, ctxs) -> None:
                             raise co.error
                 live = [co for co in live if not co.finished]
                 if live and not progressed:
-                    raise _hang(coros)
+                    raise hang()
     finally:
         for co in coros:          # unwind any core still parked at a wait
             co.abort()

@@ -457,9 +457,13 @@ class GroupContext(_core.CoreContext):
         buf = self.mems.get(mem)
         if buf is None:
             self.require_memory(mem, instruction)
-            buf = self.mems[mem] = _group_memory(mem, self.size, _core.memory_size(self.soc, mem),
-                                                 self.soc.cube_block_num)
+            buf = self.mems[mem] = self._new_memory(mem)
         return buf
+
+    def _new_memory(self, mem: str) -> np.ndarray:
+        """The group's poisoned ``[G, size]`` ``mem``, from the launch's pool for it."""
+        return _group_memory(mem, self.size, _core.memory_size(self.soc, mem),
+                             self.soc.cube_block_num)
 
     def members_results(self) -> list:
         """What per-block execution leaves of each member: its records, counters and

@@ -47,9 +47,8 @@ import numpy as np
 
 from npusim import lockstep as _lockstep
 from npusim.ascendc import checker as _checker, core as _core
-from npusim.ascendc.crosscore import (CrossCoreState, KernelReturn, _Barrier, _merge,
-                                      _Rendezvous)
-from npusim.ascendc.types import PIPE_ALL, PIPE_S
+from npusim.ascendc.crosscore import CrossCoreState, KernelReturn
+from npusim.ascendc.types import PIPE_S
 from npusim.errors import kernel_source_line
 from npusim.lockstep import BlockVector, Divergence, GroupContext
 
@@ -100,17 +99,9 @@ class MixGroupContext(GroupContext):
         self.core_index = tuple(core_indices)
         self.cores = [_Member(c, kind, i, ratio, sub, self) for c, i in zip(core_indices, idx)]
 
-    def memory(self, mem: str, instruction: str = "LocalTensor") -> np.ndarray:
-        if mem == _core.UB:
-            return self.ub
-        if not self.batch_ok:
-            raise Divergence(self.singletons)
-        buf = self.mems.get(mem)
-        if buf is None:
-            self.require_memory(mem, instruction)
-            buf = self.mems[mem] = np.full((self.size, _core.memory_size(self.soc, mem)),
-                                           _core.UB_POISON, np.uint8)
-        return buf
+    def _new_memory(self, mem: str) -> np.ndarray:
+        # not the launch's pool: the groups of a MIX launch are alive at once
+        return np.full((self.size, _core.memory_size(self.soc, mem)), _core.UB_POISON, np.uint8)
 
 
 def _vector(ctx, vals: list):
@@ -168,24 +159,11 @@ class GroupedCrossCore(CrossCoreState):
     def set_flag(self, ctx, flag: int, mode: int, pipe) -> None:
         if not ctx.is_group:
             return super().set_flag(ctx, flag, mode, pipe)
-        keys, rvs = [], []
-        for m in ctx.cores:
-            key, participants, targets = self._partners(m, flag, mode)
-            rv = self.rendezvous.get(key)
-            if rv is None:
-                rv = self.rendezvous[key] = _Rendezvous(key, flag, participants, targets)
-            r = rv.sets[m.core_index]
-            rv.sets[m.core_index] = r + 1
-            if r == len(rv.know):
-                rv.know.append(None)
-            rv.know[r] = _merge(rv.know[r], self._snapshot(m, pipe))
-            keys.append(("xset", tuple((("xcore", key, r, t.core_index), len(participants))
-                                       for t in targets)))
-            rvs.append(rv)
-        ctx.record(_core.SET, pipe, 0.0, 0, _vector(ctx, keys), "CrossCoreSetFlag")
-        for rv in rvs:
-            while min(rv.sets.values()) > rv.delivered:
-                self._deliver(rv)
+        counted = [self._count_set(m, flag, mode, pipe) for m in ctx.cores]
+        ctx.record(_core.SET, pipe, 0.0, 0, _vector(ctx, [key for _, key in counted]),
+                   "CrossCoreSetFlag")
+        for rv, _ in counted:
+            self._deliver_ready(rv)
 
     def wait_flag(self, ctx, flag: int) -> None:
         if not ctx.is_group:
@@ -206,15 +184,8 @@ class GroupedCrossCore(CrossCoreState):
                                    for t in targets):
             raise Divergence(src.singletons if src.is_group else targets[0].singletons)
         knows = [self._snapshot(m, pipe) for m in src.cores]
-        per_target = []
-        for t in targets:
-            events = []
-            for m, tm, know in zip(src.cores, t.cores, knows):
-                n = self._handoff_seq[m.core_index] = self._handoff_seq.get(m.core_index, 0) + 1
-                event = ("xcore", "handoff", m.core_index, n, tm.core_index)
-                self.handoffs[event] = know
-                events.append(event)
-            per_target.append(events)
+        per_target = [[self._handoff_event(m, tm, know)
+                       for m, tm, know in zip(src.cores, t.cores, knows)] for t in targets]
         keys = [("xset", tuple((ev[j], 1) for ev in per_target)) for j in range(src.size)]
         src.record(_core.SET, pipe, 0.0, 0, _vector(src, keys), name)
         return [_vector(src, ev) for ev in per_target]
@@ -229,30 +200,9 @@ class GroupedCrossCore(CrossCoreState):
     def sync_all(self, ctx, aiv_only: bool) -> None:
         if not ctx.is_group:
             return super().sync_all(ctx, aiv_only)
-        from npusim.ascendc.syncall import SYNC_ALL_CYCLES
         if aiv_only and ctx.core_kind != _core.AIV:
             raise Divergence(ctx.singletons)     # the error, per core
-        tag = "aiv" if aiv_only else "all"
-        parties = self.aivs if aiv_only else self.ctxs
-        counts = set()
-        for m in ctx.cores:
-            n = self.sync_counts.get((m.core_index, tag), 0) + 1
-            self.sync_counts[(m.core_index, tag)] = n
-            counts.add(n)
-        [n] = counts
-        ctx.sync_all_count += 1
-        who = tuple(c.core_index for c in parties)
-        ctx.record(_core.BARRIER, PIPE_ALL, 0.0, 0, ("syncall", (tag, n), who), "SyncAll")
-        ctx.record(_core.OP, PIPE_S, SYNC_ALL_CYCLES, 0, None, "SyncAll")
-        bar = self.barriers.get((tag, n))
-        if bar is None:
-            bar = self.barriers[(tag, n)] = _Barrier(len(parties))
-        bar.arrived += ctx.size
-        for m in ctx.cores:
-            bar.know = _merge(bar.know, self._snapshot(m, PIPE_S))
-        ctx.wait_until(lambda: bar.arrived == bar.parties, f"SyncAll number {n} (a group)")
-        for m in ctx.cores:
-            self._learn(m, bar.know)
+        self._sync_all(ctx, ctx.cores, aiv_only, lambda n: f"SyncAll number {n} (a group)")
 
     def end_checks(self) -> None:
         """Unpaired sets are reported per core: a launch that has any runs per core."""
@@ -401,23 +351,5 @@ def _attempt(kernel, args, soc, gm, block_dim, capacity, keep_spans, config, n_a
 def _schedule(kernel, args, units) -> None:
     """The launch's coroutine scheduler (:func:`npusim.launch._run_coroutines`) over
     groups and single cores; a hang runs per core, where its error names the cores."""
-    from npusim.launch import _CoreCoroutine
-    coros = [_CoreCoroutine(kernel, args, u) for u in units]
-    live = coros
-    try:
-        with np.errstate(all="ignore"):
-            while live:
-                progressed = False
-                for co in live:
-                    if co.runnable():
-                        co.step()
-                        progressed = True
-                        if co.error is not None:
-                            raise co.error
-                live = [co for co in live if not co.finished]
-                if live and not progressed:
-                    raise _PerCore()
-    finally:
-        for co in coros:
-            co.abort()
-        _core.set_current_core(None)
+    from npusim.launch import _CoreCoroutine, _take_turns
+    _take_turns([_CoreCoroutine(kernel, args, u) for u in units], _PerCore)

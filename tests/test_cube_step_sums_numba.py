@@ -12,21 +12,15 @@ import os
 import subprocess
 import sys
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from npusim.ascendc import nans
 from npusim.ascendc.cube import step_sums as ss
 from npusim.ascendc.cube import step_sums_numba as fused
+from step_sums_helpers import DTYPES, NUMBA_MARKS, both_renderings
 
-pytestmark = [pytest.mark.skipif(not fused.AVAILABLE,
-                                 reason="numba is not installed (pip install 'npusim[fast]')"),
-              pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning"),
-              pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")]
-BF16 = np.dtype(ml_dtypes.bfloat16)
-DTYPES = [np.dtype(np.float16), BF16, np.dtype(np.float32)]
+pytestmark = NUMBA_MARKS
 
 
 def operands(rng, dtype, G, S, M, N, spread, special, midpoints):
@@ -61,27 +55,6 @@ def operands(rng, dtype, G, S, M, N, spread, special, midpoints):
     return a, b
 
 
-def both(a, b, init, in_place):
-    """mmad_steps through each rendering: (numpy's, numba's) float32 results, NaNs made
-    canonical as Mmad makes them."""
-    G, S, M, _ = a.shape
-    N = b.shape[-1]
-    got = []
-    for on in (False, True):
-        fused.ENABLED = on
-        try:
-            if in_place:
-                out = init.copy()
-                ss.mmad_steps(a, b, out, out)
-            else:
-                out = np.full((G, N // 16, M, 16), np.nan, np.float32)
-                ss.mmad_steps(a, b, init, out)
-        finally:
-            fused.ENABLED = fused.AVAILABLE
-        got.append(nans.canonical(out).view(np.uint32))
-    return got
-
-
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(dtype=st.sampled_from(DTYPES), G=st.integers(1, 3), S=st.integers(1, 5),
        M=st.integers(1, 40), n16=st.integers(1, 12), spread=st.sampled_from([0, 4, 14, 30, 60]),
@@ -96,8 +69,8 @@ def test_the_same_bytes_as_numpys_rendering(dtype, G, S, M, n16, spread, special
     if start != "none":
         init = (rng.standard_normal((G, N // 16, M, 16)) * 4).astype(np.float32)
         init[0, 0, 0, :3] = [-0.0, np.inf, np.nan]
-    want, got = both(a, b, init, start == "in place")
-    assert np.array_equal(got, want)
+    want, got = both_renderings(a, b, init, start == "in place")
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 def test_the_lockstep_tile_of_a_matmul_kernel():
@@ -109,9 +82,8 @@ def test_the_lockstep_tile_of_a_matmul_kernel():
         b = (rng.standard_normal((6, 64 // k0, k0, 256))
              * np.exp2(rng.uniform(-spread, spread, (6, 64 // k0, k0, 256)))).astype(dtype)
         init = rng.standard_normal((6, 16, 128, 16)).astype(np.float32)
-        want, got = both(a, b, init, True)
-        assert np.array_equal(got, want)
-
+        want, got = both_renderings(a, b, init, True)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -16,20 +16,13 @@ block of B.
 """
 import math
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 from npusim.ascendc import nans
-from npusim.ascendc.cube import step_sums as ss
-from npusim.ascendc.cube import step_sums_numba as fused
+from step_sums_helpers import BF16, DTYPES, NUMBA_MARKS, both_renderings
 
-pytestmark = [pytest.mark.skipif(not fused.AVAILABLE,
-                                 reason="numba is not installed (pip install 'npusim[fast]')"),
-              pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning"),
-              pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")]
-BF16 = np.dtype(ml_dtypes.bfloat16)
-DTYPES = [np.dtype(np.float16), BF16, np.dtype(np.float32)]
+pytestmark = NUMBA_MARKS
 
 
 def k0_of(dtype):
@@ -67,26 +60,9 @@ def defined(a, b, init):
     return out
 
 
-def loop_and_numpy(a, b, init):
-    """mmad_steps through the compiled loop and through numpy's rendering, NaNs canonical
-    (as Mmad leaves them)."""
-    G, S, M, _ = a.shape
-    N = b.shape[-1]
-    got = []
-    for on in (True, False):
-        fused.ENABLED = on
-        try:
-            out = np.full((G, N // 16, M, 16), np.nan, np.float32)
-            ss.mmad_steps(a, b, init, out)
-        finally:
-            fused.ENABLED = fused.AVAILABLE
-        got.append(nans.canonical(out))
-    return got
-
-
 def assert_defined(a, b, init=None):
     want = nans.canonical(defined(a, b, init)).view(np.uint32)
-    loop, numpy_ = loop_and_numpy(a, b, init)
+    numpy_, loop = both_renderings(a, b, init)
     assert np.array_equal(loop.view(np.uint32), want), np.argwhere(
         loop.view(np.uint32) != want)[:5]
     assert np.array_equal(numpy_.view(np.uint32), want)

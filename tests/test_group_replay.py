@@ -7,7 +7,10 @@ runs) or read the same rows (U7: the members' L2 hits differ, the group replay g
 the per-block replay runs); U1 again on an L2 small enough to evict while it runs. Every
 field of the timing is compared with the per-block replay's (floats exactly).
 """
+import contextlib
 import dataclasses
+import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -98,14 +101,10 @@ def test_access_many_equals_access_one_by_one():
         assert (a.index(), a.rid, a.rstart) == (b.index(), b.rid, b.rstart)
 
 
-@pytest.mark.parametrize("case, used", [("U1", True), ("U7", False)])
-def test_group_replay_frees_its_memory_system(monkeypatch, case, used):
-    """The replay's memory system (its L2 of a run per copy) goes when the replay returns,
-    or gives up (U7's members stop being in step), without the cyclic collector, which a
-    launch pauses: else the collector walks it all when it runs next."""
-    import gc
-    import weakref
-    blocks, soc, cores, pipes = _records(monkeypatch, case, 0.05)
+@contextlib.contextmanager
+def _l2_made(monkeypatch):
+    """Weak references to every L2Cache made inside the block, with the cyclic collector
+    paused as a launch pauses it (so only reference counting frees them)."""
     made = []
     real = timing.L2Cache
 
@@ -118,35 +117,29 @@ def test_group_replay_frees_its_memory_system(monkeypatch, case, used):
     enabled = gc.isenabled()
     gc.disable()
     try:
-        assert (group_replay.replay_group(blocks, soc, cores, pipes) is not None) == used
-        assert len(made) == 1 and made[0]() is None
+        yield made
     finally:
         if enabled:
             gc.enable()
+
+
+@pytest.mark.parametrize("case, used", [("U1", True), ("U7", False)])
+def test_group_replay_frees_its_memory_system(monkeypatch, case, used):
+    """The replay's memory system (its L2 of a run per copy) goes when the replay returns,
+    or gives up (U7's members stop being in step), without the cyclic collector, which a
+    launch pauses: else the collector walks it all when it runs next."""
+    blocks, soc, cores, pipes = _records(monkeypatch, case, 0.05)
+    with _l2_made(monkeypatch) as made:
+        assert (group_replay.replay_group(blocks, soc, cores, pipes) is not None) == used
+        assert len(made) == 1 and made[0]() is None
 
 
 def test_per_block_replay_frees_its_memory_system(monkeypatch):
     """The per-block replay (``timing._replay``, group replay off) leaves no cycle that
     keeps its memory system alive when it returns: its processes are closed, so the L2 goes
     by reference counting, with the cyclic collector paused as a launch pauses it."""
-    import gc
-    import weakref
     blocks, soc, cores, pipes = _records(monkeypatch, "U7", 0.05)
-    made = []
-    real = timing.L2Cache
-
-    def spy(*a, **k):
-        l2 = real(*a, **k)
-        made.append(weakref.ref(l2))
-        return l2
-
-    monkeypatch.setattr(timing, "L2Cache", spy)
-    monkeypatch.setattr(group_replay, "GROUP_REPLAY", False)
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _l2_made(monkeypatch) as made:
+        monkeypatch.setattr(group_replay, "GROUP_REPLAY", False)
         timing._replay(blocks, soc, False, cores, pipes, None)
         assert len(made) == 1 and made[0]() is None
-    finally:
-        if enabled:
-            gc.enable()

@@ -332,6 +332,14 @@ class CrossCoreState:
         return (2, g, kind, flag), aivs, aics
 
     def set_flag(self, ctx, flag: int, mode: int, pipe: Pipe) -> None:
+        rv, key = self._count_set(ctx, flag, mode, pipe)
+        ctx.record(_core.SET, pipe, 0.0, 0, key, "CrossCoreSetFlag")
+        self._deliver_ready(rv)
+
+    def _count_set(self, ctx, flag: int, mode: int, pipe: Pipe):
+        """Count one CrossCoreSetFlag of ``ctx`` in its rendezvous (what it knows merged in);
+        returns (the rendezvous, the key of the set's record). Recording and delivering are
+        the caller's (a group records one set for all its members)."""
         key, participants, targets = self._partners(ctx, flag, mode)
         rv = self.rendezvous.get(key)
         if rv is None:
@@ -344,7 +352,10 @@ class CrossCoreState:
         # the record lists the counter updates this set takes part in, each with the number
         # of sets it needs: the replay raises a counter when all of them have fired
         events = tuple((("xcore", key, r, t.core_index), len(participants)) for t in targets)
-        ctx.record(_core.SET, pipe, 0.0, 0, ("xset", events), "CrossCoreSetFlag")
+        return rv, ("xset", events)
+
+    def _deliver_ready(self, rv: _Rendezvous) -> None:
+        """Deliver every round of ``rv`` that all its participants have set."""
         while min(rv.sets.values()) > rv.delivered:
             self._deliver(rv)
 
@@ -392,15 +403,17 @@ class CrossCoreState:
         its AIC, ``NotifyEvent``). Records the set on ``src`` and returns one event per
         target, for :meth:`receive`. Functionally the caller orders the cores itself; the
         replay sees an event between the cores, the checker the GM accesses it orders."""
-        events = []
         know = self._snapshot(src, pipe)
-        for t in targets:
-            n = self._handoff_seq[src.core_index] = self._handoff_seq.get(src.core_index, 0) + 1
-            event = ("xcore", "handoff", src.core_index, n, t.core_index)
-            self.handoffs[event] = know
-            events.append(event)
+        events = [self._handoff_event(src, t, know) for t in targets]
         src.record(_core.SET, pipe, 0.0, 0, ("xset", tuple((e, 1) for e in events)), name)
         return events
+
+    def _handoff_event(self, src, target, know):
+        """The next hand-off event from ``src`` to ``target``, carrying ``know``."""
+        n = self._handoff_seq[src.core_index] = self._handoff_seq.get(src.core_index, 0) + 1
+        event = ("xcore", "handoff", src.core_index, n, target.core_index)
+        self.handoffs[event] = know
+        return event
 
     def receive(self, dst, event, name: str) -> None:
         """``dst`` waits for a :meth:`hand_off` event (a PIPE_S wait: nothing after it issues
@@ -411,15 +424,26 @@ class CrossCoreState:
     # -- SyncAll across both kinds -----------------------------------------------------
     def sync_all(self, ctx, aiv_only: bool) -> None:
         """``SyncAll<isAIVOnly>()`` in a mixed launch (see :mod:`npusim.ascendc.syncall`)."""
-        from npusim.ascendc.syncall import SYNC_ALL_CYCLES
         if aiv_only and ctx.core_kind != _core.AIV:
             raise KernelError("SyncAll", "SyncAll<isAIVOnly=true> synchronises the AIVs only; a "
                               "cube core of a mixed kernel calls SyncAll(isAIVOnly=False) "
                               "(SyncAll.md)", pipe="PIPE_S")
+        self._sync_all(ctx, [ctx], aiv_only,
+                       lambda n: f"SyncAll(isAIVOnly={aiv_only}) number {n}")
+
+    def _sync_all(self, ctx, cores: list, aiv_only: bool, what) -> None:
+        """The SyncAll of ``ctx``, which stands for ``cores`` (itself, or a lockstep group's
+        members, which must be at the same SyncAll number ``n``): its records, its arrival
+        at the barrier, the wait (described by ``what(n)``) and what the barrier carried."""
+        from npusim.ascendc.syncall import SYNC_ALL_CYCLES
         tag = "aiv" if aiv_only else "all"
         parties = self.aivs if aiv_only else self.ctxs
-        n = self.sync_counts.get((ctx.core_index, tag), 0) + 1
-        self.sync_counts[(ctx.core_index, tag)] = n
+        counts = set()
+        for m in cores:
+            n = self.sync_counts.get((m.core_index, tag), 0) + 1
+            self.sync_counts[(m.core_index, tag)] = n
+            counts.add(n)
+        [n] = counts
         ctx.sync_all_count += 1
         who = tuple(c.core_index for c in parties)
         ctx.record(_core.BARRIER, PIPE_ALL, 0.0, 0, ("syncall", (tag, n), who), "SyncAll")
@@ -427,11 +451,12 @@ class CrossCoreState:
         bar = self.barriers.get((tag, n))
         if bar is None:
             bar = self.barriers[(tag, n)] = _Barrier(len(parties))
-        bar.arrived += 1
-        bar.know = _merge(bar.know, self._snapshot(ctx, PIPE_S))   # PIPE_ALL: all drained
-        ctx.wait_until(lambda: bar.arrived == bar.parties,
-                       f"SyncAll(isAIVOnly={aiv_only}) number {n}")
-        self._learn(ctx, bar.know)
+        bar.arrived += len(cores)
+        for m in cores:
+            bar.know = _merge(bar.know, self._snapshot(m, PIPE_S))   # PIPE_ALL: all drained
+        ctx.wait_until(lambda: bar.arrived == bar.parties, what(n))
+        for m in cores:
+            self._learn(m, bar.know)
 
     # -- end of the launch ---------------------------------------------------------------
     def end_checks(self) -> None:
