@@ -199,8 +199,16 @@ class BlockVector:
     __str__ = __repr__ = __format__ = __len__ = __iter__ = _diverge
 
     def __getattr__(self, name):
-        # a method of the per-member value (numpy scalars' .item(), ...): one value needed
+        # a method of the per-member value (numpy scalars' .item(), ...): one value needed.
+        # A slot not yet set (an object being unpickled) or a dunder the language looks up
+        # (copy, pickle) is no such method: AttributeError, as for any object
+        if name in BlockVector.__slots__ or name.startswith("__"):
+            raise AttributeError(name)
         raise Divergence(self.partition())
+
+    def __reduce__(self):
+        # pickled (a launch's records sent to a process pool, a kept capture) member by member
+        return BlockVector, (self.members, self.vals)
 
     def describe(self) -> str:
         """Text for debugging (repr would diverge)."""

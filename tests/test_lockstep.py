@@ -939,3 +939,21 @@ def test_a_launch_leaves_a_ub_pool_of_every_vector_core(monkeypatch):
     soc = get_soc("Ascend910B1")
     assert stats.grouped > 0
     assert lockstep._UB_POOL["buf"].size >= soc.vector_block_num * soc.ub_size
+
+
+def test_block_vector_pickles_and_copies_member_by_member():
+    """A BlockVector survives pickle and copy with its members and values (a launch's
+    records go to sweep workers and kept captures that way); before, unpickling looked up
+    ``__setstate__`` through ``__getattr__``, which read the unset ``members`` through
+    itself again (RecursionError)."""
+    import copy
+    import pickle
+
+    from npusim.lockstep import BlockVector, Divergence
+    bv = BlockVector((0, 2, 5), [3, 7, 3])
+    for back in (pickle.loads(pickle.dumps(bv)), copy.copy(bv), copy.deepcopy(bv)):
+        assert type(back) is BlockVector
+        assert back.members == (0, 2, 5) and back.vals == [3, 7, 3]
+        with pytest.raises(Divergence) as e:      # still one value per member
+            back.item()
+        assert e.value.args[0] == [(0, 5), (2,)]
