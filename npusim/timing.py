@@ -371,9 +371,10 @@ class L2Cache:
     by bisection (a page of 64 one-line runs, each left by a copy of its own, costs a few
     comparisons, not 64). The runs of several ranges, whose extents interleave with
     other runs, are kept in sets apart (:attr:`mpages`). A run of a few ranges (made
-    with Python lists) also keeps its lines as a bit mask per page (:attr:`rmask`): the
-    scattered rows of a gather or scatter share pages with many runs and lines with few,
-    and a lookup compares the masks before the ranges.
+    with Python lists) also keeps its lines as a bit mask per page, in that page's entry
+    of :attr:`mpages`: the scattered rows of a gather or scatter share pages with many
+    runs and lines with few, and a lookup compares the masks before the ranges, reading
+    them with the page's runs (a dict lookup per run and page less).
     """
 
     #: lines per index page: a page lists the runs touching it
@@ -391,17 +392,18 @@ class L2Cache:
         self.runs: dict[int, list] = {}    # start line -> [end, dirty, stamp]
         self.pages: dict[int, list] = {}   # page -> ids of the one-range runs touching it,
                                            # in address order
-        self.mpages: dict[int, set] = {}   # page -> ids of the runs of ranges touching it
+        self.mpages: dict[int, dict] = {}  # page -> id of each run of ranges touching it
+                                           # -> bit mask of the lines it holds there (bit
+                                           # i: line P * page + i; -1: not kept, any line)
         self.rid: dict[int, int] = {}      # start line -> run id
         self.rstart: dict[int, int] = {}   # run id -> start line
         self.mtouched: dict[int, list] = {}  # id of a run of ranges -> the pages it is in
         self.rlists: dict[int, tuple] = {}  # id of a run of ranges -> its lo, hi, dirty as
                                             # lists, when it was made from lists (a cut in
                                             # Python reads them without converting arrays)
-        self.rmask: dict[int, dict] = {}   # id of such a run -> page -> bit mask of the
-                                           # lines it holds there (bit i: line P * page + i):
-                                           # a lookup passes over a run that shares a page
-                                           # but no line with a transfer's rows
+        self.masked: set = set()           # ids of the runs whose :attr:`mpages` entries
+                                           # are bit masks: a lookup passes over a run that
+                                           # shares a page but no line with a transfer's rows
         self.next_id = 0
         # the recency entries (stamp, start), stale ones skipped when they come up: those
         # made in order (each at or above the last, nearly all: a new run takes the clock)
@@ -481,11 +483,12 @@ class L2Cache:
         return sorted({p for f, l in zip(first.tolist(), last.tolist())
                        for p in range(f, l + 1)})
 
-    def _new_id(self, start: int, end: int, touched=None) -> None:
+    def _new_id(self, start: int, end: int, touched=None, masks=None) -> None:
         """Give the run at ``start`` (lines up to ``end``) a new id, in the pages it touches:
         a run of one range in every page from ``start`` to ``end``, at its place in address
         order; a run of ranges (``touched``: the pages its ranges touch) in those pages'
-        sets."""
+        maps, with its line mask there (``masks``: page -> mask, 0 for a page absent) or
+        -1 when ``masks`` is None."""
         self.next_id = rid = self.next_id + 1
         self.rid[start] = rid
         rstart = self.rstart
@@ -495,11 +498,12 @@ class L2Cache:
             self.mtouched[rid] = touched
             mpages = self.mpages
             for p in touched:
+                m = -1 if masks is None else masks.get(p, 0)
                 page = mpages.get(p)
                 if page is None:
-                    mpages[p] = {rid}
+                    mpages[p] = {rid: m}
                 else:
-                    page.add(rid)
+                    page[rid] = m
             return
         pages = self.pages
         for p in range(start // P, (end - 1) // P + 1):
@@ -535,11 +539,11 @@ class L2Cache:
         del self.rstart[rid]
         if len(run) > 3:            # a run of ranges is in the pages its ranges touch
             self.rlists.pop(rid, None)
-            self.rmask.pop(rid, None)
+            self.masked.discard(rid)
             pages = self.mpages
             for p in self.mtouched.pop(rid):
                 page = pages[p]
-                page.discard(rid)
+                del page[rid]
                 if not page:
                     del pages[p]
         else:
@@ -574,10 +578,10 @@ class L2Cache:
         self.runs[start] = [end, None, stamp, lo, hi, dirt, n, reg]
         self._push(stamp, start)
         self.size += n
-        self._new_id(start, end, touched)
+        self._new_id(start, end, touched, masks)
         if lists is not None:
             self.rlists[self.next_id] = lists
-            self.rmask[self.next_id] = masks
+            self.masked.add(self.next_id)
 
     def _ranges(self, starts):
         """The ranges of the runs at ``starts``, sorted: lo, hi, dirty, and the index in
@@ -747,8 +751,8 @@ class L2Cache:
         :meth:`_remove` and :meth:`_put` would leave (the same lines, dirtiness, recency
         and start), keeping its id, still listed in the pages of its new extent it was
         listed in (every page its ranges touch among them). ``cut``: the pieces (range
-        index, lo, hi) it lost: the pages they touch that its ranges no longer touch are
-        dropped too."""
+        index, lo, hi) it lost, every line it lost: the pages they touch that its ranges
+        no longer touch are dropped too, and its line masks lose their lines."""
         start = int(lo[0])
         rid = self.rid[st]
         lists = type(lo) is list
@@ -756,10 +760,12 @@ class L2Cache:
             self.rlists[rid] = (lo, hi, dirt)
         else:
             self.rlists.pop(rid, None)
-            self.rmask.pop(rid, None)
-        lo, hi, dirt, n = _range_arrays(lo, hi, dirt)
+        if cut:
+            # the lines it lost are those of the pieces cut: no sum over what is left
+            n = run[6] - sum([e - s for _, s, e in cut])
+        else:
+            lo, hi, dirt, n = _range_arrays(lo, hi, dirt)
         self.size += n - run[6]
-        end = run[0]
         run[0] = int(hi[-1])
         run[3], run[4], run[5], run[6], run[7] = lo, hi, dirt, n, None
         if start != st:
@@ -778,46 +784,47 @@ class L2Cache:
         # other pages are not worked out again (:meth:`_touched` of every range)
         P = self.PAGE
         p0, p1 = start // P, (run[0] - 1) // P
-        gone = set()
-        if lists:
-            masks = self.rmask.get(rid)
-            if masks is None or not cut:
-                masks = self.rmask[rid] = _page_masks(run[3], run[4], P)
-                gone = {p for p in self.mtouched[rid] if p not in masks}
-            else:
-                for _, s, e in cut:     # its lines there cleared; no line left: page gone
-                    while s < e:
-                        p = s // P
-                        base = p * P
-                        f = e if e < base + P else base + P
-                        m = masks[p] & ~(((1 << (f - s)) - 1) << (s - base))
-                        if m:
-                            masks[p] = m
-                        else:
-                            del masks[p]
-                            gone.add(p)
-                        s = f
+        mpages = self.mpages
         was = self.mtouched[rid]
+        gone = set()
+        if rid in self.masked and cut:
+            for _, s, e in cut:     # its lines there cleared; no line left: page gone
+                while s < e:
+                    p = s // P
+                    base = p * P
+                    f = e if e < base + P else base + P
+                    page = mpages[p]
+                    m = page[rid] & ~(((1 << (f - s)) - 1) << (s - base))
+                    page[rid] = m
+                    if not m:
+                        gone.add(p)
+                    s = f
+        elif lists:
+            # masks made anew (a run that kept none, or no pieces named)
+            masks = _page_masks(lo, hi, P)
+            self.masked.add(rid)
+            for p in was:
+                m = masks.get(p, 0)
+                mpages[p][rid] = m
+                if not m:
+                    gone.add(p)
         if was[0] >= p0 and was[-1] <= p1:
             if gone:
                 # within its extent still: drop the pages gone alone
-                mpages = self.mpages
                 for p in gone:
-                    if p in was:
-                        was.remove(p)
-                        page = mpages[p]
-                        page.discard(rid)
-                        if not page:
-                            del mpages[p]
+                    was.remove(p)
+                    page = mpages[p]
+                    del page[rid]
+                    if not page:
+                        del mpages[p]
         else:
-            mpages = self.mpages
             keep = []
             for p in was:
                 if p0 <= p <= p1 and p not in gone:
                     keep.append(p)
                 else:
                     page = mpages[p]
-                    page.discard(rid)
+                    del page[rid]
                     if not page:
                         del mpages[p]
             self.mtouched[rid] = keep
@@ -879,7 +886,7 @@ class L2Cache:
             for p in range(p0, p1 + 1):
                 page = mpages.get(p)
                 if page:
-                    multi |= page
+                    multi.update(page)
             if multi:
                 starts = [rstart[r] for r in multi]
                 found.extend([s for s in starts if s < b and runs[s][0] > a])
@@ -892,7 +899,7 @@ class L2Cache:
         the ranges that share a page with the run, ascending: a run shares no line with a
         range it shares no page with, however close their extents."""
         P = self.PAGE
-        pages, mpages, rmask = self.pages, self.mpages, self.rmask
+        pages, mpages = self.pages, self.mpages
         by_id: dict = {}
         for k, (l, h) in enumerate(zip(lo, hi)):
             p = l // P
@@ -907,17 +914,13 @@ class L2Cache:
                             ks.append(k)
                 page = mpages.get(p)
                 if page:
-                    want = None
-                    for r in page:
-                        masks = rmask.get(r)
-                        if masks is not None:
-                            if want is None:    # the range's lines in page p, as bits
-                                base = p * P
-                                s = l if l > base else base
-                                e = h if h < base + P else base + P
-                                want = ((1 << (e - s)) - 1) << (s - base)
-                            if not masks.get(p, 0) & want:
-                                continue        # no line of the range in common
+                    base = p * P                # the range's lines in page p, as bits
+                    s = l if l > base else base
+                    e = h if h < base + P else base + P
+                    want = ((1 << (e - s)) - 1) << (s - base)
+                    for r, m in page.items():
+                        if not m & want:
+                            continue            # no line of the range in common
                         ks = by_id.get(r)
                         if ks is None:
                             by_id[r] = [k]
@@ -1248,9 +1251,8 @@ class L2Cache:
             through, dirt = run[6] * self.line, np.zeros(n_ranges, bool)
         run[2], run[5] = stamp, dirt
         rid = self.rid[start]
-        if rid in self.rlists:                          # its dirtiness as a list is stale
-            self.rlists.pop(rid)
-            self.rmask.pop(rid)
+        # its dirtiness as a list is stale (its line masks are not: the same lines)
+        self.rlists.pop(rid, None)
         self._push(stamp, start)
         return 1.0, (self._evict() if self.size > self.capacity else 0), through
 
