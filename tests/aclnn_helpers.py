@@ -1,5 +1,5 @@
-"""Helpers for the operator tests: host <-> device copies (contiguous ND tensors) and
-running an example script's ``main`` on a fresh runtime."""
+"""Helpers for the operator tests: host <-> device copies (contiguous ND tensors), the
+aclnn two-phase call, and running an example script's ``main`` on a fresh runtime."""
 import importlib.util
 import json
 from pathlib import Path
@@ -28,6 +28,22 @@ def open_stream(tmp_path, soc="Ascend910B1"):
     s, ret = acl.rt.create_stream()
     assert ret == 0
     return s
+
+
+def run_two_phase(stream, first, second, *args, expect_sync=0):
+    """The aclnn two-phase call: ``first(*args)`` (the ...GetWorkspaceSize phase, which
+    must return 0), a workspace from ``acl.rt.malloc`` when it asks for one, ``second`` on
+    ``stream``, then the stream synchronised, which must return ``expect_sync``.
+    Returns ``(workspace size, executor)``."""
+    ws, ex, ret = first(*args)
+    assert ret == 0, acl.get_recent_err_msg()
+    wptr = 0
+    if ws:
+        wptr, ret = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
+        assert ret == 0
+    assert second(wptr, ws, ex, stream) == 0
+    assert acl.rt.synchronize_stream(stream) == expect_sync, acl.get_recent_err_msg()
+    return ws, ex
 
 
 def to_device(arr, acl_dtype=None):

@@ -14,7 +14,7 @@ from aclnn.ops.add import (aclnnAdd, aclnnAddGetWorkspaceSize, aclnnInplaceAdd,
 from npusim.kernels.add.golden import add_golden
 
 from aclnn_helpers import (assert_unchanged, from_device, init_runtime, open_stream, run_example,
-                           to_device)
+                           run_two_phase, to_device)
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = aclnn.ACL_FLOAT
@@ -29,15 +29,7 @@ def scalar(value, acl_dtype=F32):
 
 
 def run(stream, first, second, *args):
-    ws, ex, ret = first(*args)
-    assert ret == 0, acl.get_recent_err_msg()
-    wptr = 0
-    if ws > 0:
-        wptr, ret = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-        assert ret == 0
-    assert second(wptr, ws, ex, stream) == 0
-    assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
-    return ws
+    return run_two_phase(stream, first, second, *args)[0]
 
 
 def add_op(stream, a, b, alpha, out_dtype, alpha_dtype=F32):

@@ -11,7 +11,8 @@ import aclnn
 from aclnn import acl, runtime
 from npusim.kernels.apply_fused_ema_adam.golden import apply_fused_ema_adam_golden
 
-from aclnn_helpers import assert_unchanged, from_device, init_runtime, run_example, to_device
+from aclnn_helpers import (assert_unchanged, from_device, init_runtime, run_example, run_two_phase,
+                           to_device)
 
 ATTRS = (0.001, 0.5, 0.9, 0.999, 1e-8, 1, True, 0.5)   # lr emaDecay beta1 beta2 eps mode bias wd
 
@@ -24,15 +25,8 @@ def make_state(shape, dtype, seed=0):
 
 
 def run_op(stream, tensors, step_t, attrs=ATTRS):
-    ws, ex, ret = aclnn.aclnnApplyFusedEmaAdamGetWorkspaceSize(*tensors, step_t, *attrs)
-    assert ret == 0, acl.get_recent_err_msg()
-    wptr = 0
-    if ws > 0:
-        wptr, ret = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-        assert ret == 0
-    assert aclnn.aclnnApplyFusedEmaAdam(wptr, ws, ex, stream) == 0
-    assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
-    return ws
+    return run_two_phase(stream, aclnn.aclnnApplyFusedEmaAdamGetWorkspaceSize,
+                         aclnn.aclnnApplyFusedEmaAdam, *tensors, step_t, *attrs)[0]
 
 
 def test_official_sample_prints_the_formula_values(capsys):

@@ -20,7 +20,7 @@ from npusim.ascendc import PIPE_V, TBuf, TPipe, float32, half, uint8_t
 from npusim.ascendc import core as _core
 from npusim.ascendc.compare import CMPMODE, SELMODE, Compare, CompareScalar, Select
 
-from aclnn_helpers import from_device, init_runtime, run_example, to_device
+from aclnn_helpers import from_device, init_runtime, run_example, run_two_phase, to_device
 
 SOC = get_soc("Ascend910B1")
 SEED_SCALARS = (0.001, 1.0, 0.99, 0.9)        # lr, alpha, sign_decay, beta
@@ -345,15 +345,7 @@ def device_args(var, m, grad, scalars=SEED_SCALARS, scalar_shape=(1,)):
 
 
 def run_op(stream, args):
-    ws, ex, ret = aclnnApplyAddSignGetWorkspaceSize(*args)
-    assert ret == 0, acl.get_recent_err_msg()
-    wptr = 0
-    if ws:
-        wptr, ret = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-        assert ret == 0
-    assert aclnnApplyAddSign(wptr, ws, ex, stream) == 0
-    assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
-    return ws
+    return run_two_phase(stream, aclnnApplyAddSignGetWorkspaceSize, aclnnApplyAddSign, *args)[0]
 
 
 def test_sample_reproduces_the_seed_example(capsys):

@@ -16,7 +16,7 @@ from aclnn.ops.add import aclnnAdd, aclnnAddGetWorkspaceSize
 from npusim.kernels.add import cpp as add_cpp
 from npusim.kernels.add import tiling as add_tiling
 
-from aclnn_helpers import from_device, to_device
+from aclnn_helpers import from_device, run_two_phase, to_device
 from test_cpp import require_devkit
 
 #: Task Durations of the two kernels agree within this fraction
@@ -34,15 +34,8 @@ def devkit(monkeypatch):
 def _add(stream, impl, a, b, alpha, alpha_dtype):
     kernel_impl.set_kernel_impl("Add", impl)
     out = to_device(np.zeros(np.broadcast_shapes(a.shape, b.shape), a.dtype))
-    ws, ex, ret = aclnnAddGetWorkspaceSize(to_device(a), to_device(b),
-                                           aclnn.aclCreateScalar(alpha, alpha_dtype), out)
-    assert ret == 0, acl.get_recent_err_msg()
-    wptr = 0
-    if ws:
-        wptr, ret = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-        assert ret == 0
-    assert aclnnAdd(wptr, ws, ex, stream) == 0
-    assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
+    _, ex = run_two_phase(stream, aclnnAddGetWorkspaceSize, aclnnAdd, to_device(a),
+                          to_device(b), aclnn.aclCreateScalar(alpha, alpha_dtype), out)
     prof = runtime.current_device().profiles[-1]
     return from_device(out, a.dtype), prof, ex.kernel_impl
 

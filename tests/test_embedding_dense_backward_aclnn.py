@@ -17,7 +17,8 @@ from aclnn.ops.embedding_dense_backward import (PrecisionCaveatWarning,
 from npusim.kernels.embedding_dense_backward import tiling as edb
 from npusim.kernels.embedding_dense_backward.golden import embedding_dense_backward_golden as golden
 
-from aclnn_helpers import assert_unchanged, from_device, open_stream, run_example, to_device
+from aclnn_helpers import (assert_unchanged, from_device, open_stream, run_example, run_two_phase,
+                           to_device)
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 MIB = 1 << 20
@@ -30,15 +31,9 @@ def stream_910(tmp_path):
 
 
 def run_op(stream, grad_t, idx_t, nw, pad, scale, out_t, expect_sync=0):
-    ws, ex, ret = aclnnEmbeddingDenseBackwardGetWorkspaceSize(grad_t, idx_t, nw, pad, scale, out_t)
-    assert ret == 0, acl.get_recent_err_msg()
-    wptr = 0
-    if ws > 0:
-        wptr, ret = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-        assert ret == 0
-    assert aclnnEmbeddingDenseBackward(wptr, ws, ex, stream) == 0
-    assert acl.rt.synchronize_stream(stream) == expect_sync
-    return ws, ex
+    return run_two_phase(stream, aclnnEmbeddingDenseBackwardGetWorkspaceSize,
+                         aclnnEmbeddingDenseBackward, grad_t, idx_t, nw, pad, scale, out_t,
+                         expect_sync=expect_sync)
 
 
 def compute(stream, grad, idx, nw, pad=-1, scale=False, idx_acl=None):
