@@ -15,7 +15,8 @@ from aclnn.ops.fused_sparse_adam import (aclnnFusedSparseAdam,
                                          aclnnFusedSparseAdamGetWorkspaceSize)
 from npusim.kernels.fused_sparse_adam.golden import fused_sparse_adam_golden
 
-from aclnn_helpers import assert_unchanged, from_device, init_runtime, run_example, to_device
+from aclnn_helpers import (assert_unchanged, from_device, init_runtime, run_example, run_two_phase,
+                           to_device)
 
 SCALARS = dict(beta1_power=0.9 ** 4, beta2_power=0.999 ** 4, lr=0.01, beta1=0.9, beta2=0.999,
                epsilon=1e-8)
@@ -39,15 +40,9 @@ def scalar_tensors(scalars=SCALARS):
 
 def run(stream, var, m, v, grad, idx, nesterov=False, idx_dtype=np.int32, scalars=SCALARS):
     tensors = [to_device(a) for a in (var, m, v)]
-    ws, ex, ret = aclnnFusedSparseAdamGetWorkspaceSize(
-        *tensors, *scalar_tensors(scalars), to_device(grad),
-        to_device(np.asarray(idx, idx_dtype)), nesterov)
-    assert ret == 0, acl.get_recent_err_msg()
-    wptr = 0
-    if ws:
-        wptr, ret = acl.rt.malloc(ws, aclnn.ACL_MEM_MALLOC_HUGE_FIRST)
-    assert aclnnFusedSparseAdam(wptr, ws, ex, stream) == 0
-    assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
+    _, ex = run_two_phase(stream, aclnnFusedSparseAdamGetWorkspaceSize, aclnnFusedSparseAdam,
+                          *tensors, *scalar_tensors(scalars), to_device(grad),
+                          to_device(np.asarray(idx, idx_dtype)), nesterov)
     return [from_device(t) for t in tensors], ex
 
 
