@@ -550,7 +550,7 @@ class L2Cache:
             self._drop_pages(rid, start, run[0], False, False)
         return run
 
-    def _put(self, lo, hi, dirt, stamp: int, reg=None) -> None:
+    def _put(self, lo, hi, dirt, stamp: int, reg=None, masks=None) -> None:
         """A new run of the lines ``[lo[i], hi[i])`` (sorted, disjoint; ``dirt[i]``: dirty),
         a plain run when they are one range. A run of several ranges is kept as
         ``[end, None, stamp, lo, hi, dirt, lines, reg]`` (numpy arrays; ``reg``: (first line
@@ -558,18 +558,21 @@ class L2Cache:
         indexed by its extent;
         it is created by one access (or is what is left of one), so runs of one recency
         never interleave and (recency, start) orders lines as a per-line LRU does.
-        ``lo``, ``hi``, ``dirt``: arrays, or lists (of ints and bools), kept as arrays."""
+        ``lo``, ``hi``, ``dirt``: arrays, or lists (of ints and bools), kept as arrays.
+        ``masks``: for lists, their lines' bit masks by page (:func:`_page_masks`) when
+        worked out already."""
         if len(lo) == 1:
             self._add(int(lo[0]), int(hi[0]), bool(dirt[0]), stamp)
             return
         start, end = int(lo[0]), int(hi[-1])
-        lists = masks = None
+        lists = None
         if type(lo) is list:
             lists = (lo, hi, dirt)
             # the pages its ranges touch are those of its line masks, in order (as
             # :meth:`_touched` lists them), but for a run as dense as _touched's extent
             P = self.PAGE
-            masks = _page_masks(lo, hi, P)
+            if masks is None:
+                masks = _page_masks(lo, hi, P)
             touched = (list(masks) if (end - 1) // P - start // P >= 2 * len(lo)
                        else list(range(start // P, (end - 1) // P + 1)))
         else:
@@ -640,7 +643,8 @@ class L2Cache:
         not what the runs it passes near hold. ``near``: run start -> the indices of the
         ranges that share a page with the run (:meth:`_near_rows`), the only ones that can
         share a line with it."""
-        runs, rlists, rid_of = self.runs, self.rlists, self.rid
+        runs, rlists, rid_of, masked = self.runs, self.rlists, self.rid, self.masked
+        mpages, mtouched, P = self.mpages, self.mtouched, self.PAGE
         pieces = []
         for st in starts:
             run = runs[st]
@@ -673,34 +677,122 @@ class L2Cache:
                 ks = range(j, bisect_left(a_lo, end, j))
             else:
                 ks = near[st]
-            lists = rlists.get(rid_of[st])
-            c_lo, c_hi, c_d = run[3], run[4], run[5]
-            n_c = len(c_lo)
-            i0, i1 = 0, n_c
-            if lists is not None:                   # the run's ranges as lists already
-                c_lo, c_hi = lists[0], lists[1]
+            rid = rid_of[st]
+            lists = rlists.get(rid)
+            if lists is not None and rid in masked:
+                # the run's ranges as lists, its line masks kept: the scattered rows of a
+                # scatter, cut a row or two at a time. A range cut whole (the same rows
+                # written again) leaves its lists in place, the others' slices unmoved
+                c_lo, c_hi, c_d = lists
+                n_c = n = len(c_lo)
+                i0, i1 = 0, n
+                cut = []
+                whole = True
+                for k in ks:
+                    lo, hi = a_lo[k], a_hi[k]
+                    i = bisect_right(c_hi, lo)
+                    while i < n and c_lo[i] < hi:
+                        s, e = c_lo[i], c_hi[i]
+                        if s < lo:
+                            s = lo
+                            whole = False
+                        if e > hi:
+                            e = hi
+                            whole = False
+                        cut.append((i, s, e))
+                        i += 1
+                if not cut:
+                    continue
+                if whole and n - len(cut) > 1:
+                    # :meth:`_shrink` of the ranges left, inline: the same run, recency,
+                    # masks and pages (a page whose mask empties is dropped at once)
+                    lost = 0
+                    for i, s, e in cut:
+                        pieces.append((s, e, c_d[i]))
+                        lost += e - s
+                    for i, _, _ in reversed(cut):
+                        del c_lo[i], c_hi[i], c_d[i]
+                    self.size -= lost
+                    run[6] -= lost
+                    start = c_lo[0]
+                    end = run[0] = c_hi[-1]
+                    if run[3] is not c_lo:
+                        run[3], run[4], run[5] = c_lo, c_hi, c_d
+                    run[7] = None
+                    if start != st:
+                        del runs[st]
+                        runs[start] = run
+                        del rid_of[st]
+                        rid_of[start] = rid
+                        self.rstart[rid] = start
+                        self._push(run[2], start)
+                    was = mtouched[rid]
+                    p0, p1 = start // P, (end - 1) // P
+                    inside = was[0] >= p0 and was[-1] <= p1
+                    gone = ()
+                    for _, s, e in cut:
+                        while s < e:
+                            p = s // P
+                            base = p * P
+                            f = e if e < base + P else base + P
+                            page = mpages[p]
+                            m = page[rid] & ~(((1 << (f - s)) - 1) << (s - base))
+                            s = f
+                            if m:
+                                page[rid] = m
+                                continue
+                            del page[rid]           # no line of the run left in the page
+                            if not page:
+                                del mpages[p]
+                            if inside:
+                                was.remove(p)
+                            elif gone:
+                                gone.add(p)
+                            else:
+                                gone = {p}
+                    if not inside:
+                        # the pages past its new extent dropped too
+                        keep = []
+                        for p in was:
+                            if p in gone:
+                                continue
+                            if p0 <= p <= p1:
+                                keep.append(p)
+                            else:
+                                page = mpages[p]
+                                del page[rid]
+                                if not page:
+                                    del mpages[p]
+                        mtouched[rid] = keep
+                    continue
             else:
-                if n_c > self.ROWS_IN_PYTHON:       # only its ranges within the cut's extent
-                    if not ks:
-                        continue
-                    i0 = int(np.searchsorted(c_hi, a_lo[ks[0]], side="right"))
-                    i1 = int(np.searchsorted(c_lo, a_hi[ks[-1]], side="left"))
-                    if i0 >= i1:
-                        continue
-                c_lo, c_hi = c_lo[i0:i1].tolist(), c_hi[i0:i1].tolist()
-            n = i1 - i0
-            # the pieces (range index, lo, hi), in address order
-            cut = []
-            for k in ks:
-                lo, hi = a_lo[k], a_hi[k]
-                i = bisect_right(c_hi, lo)
-                while i < n and c_lo[i] < hi:
-                    cut.append((i, c_lo[i] if c_lo[i] > lo else lo,
-                                c_hi[i] if c_hi[i] < hi else hi))
-                    i += 1
-            if not cut:
-                continue
-            c_d = lists[2] if lists is not None else c_d[i0:i1].tolist()
+                c_lo, c_hi, c_d = run[3], run[4], run[5]
+                n_c = len(c_lo)
+                i0, i1 = 0, n_c
+                if lists is not None:               # the run's ranges as lists already
+                    c_lo, c_hi = lists[0], lists[1]
+                else:
+                    if n_c > self.ROWS_IN_PYTHON:   # only its ranges within the cut's extent
+                        if not ks:
+                            continue
+                        i0 = int(np.searchsorted(c_hi, a_lo[ks[0]], side="right"))
+                        i1 = int(np.searchsorted(c_lo, a_hi[ks[-1]], side="left"))
+                        if i0 >= i1:
+                            continue
+                    c_lo, c_hi = c_lo[i0:i1].tolist(), c_hi[i0:i1].tolist()
+                n = i1 - i0
+                # the pieces (range index, lo, hi), in address order
+                cut = []
+                for k in ks:
+                    lo, hi = a_lo[k], a_hi[k]
+                    i = bisect_right(c_hi, lo)
+                    while i < n and c_lo[i] < hi:
+                        cut.append((i, c_lo[i] if c_lo[i] > lo else lo,
+                                    c_hi[i] if c_hi[i] < hi else hi))
+                        i += 1
+                if not cut:
+                    continue
+                c_d = lists[2] if lists is not None else c_d[i0:i1].tolist()
             r_lo, r_hi, r_d = [], [], []            # what is left of the run's ranges
             at = -1                                 # the range being cut, lines from ``pos``
             pos = 0
@@ -893,17 +985,24 @@ class L2Cache:
                 found.sort()
         return found
 
-    def _near_rows(self, lo: list, hi: list) -> dict:
+    def _near_rows(self, lo: list, hi: list, masks: dict | None = None) -> dict:
         """The resident runs that may share a line with the ranges ``[lo[i], hi[i])`` (lists
         of ints; the runs :meth:`_overlapping_rows` finds), as run start -> the indices of
         the ranges that share a page with the run, ascending: a run shares no line with a
-        range it shares no page with, however close their extents."""
+        range it shares no page with, however close their extents. ``masks``: an empty
+        dict to fill with the ranges' lines as bit masks by page, as :func:`_page_masks`
+        gives them (the masks a run made of these ranges keeps: worked out once)."""
         P = self.PAGE
         pages, mpages = self.pages, self.mpages
         by_id: dict = {}
+        if masks is None:
+            masks = {}
         for k, (l, h) in enumerate(zip(lo, hi)):
             p = l // P
-            for p in (p,) if (h - 1) // P == p else range(p, (h - 1) // P + 1):
+            if l < h and (h - 1) // P == p:         # a range within one page (most rows)
+                want = ((1 << (h - l)) - 1) << (l - p * P)
+                m = masks.get(p)
+                masks[p] = want if m is None else m | want
                 page = pages.get(p)
                 if page:
                     for r in page:
@@ -914,18 +1013,39 @@ class L2Cache:
                             ks.append(k)
                 page = mpages.get(p)
                 if page:
-                    base = p * P                # the range's lines in page p, as bits
-                    s = l if l > base else base
-                    e = h if h < base + P else base + P
-                    want = ((1 << (e - s)) - 1) << (s - base)
                     for r, m in page.items():
-                        if not m & want:
-                            continue            # no line of the range in common
+                        if m & want:                # a line of the range in common
+                            ks = by_id.get(r)
+                            if ks is None:
+                                by_id[r] = [k]
+                            elif ks[-1] != k:
+                                ks.append(k)
+                continue
+            s = l
+            while s < h:
+                p = s // P
+                base = p * P                        # the range's lines in page p, as bits
+                e = h if h < base + P else base + P
+                want = ((1 << (e - s)) - 1) << (s - base)
+                masks[p] = masks.get(p, 0) | want
+                s = e
+                page = pages.get(p)
+                if page:
+                    for r in page:
                         ks = by_id.get(r)
                         if ks is None:
                             by_id[r] = [k]
                         elif ks[-1] != k:
                             ks.append(k)
+                page = mpages.get(p)
+                if page:
+                    for r, m in page.items():
+                        if m & want:
+                            ks = by_id.get(r)
+                            if ks is None:
+                                by_id[r] = [k]
+                            elif ks[-1] != k:
+                                ks.append(k)
         a, b = lo[0], hi[-1]
         runs, rstart = self.runs, self.rstart
         out = {}
@@ -1183,7 +1303,8 @@ class L2Cache:
         if n_ranges <= self.ROWS_IN_PYTHON:
             lo_l, hi_l = lo.tolist(), hi.tolist()
             total = sum(map(_sub, hi_l, lo_l))
-            near = self._near_rows(lo_l, hi_l)
+            masks = {}
+            near = self._near_rows(lo_l, hi_l, masks)
             found = sorted(near)
         else:
             total = int((hi - lo).sum())
@@ -1204,7 +1325,7 @@ class L2Cache:
                     self._put(lo, hi, dirt, stamp, reg)
                     return 1.0, (self._evict() if self.size > self.capacity else 0), through
         if near is not None:
-            return self._access_rows(lo_l, hi_l, write, reg, found, near, stamp, total)
+            return self._access_rows(lo_l, hi_l, write, reg, found, near, stamp, total, masks)
         hits = 0
         dirt = np.full(len(lo), bool(write))
         if found:
@@ -1257,9 +1378,11 @@ class L2Cache:
         return 1.0, (self._evict() if self.size > self.capacity else 0), through
 
     def _access_rows(self, lo: list, hi: list, write: bool, reg, found: list, near: dict,
-                     stamp: int, total: int) -> tuple[float, int, int]:
+                     stamp: int, total: int, masks: dict) -> tuple[float, int, int]:
         """The rest of :meth:`access_lines` for a few ranges (lists of ints), in Python:
-        the same steps, hits, runs and order."""
+        the same steps, hits, runs and order. ``masks``: the ranges' lines as bit masks by
+        page (:meth:`_near_rows`), those of the run they make (a split at dirty lines
+        leaves the same lines)."""
         hits = 0
         n_ranges = len(lo)
         dirt = [bool(write)] * n_ranges
@@ -1293,7 +1416,7 @@ class L2Cache:
         if write and self.write_through_when_full and self.size + total > self.capacity:
             through = total * self.line
             dirt = [False] * len(lo)
-        self._put(lo, hi, dirt, stamp, reg if len(lo) == n_ranges else None)
+        self._put(lo, hi, dirt, stamp, reg if len(lo) == n_ranges else None, masks)
         return hits / total, (self._evict() if self.size > self.capacity else 0), through
 
     def _apart(self, starts: list, reg) -> list:
