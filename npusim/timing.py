@@ -3051,7 +3051,13 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
             if timing is not None:
                 return timing
     loop = _Loop()
-    memory = _Memory(soc, loop, l2)
+    if l2 is None:
+        # a cold L2 nobody reads after the replay: answered from its resident lines while
+        # nothing can leave it, the same results (npusim.l2_cold)
+        from npusim.l2_cold import ColdL2
+        memory = _Memory(soc, loop, ColdL2(L2Cache(soc)))
+    else:
+        memory = _Memory(soc, loop, l2)
     n_blocks = len(blocks)
     n_cores = max(1, soc.vector_block_num if cores is None else cores)
     block_start = np.zeros(n_blocks)

@@ -1,0 +1,88 @@
+"""npusim.l2_cold.ColdL2 against the L2Cache it stands in for: every call returns the same
+values, and the cache it hands over (once an access might fill it, or at the end) is the
+very cache the same calls leave, runs, recency, dirty lines and index alike."""
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from npusim import l2_cold
+from npusim.l2_cold import CHUNK, ColdL2
+from npusim.timing import L2Cache, _arrays
+from test_l2_cache import SOC
+from test_l2_row_masks import row_ranges
+
+
+def state(cache: L2Cache):
+    """Everything an L2Cache keeps, comparable (runs of ranges in their array form)."""
+    runs = sorted((s, *(tuple(np.asarray(v).tolist()) if isinstance(v, (list, np.ndarray))
+                        else v for v in (_arrays(list(r)) if len(r) > 3 else r)))
+                  for s, r in cache.runs.items())
+    return (cache.size, cache.clock, cache.next_id, runs, sorted(cache.entries()),
+            sorted((p, sorted(d.items())) for p, d in cache.mpages.items()),
+            sorted(cache.pages.items()), sorted(cache.rid.items()),
+            sorted((k, list(v)) for k, v in cache.mtouched.items()), sorted(cache.masked))
+
+
+# calls: a contiguous access, a row set (rows of 1-3 lines at a pitch of 2-5, some crossing
+# a bitmap chunk), or an invalidation of either
+op_st = st.one_of(
+    st.tuples(st.just("access"), st.integers(0, 3 * CHUNK * 128), st.integers(0, 40 * 128),
+              st.booleans()),
+    st.tuples(st.just("rows"), st.lists(st.integers(0, 3 * CHUNK // 5), min_size=1,
+                                        max_size=12, unique=True).map(sorted),
+              st.sampled_from([(1, 2), (2, 2), (2, 3), (3, 5)]), st.booleans()),
+    st.tuples(st.just("invalidate"), st.integers(0, 3 * CHUNK * 128), st.integers(1, 20 * 128),
+              st.just(False)),
+    st.tuples(st.just("invalidate_rows"), st.lists(st.integers(0, 3 * CHUNK // 5), min_size=1,
+                                                   max_size=12, unique=True).map(sorted),
+              st.just((2, 3)), st.just(False)))
+
+
+def call(cache, op):
+    kind, a, b, write = op
+    if kind == "access":
+        return cache.access(a, b, write)
+    if kind == "invalidate":
+        return cache.invalidate(a, b)
+    lo, hi, reg = row_ranges(a, *b)
+    if kind == "rows":
+        return cache.access_lines(lo, hi, write, reg)
+    return cache.invalidate_lines(lo, hi)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(op_st, min_size=1, max_size=40), st.sampled_from([40, 200, 4 * CHUNK]),
+       st.booleans(), st.booleans(), st.sampled_from([3, l2_cold.CHUNK_BITS]))
+def test_cold_l2_is_the_cache(ops, capacity, sectors, through, chunk_bits):
+    soc = replace(SOC, l2_size=capacity * 128, l2_sector_bytes=128 if sectors else 0,
+                  l2_write_through_when_full=through)
+    cold, ref = ColdL2(L2Cache(soc)), L2Cache(soc)
+    kept = l2_cold.CHUNK_BITS, l2_cold.CHUNK
+    # chunks of 8 lines: rows and ranges across a chunk's edge at every turn
+    l2_cold.CHUNK_BITS, l2_cold.CHUNK = chunk_bits, 1 << chunk_bits
+    try:
+        for op in ops:
+            assert call(cold, op) == call(ref, op)
+            if cold.log is not None:
+                assert cold.size == ref.size
+    finally:
+        l2_cold.CHUNK_BITS, l2_cold.CHUNK = kept
+    answered = cold.log is not None
+    assert state(cold.materialize()) == state(ref)
+    if capacity == 4 * CHUNK and not sectors:
+        # nothing could fill it (at most 3 chunks of lines touched): all answered from the
+        # bitmap, none by the cache
+        assert answered
+
+
+def test_cold_l2_hands_over_when_an_access_might_fill_it():
+    soc = replace(SOC, l2_size=10 * 128, l2_sector_bytes=128)
+    cold, ref = ColdL2(L2Cache(soc)), L2Cache(soc)
+    for c in (cold, ref):
+        assert c.access(0, 6 * 128, True) == (0.0, 0, 0)
+    assert cold.log is not None and cold.cache.size == 0      # not made yet
+    # 6 resident + 5 touched > 10: the cache is made, and evicts
+    assert cold.access(3 * 128, 5 * 128, False) == ref.access(3 * 128, 5 * 128, False)
+    assert cold.log is None and cold.access == cold.cache.access
+    assert state(cold.cache) == state(ref)
