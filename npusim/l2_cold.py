@@ -105,23 +105,23 @@ class ColdL2:
         return hits / n, 0, 0
 
     def access_lines(self, lo, hi, write: bool, reg=None) -> tuple[float, int, int]:
-        """:meth:`L2Cache.access_lines` (``lo``, ``hi``: int64 arrays)."""
+        """:meth:`L2Cache.access_lines` (``lo``, ``hi``: int64 arrays or lists of ints)."""
         if len(lo) > self.rows_in_python:
             return self.materialize().access_lines(lo, hi, write, reg)
-        lo_l, hi_l = lo.tolist(), hi.tolist()
-        total = 0
-        for a, b in zip(lo_l, hi_l):
-            total += b - a
+        lo_l, hi_l = (lo, hi) if type(lo) is list else (lo.tolist(), hi.tolist())
+        total = sum(hi_l) - sum(lo_l)
         if self.size + total > self.capacity:
             return self.materialize().access_lines(lo, hi, write, reg)
         self.log.append(("access_lines", (lo, hi, write, reg)))
         held = self.held
+        get = held.get
+        bits = CHUNK_BITS
         hits = 0
         for a, b in zip(lo_l, hi_l):
-            c = a >> CHUNK_BITS
-            if (b - 1) >> CHUNK_BITS == c:      # a row within one chunk (nearly all)
-                m = ((1 << (b - a)) - 1) << (a - (c << CHUNK_BITS))
-                h = held.get(c)
+            c = a >> bits
+            if (b - 1) >> bits == c:            # a row within one chunk (nearly all)
+                m = ((1 << (b - a)) - 1) << (a - (c << bits))
+                h = get(c)
                 if h is None:
                     held[c] = m
                 else:
@@ -141,7 +141,9 @@ class ColdL2:
     def invalidate_lines(self, lo, hi) -> None:
         """:meth:`L2Cache.invalidate_lines`."""
         self.log.append(("invalidate_lines", (lo, hi)))
-        for a, b in zip(lo.tolist(), hi.tolist()):
+        if type(lo) is not list:
+            lo, hi = lo.tolist(), hi.tolist()
+        for a, b in zip(lo, hi):
             self.size -= self._drop(a, b)
 
     def access_many(self, addrs, span: int) -> list:

@@ -88,7 +88,7 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from itertools import compress as _compress, repeat as _repeat
-from operator import (itemgetter, lt as _lt, mul as _mul, sub as _sub,
+from operator import (itemgetter, le as _le, lt as _lt, mul as _mul, sub as _sub,
                       truediv as _truediv)
 
 import numpy as np
@@ -1278,7 +1278,9 @@ class L2Cache:
 
     def access_lines(self, lo, hi, write: bool, reg=None) -> tuple[float, int, int]:
         """Touch the lines ``[lo[i], hi[i])`` (int64 arrays, sorted, disjoint, not adjacent:
-        the lines a strided transfer's rows cover, :func:`row_lines`) as one access: every
+        the lines a strided transfer's rows cover, :func:`row_lines`; or lists of ints, as
+        :func:`_row_lines` gives a few rows' lines, which the cache may keep and change) as
+        one access: every
         line takes the same recency, as :meth:`access` gives the lines of one range, and
         a write finding the cache full is written through as a whole. The lines between
         the ranges are not touched. numpy over the ranges: a transfer of thousands of rows
@@ -1300,8 +1302,11 @@ class L2Cache:
                 return same
         n_ranges = len(lo)
         near = None
+        lists = type(lo) is list
+        if lists and n_ranges > self.ROWS_IN_PYTHON:
+            lo, hi, lists = np.array(lo, np.int64), np.array(hi, np.int64), False
         if n_ranges <= self.ROWS_IN_PYTHON:
-            lo_l, hi_l = lo.tolist(), hi.tolist()
+            lo_l, hi_l = (lo, hi) if lists else (lo.tolist(), hi.tolist())
             total = sum(map(_sub, hi_l, lo_l))
             masks = {}
             near = self._near_rows(lo_l, hi_l, masks)
@@ -1322,6 +1327,8 @@ class L2Cache:
                     if write and self.write_through_when_full and self.size > self.capacity:
                         through, dirt = total * self.line, np.zeros(n_ranges, bool)
                     self._remove(found[0])
+                    if lists:
+                        lo, hi = np.array(lo, np.int64), np.array(hi, np.int64)
                     self._put(lo, hi, dirt, stamp, reg)
                     return 1.0, (self._evict() if self.size > self.capacity else 0), through
         if near is not None:
@@ -1478,9 +1485,13 @@ class L2Cache:
 
     def invalidate_lines(self, lo, hi) -> None:
         """Drop the lines ``[lo[i], hi[i])`` of rows written around the cache."""
+        if type(lo) is list and len(lo) > self.ROWS_IN_PYTHON:
+            lo, hi = np.array(lo, np.int64), np.array(hi, np.int64)
         found = self._overlapping_rows(lo, hi)
         if found:
-            if len(lo) <= self.ROWS_IN_PYTHON:
+            if type(lo) is list:
+                self._cut_rows(found, lo, hi)
+            elif len(lo) <= self.ROWS_IN_PYTHON:
                 self._cut_rows(found, lo.tolist(), hi.tolist())
             else:
                 self._cut_ranges(found, lo, hi)
@@ -1551,6 +1562,15 @@ def row_lines(addr: int, rows: tuple, line: int) -> tuple:
     ints, :func:`_few_row_lines`) and kept by the rows' form and the address within its
     line (a kernel's copies repeat one form at many addresses), so a transfer costs an
     addition and a list conversion."""
+    lo, hi, reg = _row_lines(addr, rows, line)
+    if type(lo) is list:
+        return np.array(lo, np.int64), np.array(hi, np.int64), reg
+    return lo, hi, reg
+
+
+def _row_lines(addr: int, rows: tuple, line: int) -> tuple:
+    """:func:`row_lines`, a few rows' ranges as new lists of ints (what the L2 model works
+    on for a few rows: no arrays made to be converted back), many rows' as arrays."""
     r = addr % line
     key = (r, line, rows)
     rel = _ROW_LINES.get(key)
@@ -1590,43 +1610,57 @@ def row_lines(addr: int, rows: tuple, line: int) -> tuple:
     lo, hi, reg = rel
     if reg is not None:
         reg = ((reg[0] + base) % reg[1], reg[1], reg[2])
+    if type(lo) is list:
+        return [x + base for x in lo], [x + base for x in hi], reg
     return lo + base, hi + base, reg
 
 
 def _few_row_lines(r: int, rows: tuple, line: int) -> tuple:
     """:func:`row_lines` of a few rows at ``r`` bytes into a line, with Python ints (numpy
-    costs more per call than a loop over a few dozen rows): the same ranges (int64
-    arrays) and ``reg``."""
+    costs more per call than a loop over a few dozen rows): the same ranges, as lists of
+    ints, and ``reg``."""
     lo, hi = [], []
     for off, row, pitch, count in rows:
-        row = max(row, 1)
-        for i in range(count):
-            a = r + off + i * pitch
+        if row < 1:
+            row = 1
+        a = r + off
+        if count == 1:                      # a scatter's rows: one run each
             lo.append(a // line)
             hi.append((a + row - 1) // line + 1)
+            continue
+        for i in range(count):
+            b = a + i * pitch
+            lo.append(b // line)
+            hi.append((b + row - 1) // line + 1)
     if len(lo) > 1:
         if any(map(_lt, lo[1:], lo)):
             order = sorted(range(len(lo)), key=lo.__getitem__)     # stable
             lo, hi = [lo[i] for i in order], [hi[i] for i in order]
-        # a range starts where a row begins past every line the rows before it reach
-        out_lo, out_hi = [lo[0]], []
-        reach = hi[0]
-        for a, b in zip(lo, hi):
-            if a > reach:
-                out_hi.append(reach)
-                out_lo.append(a)
-                reach = b
-            elif b > reach:
-                reach = b
-        out_hi.append(reach)
-        lo, hi = out_lo, out_hi
+            joined = True
+        else:
+            # sorted ranges none of which reaches the next: nothing to join
+            joined = any(map(_le, lo[1:], hi))
+        if joined:
+            # a range starts where a row begins past every line the rows before it reach
+            out_lo, out_hi = [lo[0]], []
+            reach = hi[0]
+            for a, b in zip(lo, hi):
+                if a > reach:
+                    out_hi.append(reach)
+                    out_lo.append(a)
+                    reach = b
+                elif b > reach:
+                    reach = b
+            out_hi.append(reach)
+            lo, hi = out_lo, out_hi
     reg = None
     if len(lo) > 1:
         pitch, n = lo[1] - lo[0], hi[0] - lo[0]
-        if all([b - a == pitch for a, b in zip(lo, lo[1:])]) and \
-                all([b - a == n for a, b in zip(lo, hi)]):
+        steps = list(map(_sub, lo[1:], lo))
+        if steps.count(pitch) == len(steps) and \
+                list(map(_sub, hi, lo)).count(n) == len(lo):
             reg = (lo[0], pitch, n)
-    return np.array(lo, np.int64), np.array(hi, np.int64), reg
+    return lo, hi, reg
 
 
 #: bursts of recent row sets, by (address mod burst, burst, rows): see :func:`row_bursts`
@@ -1833,7 +1867,7 @@ class _Memory:
         else:                   # rows: the lines they touch, not the gaps between them
             addr, span, bypass, rows = key
             l2a, l2s = addr, span
-            lines = row_lines(addr, rows, self.l2.line)
+            lines = _row_lines(addr, rows, self.l2.line)
             if len(lines[0]) == 1:          # the rows cover one range of lines after all
                 line = self.l2.line
                 a, b = int(lines[0][0]), int(lines[1][0])
