@@ -36,6 +36,9 @@ Every index the walk uses is checked first (:func:`~npusim.kernels.common.sorted
 """
 from __future__ import annotations
 
+from itertools import repeat
+from operator import sub
+
 import numpy as np
 
 from npusim.ascendc import core as _core
@@ -255,13 +258,16 @@ def _flush_keys(flush_addr: np.ndarray, bounds: np.ndarray, row_bytes: int, burs
     uniq, useg = a_s[keep].tolist(), seg_s[keep]
     ub = np.searchsorted(useg, np.arange(len(counts) + 1)).tolist()
     out = []
+    row_form = repeat(row_bytes)
+    one = repeat(1)
     for i, nf in enumerate(counts.tolist()):
         if not nf:
             out.append(None)
             continue
         rows = uniq[ub[i]:ub[i + 1]]
         lo = rows[0]
-        runs = tuple([(r - lo, row_bytes, row_bytes, 1) for r in rows])
+        # (r - lo, row_bytes, row_bytes, 1) for each row r, the tuples made by zip
+        runs = tuple(zip(map(sub, rows, repeat(lo)), row_form, row_form, one))
         b = nb[i]
         out.append((lo, rows[-1] - lo + row_bytes, runs, b, b - nf * per if burst else 0))
     return out
