@@ -33,8 +33,9 @@ class ColdL2:
     can be evicted; :meth:`access_many` and any access that might fill the cache first
     make ``cache`` what the logged calls leave (:meth:`materialize`), then call it."""
 
-    def __init__(self, cache):
+    def __init__(self, cache, row_lines=None):
         self.cache = cache
+        self.row_lines = row_lines     # npusim.timing._row_lines, for access_rows' log
         self.line = cache.line
         self.capacity = cache.capacity
         self.rows_in_python = cache.ROWS_IN_PYTHON
@@ -49,7 +50,10 @@ class ColdL2:
         if self.log is not None:
             log, self.log, self.held = self.log, None, None
             for name, args in log:
-                getattr(cache, name)(*args)
+                if name == "rows":
+                    self._rows_to(cache, *args)
+                else:
+                    getattr(cache, name)(*args)
             # later calls go to the cache itself (instance attributes shadow the methods)
             self.access = cache.access
             self.access_lines = cache.access_lines
@@ -131,6 +135,75 @@ class ColdL2:
                 hits += self._touch(a, b)
         self.size += total - hits
         return hits / total, 0, 0
+
+    def access_rows(self, addr: int, rows: tuple, write: bool):
+        """The L2 access of a transfer of a few ``rows`` (runs of (byte offset from ``addr``,
+        row bytes, pitch, count), at most ``ROWS_IN_PYTHON`` rows) through L2, as
+        :meth:`npusim.timing._Memory.transfer` makes it: :meth:`L2Cache.access_lines` of
+        the lines they touch (:func:`npusim.timing.row_lines`), or :meth:`L2Cache.access`
+        of the one range they make. Their lines are found here row by row, as bit masks by
+        chunk (rows that share a line share its bit), not as sorted ranges first. Returns
+        (hit fraction, 0, 0), or None when the cache might fill (or has been made): the
+        transfer then makes the access itself."""
+        if self.log is None:
+            return None
+        line = self.line
+        bits = CHUNK_BITS
+        low = CHUNK - 1
+        lines: dict = {}                # chunk -> bit mask of the transfer's lines
+        get = lines.get
+        for off, row, pitch, count in rows:
+            if row < 1:
+                row = 1
+            a = addr + off
+            if count == 1:                  # a scatter's rows: one run each
+                lo = a // line
+                hi = (a + row - 1) // line + 1
+                c = lo >> bits
+                if (hi - 1) >> bits == c:
+                    lines[c] = get(c, 0) | (((1 << (hi - lo)) - 1) << (lo & low))
+                    continue
+                count, pitch = 1, 0
+            for i in range(count):
+                lo = (a + i * pitch) // line
+                hi = (a + i * pitch + row - 1) // line + 1
+                c = lo >> bits
+                if (hi - 1) >> bits == c:
+                    lines[c] = get(c, 0) | (((1 << (hi - lo)) - 1) << (lo & low))
+                    continue
+                while lo < hi:
+                    c = lo >> bits
+                    base = c << bits
+                    e = hi if hi < base + CHUNK else base + CHUNK
+                    lines[c] = get(c, 0) | (((1 << (e - lo)) - 1) << (lo - base))
+                    lo = e
+        total = 0
+        for m in lines.values():
+            total += m.bit_count()
+        if not total or self.size + total > self.capacity:
+            return None
+        self.log.append(("rows", (addr, rows, write)))
+        held = self.held
+        hits = 0
+        for c, m in lines.items():
+            h = held.get(c)
+            if h is None:
+                held[c] = m
+            else:
+                hits += (h & m).bit_count()
+                held[c] = h | m
+        self.size += total - hits
+        return hits / total, 0, 0
+
+    def _rows_to(self, cache, addr: int, rows: tuple, write: bool) -> None:
+        """:meth:`access_rows`' access, made on ``cache``."""
+        line = self.line
+        lo, hi, reg = self.row_lines(addr, rows, line)
+        if len(lo) == 1:
+            a, b = int(lo[0]), int(hi[0])
+            cache.access(a * line, (b - a) * line, write)
+        else:
+            cache.access_lines(lo, hi, write, reg)
 
     def invalidate(self, addr: int, span: int) -> None:
         """:meth:`L2Cache.invalidate`."""

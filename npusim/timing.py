@@ -1781,6 +1781,9 @@ class _Memory:
     def __init__(self, soc, loop: _Loop, l2: L2Cache | None = None):
         self.soc, self.loop = soc, loop
         self.l2 = L2Cache(soc) if l2 is None else l2
+        # a cold L2 answered from a bitmap (npusim.l2_cold): a transfer of a few rows makes
+        # its access there, lines found row by row
+        self.cold = l2 if hasattr(l2, "access_rows") else None
         f = soc.freq_hz
         # B/cycle of the interconnect, HBM and L2 (plain floats: the rate sharing runs on
         # a few flows at a time, where Python arithmetic is faster than numpy's)
@@ -1861,17 +1864,24 @@ class _Memory:
         if len(key) == 5:       # a batch of copies recorded as one (:func:`batch_key`)
             copies = key[4]
             key = key[:3] if key[3] is None else key[:4]
+        done = None             # the L2 access of rows made by a cold L2 (below)
         if len(key) == 3:       # one contiguous range
             addr, span, bypass = key
             lines, l2a, l2s = None, addr, span
         else:                   # rows: the lines they touch, not the gaps between them
             addr, span, bypass, rows = key
             l2a, l2s = addr, span
-            lines = _row_lines(addr, rows, self.l2.line)
-            if len(lines[0]) == 1:          # the rows cover one range of lines after all
-                line = self.l2.line
-                a, b = int(lines[0][0]), int(lines[1][0])
-                lines, l2a, l2s = None, a * line, (b - a) * line
+            if (self.cold is not None and not bypass and len(rows) <= L2Cache.ROWS_IN_PYTHON
+                    and sum([run[3] for run in rows]) <= L2Cache.ROWS_IN_PYTHON):
+                # a cold L2 still answered from its bitmap: the rows' access made there
+                # now (nothing else touches L2 before this transfer's access below)
+                done = self.cold.access_rows(addr, rows, kind != DMA_IN)
+            if done is None:
+                lines = _row_lines(addr, rows, self.l2.line)
+                if len(lines[0]) == 1:          # the rows cover one range of lines after all
+                    line = self.l2.line
+                    a, b = int(lines[0][0]), int(lines[1][0])
+                    lines, l2a, l2s = None, a * line, (b - a) * line
         burst = self.burst
         if copies is not None:
             bursts = extra = 0      # the batch's own, below
@@ -1901,6 +1911,8 @@ class _Memory:
         if kind == DMA_IN:
             if bypass:
                 hit, wb = 0.0, 0
+            elif done is not None:
+                hit, wb, _ = done
             elif lines is None:
                 hit, wb, _ = self.l2.access(l2a, l2s, False)
             else:
@@ -1925,7 +1937,8 @@ class _Memory:
                 wait = self._queue(nbytes)
                 on_l2, on_hbm, direction = 0.0, 0.0, 0
             else:
-                whit, wb, through = (self.l2.access(l2a, l2s, True) if lines is None
+                whit, wb, through = (done if done is not None
+                                     else self.l2.access(l2a, l2s, True) if lines is None
                                      else self.l2.access_lines(lines[0], lines[1], True, lines[2]))
                 counts, at = self.l2_bytes, 6 if cube else 2
                 counts[at] += nbytes * whit
@@ -3089,7 +3102,7 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
         # a cold L2 nobody reads after the replay: answered from its resident lines while
         # nothing can leave it, the same results (npusim.l2_cold)
         from npusim.l2_cold import ColdL2
-        memory = _Memory(soc, loop, ColdL2(L2Cache(soc)))
+        memory = _Memory(soc, loop, ColdL2(L2Cache(soc), _row_lines))
     else:
         memory = _Memory(soc, loop, l2)
     n_blocks = len(blocks)

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from npusim import l2_cold
 from npusim.l2_cold import CHUNK, ColdL2
-from npusim.timing import L2Cache, _arrays
+from npusim.timing import L2Cache, _arrays, _row_lines
 from test_l2_cache import SOC
 from test_l2_row_masks import row_ranges
 
@@ -93,3 +93,44 @@ def test_cold_l2_hands_over_when_an_access_might_fill_it():
     assert cold.access(3 * 128, 5 * 128, False) == ref.access(3 * 128, 5 * 128, False)
     assert cold.log is None and cold.access == cold.cache.access
     assert state(cold.cache) == state(ref)
+
+
+# a transfer's rows: runs of (byte offset, row bytes, pitch, count), rows that may share
+# lines, overlap, cross a chunk's edge or cover one range together
+runs_st = st.lists(st.tuples(st.integers(0, 600 * 128), st.integers(0, 700),
+                             st.integers(1, 900), st.integers(1, 4)), min_size=1, max_size=5)
+
+
+def transfer_rows(cache, addr, rows, write):
+    """The L2 access npusim.timing._Memory.transfer makes for rows without a cold L2."""
+    lo, hi, reg = _row_lines(addr, rows, cache.line)
+    if len(lo) == 1:
+        a, b = int(lo[0]), int(hi[0])
+        return cache.access(a * cache.line, (b - a) * cache.line, write)
+    return cache.access_lines(lo, hi, write, reg)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4 * CHUNK * 128), runs_st, st.booleans()),
+                min_size=1, max_size=30),
+       st.sampled_from([60, 400, 8 * CHUNK]), st.sampled_from([3, l2_cold.CHUNK_BITS]))
+def test_cold_l2_access_rows_is_the_transfers_access(accesses, capacity, chunk_bits):
+    soc = replace(SOC, l2_size=capacity * 128, l2_sector_bytes=128)
+    cold, ref = ColdL2(L2Cache(soc), _row_lines), L2Cache(soc)
+    kept = l2_cold.CHUNK_BITS, l2_cold.CHUNK
+    l2_cold.CHUNK_BITS, l2_cold.CHUNK = chunk_bits, 1 << chunk_bits
+    answered = 0
+    try:
+        for addr, rows, write in accesses:
+            rows = tuple(rows)
+            got = cold.access_rows(addr, rows, write)
+            if got is None:                 # the transfer's own access, as it makes it
+                got = transfer_rows(cold, addr, rows, write)
+            else:
+                answered += 1
+            assert got == transfer_rows(ref, addr, rows, write)
+    finally:
+        l2_cold.CHUNK_BITS, l2_cold.CHUNK = kept
+    assert state(cold.materialize()) == state(ref)
+    if capacity == 8 * CHUNK:
+        assert answered == len(accesses)    # nothing could fill it
