@@ -68,6 +68,13 @@ A launch whose blocks are the members of one lockstep group, in step, replays as
 every member's transfer still made on the memory system in block order, with the same
 results; where the members fall out of step, the launch replays block by block.
 
+A block-by-block replay from a cold L2 (``l2=None``) answers the L2 from a bitmap of its
+resident lines for as long as nothing can leave it (:mod:`npusim.l2_cold`: each access
+then returns the fraction of its lines resident and nothing written back or through),
+and hands a log of its accesses to an :class:`L2Cache` the first time an access might
+fill it: the same results, without the recency and run bookkeeping a launch that never
+fills its L2 does not need.
+
 A launch that records what a recent launch recorded (same kernel and tiling, whatever the
 data, on the same GM addresses or on others the replay cannot tell apart, see
 :func:`_relocated_key`) takes that launch's kept timing instead of a second replay
