@@ -138,21 +138,25 @@ class ColdL2:
 
     def access_rows(self, addr: int, rows: tuple, write: bool):
         """The L2 access of a transfer of a few ``rows`` (runs of (byte offset from ``addr``,
-        row bytes, pitch, count), at most ``ROWS_IN_PYTHON`` rows) through L2, as
+        row bytes, pitch, count); None for more than ``ROWS_IN_PYTHON`` rows) through L2, as
         :meth:`npusim.timing._Memory.transfer` makes it: :meth:`L2Cache.access_lines` of
         the lines they touch (:func:`npusim.timing.row_lines`), or :meth:`L2Cache.access`
         of the one range they make. Their lines are found here row by row, as bit masks by
         chunk (rows that share a line share its bit), not as sorted ranges first. Returns
         (hit fraction, 0, 0), or None when the cache might fill (or has been made): the
         transfer then makes the access itself."""
-        if self.log is None:
+        if self.log is None or len(rows) > self.rows_in_python:
             return None
         line = self.line
         bits = CHUNK_BITS
         low = CHUNK - 1
         lines: dict = {}                # chunk -> bit mask of the transfer's lines
         get = lines.get
+        left = self.rows_in_python      # rows still to take (more: row_lines' numpy form)
         for off, row, pitch, count in rows:
+            left -= count
+            if left < 0:
+                return None
             if row < 1:
                 row = 1
             a = addr + off

@@ -1878,10 +1878,10 @@ class _Memory:
         else:                   # rows: the lines they touch, not the gaps between them
             addr, span, bypass, rows = key
             l2a, l2s = addr, span
-            if (self.cold is not None and not bypass and len(rows) <= L2Cache.ROWS_IN_PYTHON
-                    and sum([run[3] for run in rows]) <= L2Cache.ROWS_IN_PYTHON):
+            if self.cold is not None and not bypass:
                 # a cold L2 still answered from its bitmap: the rows' access made there
-                # now (nothing else touches L2 before this transfer's access below)
+                # now, a few rows' (nothing else touches L2 before this transfer's access
+                # below)
                 done = self.cold.access_rows(addr, rows, kind != DMA_IN)
             if done is None:
                 lines = _row_lines(addr, rows, self.l2.line)

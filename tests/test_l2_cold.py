@@ -134,3 +134,16 @@ def test_cold_l2_access_rows_is_the_transfers_access(accesses, capacity, chunk_b
     assert state(cold.materialize()) == state(ref)
     if capacity == 8 * CHUNK:
         assert answered == len(accesses)    # nothing could fill it
+
+
+def test_cold_l2_access_rows_leaves_many_rows_to_the_transfer():
+    """More than ROWS_IN_PYTHON rows: None, nothing logged or made resident (the transfer
+    then takes row_lines' numpy form to access_lines)."""
+    soc = replace(SOC, l2_size=4096 * 128, l2_sector_bytes=128)
+    cold = ColdL2(L2Cache(soc), _row_lines)
+    many = L2Cache.ROWS_IN_PYTHON + 1
+    for rows in (((0, 128, 256, many),), ((0, 128, 256, many - 1), (99 * 256, 128, 256, 2))):
+        assert cold.access_rows(0, rows, True) is None
+    assert cold.log == [] and cold.size == 0 and not cold.held
+    assert cold.access_rows(0, ((0, 128, 256, many - 1),), True) == (0.0, 0, 0)
+    assert cold.size == many - 1
