@@ -9,7 +9,8 @@ capacity, nothing is evicted and no write goes through to HBM, so what each acce
 resident: the fraction of its lines found there, 0 bytes written back, 0 bytes written
 through. :class:`ColdL2` answers those accesses from a bit per line (Python ints, one per
 chunk of :data:`CHUNK` lines) and keeps a log of them; the first access that might fill the
-cache, or any other call, replays the log into the real L2Cache (the same calls in the same
+cache, a call past :data:`LOG_KEEP` logged ones, or any other call, replays the log into
+the real L2Cache (the same calls in the same
 order: the very runs, recencies and dirty lines the replay would have made) and hands
 every later call to it. The results are those of the L2Cache to the bit; a launch that
 fills its L2 pays the bitmap's work on top of the cache's, a few per cent of it.
@@ -24,6 +25,9 @@ from __future__ import annotations
 #: chunk, a contiguous read of a MiB (8192 lines of 128 B) 16
 CHUNK_BITS = 9
 CHUNK = 1 << CHUNK_BITS
+#: calls logged at most: the next one hands the log to the cache (a launch of millions of
+#: small copies would otherwise hold a log of them all, ~150 B each, until its end)
+LOG_KEEP = 1 << 17
 
 
 class ColdL2:
@@ -101,7 +105,7 @@ class ColdL2:
         line = self.line
         a, b = addr // line, (addr + max(span, 1) - 1) // line + 1
         n = b - a
-        if self.size + n > self.capacity:
+        if self.size + n > self.capacity or len(self.log) >= LOG_KEEP:
             return self.materialize().access(addr, span, write)
         self.log.append(("access", (addr, span, write)))
         hits = self._touch(a, b)
@@ -110,7 +114,7 @@ class ColdL2:
 
     def access_lines(self, lo, hi, write: bool, reg=None) -> tuple[float, int, int]:
         """:meth:`L2Cache.access_lines` (``lo``, ``hi``: int64 arrays or lists of ints)."""
-        if len(lo) > self.rows_in_python:
+        if len(lo) > self.rows_in_python or len(self.log) >= LOG_KEEP:
             return self.materialize().access_lines(lo, hi, write, reg)
         lo_l, hi_l = (lo, hi) if type(lo) is list else (lo.tolist(), hi.tolist())
         total = sum(hi_l) - sum(lo_l)
@@ -145,7 +149,7 @@ class ColdL2:
         chunk (rows that share a line share its bit), not as sorted ranges first. Returns
         (hit fraction, 0, 0), or None when the cache might fill (or has been made): the
         transfer then makes the access itself."""
-        if self.log is None or len(rows) > self.rows_in_python:
+        if self.log is None or len(rows) > self.rows_in_python or len(self.log) >= LOG_KEEP:
             return None
         line = self.line
         bits = CHUNK_BITS
@@ -211,12 +215,16 @@ class ColdL2:
 
     def invalidate(self, addr: int, span: int) -> None:
         """:meth:`L2Cache.invalidate`."""
+        if len(self.log) >= LOG_KEEP:
+            return self.materialize().invalidate(addr, span)
         line = self.line
         self.log.append(("invalidate", (addr, span)))
         self.size -= self._drop(addr // line, (addr + max(span, 1) - 1) // line + 1)
 
     def invalidate_lines(self, lo, hi) -> None:
         """:meth:`L2Cache.invalidate_lines`."""
+        if len(self.log) >= LOG_KEEP:
+            return self.materialize().invalidate_lines(lo, hi)
         self.log.append(("invalidate_lines", (lo, hi)))
         if type(lo) is not list:
             lo, hi = lo.tolist(), hi.tolist()

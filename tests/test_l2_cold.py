@@ -58,14 +58,16 @@ def call(cache, op, lists=False):
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(op_st, min_size=1, max_size=40), st.sampled_from([40, 200, 4 * CHUNK]),
-       st.booleans(), st.booleans(), st.sampled_from([3, l2_cold.CHUNK_BITS]), st.booleans())
-def test_cold_l2_is_the_cache(ops, capacity, sectors, through, chunk_bits, lists):
+       st.booleans(), st.booleans(), st.sampled_from([3, l2_cold.CHUNK_BITS]), st.booleans(),
+       st.sampled_from([5, l2_cold.LOG_KEEP]))
+def test_cold_l2_is_the_cache(ops, capacity, sectors, through, chunk_bits, lists, log_keep):
     soc = replace(SOC, l2_size=capacity * 128, l2_sector_bytes=128 if sectors else 0,
                   l2_write_through_when_full=through)
     cold, ref = ColdL2(L2Cache(soc)), L2Cache(soc)
-    kept = l2_cold.CHUNK_BITS, l2_cold.CHUNK
-    # chunks of 8 lines: rows and ranges across a chunk's edge at every turn
-    l2_cold.CHUNK_BITS, l2_cold.CHUNK = chunk_bits, 1 << chunk_bits
+    kept = l2_cold.CHUNK_BITS, l2_cold.CHUNK, l2_cold.LOG_KEEP
+    # chunks of 8 lines: rows and ranges across a chunk's edge at every turn; a log of 5
+    # calls: handed over after the fifth whatever the capacity
+    l2_cold.CHUNK_BITS, l2_cold.CHUNK, l2_cold.LOG_KEEP = chunk_bits, 1 << chunk_bits, log_keep
     try:
         for op in ops:
             # the rows as lists to the stand-in (and to the cache it hands over to), as
@@ -74,10 +76,12 @@ def test_cold_l2_is_the_cache(ops, capacity, sectors, through, chunk_bits, lists
             if cold.log is not None:
                 assert cold.size == ref.size
     finally:
-        l2_cold.CHUNK_BITS, l2_cold.CHUNK = kept
+        l2_cold.CHUNK_BITS, l2_cold.CHUNK, l2_cold.LOG_KEEP = kept
     answered = cold.log is not None
     assert state(cold.materialize()) == state(ref)
-    if capacity == 4 * CHUNK and not sectors:
+    if len(ops) > log_keep:
+        assert not answered
+    elif capacity == 4 * CHUNK and not sectors:
         # nothing could fill it (at most 3 chunks of lines touched): all answered from the
         # bitmap, none by the cache
         assert answered
@@ -147,3 +151,28 @@ def test_cold_l2_access_rows_leaves_many_rows_to_the_transfer():
     assert cold.log == [] and cold.size == 0 and not cold.held
     assert cold.access_rows(0, ((0, 128, 256, many - 1),), True) == (0.0, 0, 0)
     assert cold.size == many - 1
+
+
+def test_cold_l2_hands_over_a_long_log(monkeypatch):
+    """The call past LOG_KEEP logged ones hands the log over, whatever the call."""
+    monkeypatch.setattr(l2_cold, "LOG_KEEP", 2)
+    soc = replace(SOC, l2_size=4096 * 128, l2_sector_bytes=128)
+    lines = np.array([0, 8], np.int64), np.array([2, 10], np.int64)
+    for last in (lambda c: c.access(0, 512, True),
+                 lambda c: c.access_lines(*lines, False),
+                 lambda c: c.access_rows(0, ((0, 256, 1024, 2),), True),
+                 lambda c: c.invalidate(0, 256),
+                 lambda c: c.invalidate_lines(*lines)):
+        cold, ref = ColdL2(L2Cache(soc), _row_lines), L2Cache(soc)
+        for c in (cold, ref):
+            c.access(4096, 256, True)
+            c.access(8192, 256, False)
+        assert cold.log is not None
+        got = last(cold)
+        if got is None:                     # access_rows: the transfer makes the access
+            got = transfer_rows(cold, 0, ((0, 256, 1024, 2),), True)
+            want = transfer_rows(ref, 0, ((0, 256, 1024, 2),), True)
+        else:
+            want = last(ref)
+        assert cold.log is None
+        assert got == want and state(cold.cache) == state(ref)
