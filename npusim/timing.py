@@ -68,6 +68,13 @@ A launch whose blocks are the members of one lockstep group, in step, replays as
 every member's transfer still made on the memory system in block order, with the same
 results; where the members fall out of step, the launch replays block by block.
 
+A block-by-block replay from a cold L2 (``l2=None``) answers the L2 from a bitmap of its
+resident lines for as long as nothing can leave it (:mod:`npusim.l2_cold`: each access
+then returns the fraction of its lines resident and nothing written back or through),
+and hands a log of its accesses to an :class:`L2Cache` the first time an access might
+fill it: the same results, without the recency and run bookkeeping a launch that never
+fills its L2 does not need.
+
 A launch that records what a recent launch recorded (same kernel and tiling, whatever the
 data, on the same GM addresses or on others the replay cannot tell apart, see
 :func:`_relocated_key`) takes that launch's kept timing instead of a second replay
@@ -88,7 +95,7 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from itertools import compress as _compress, repeat as _repeat
-from operator import (itemgetter, lt as _lt, mul as _mul, sub as _sub,
+from operator import (itemgetter, le as _le, lt as _lt, mul as _mul, sub as _sub,
                       truediv as _truediv)
 
 import numpy as np
@@ -550,7 +557,7 @@ class L2Cache:
             self._drop_pages(rid, start, run[0], False, False)
         return run
 
-    def _put(self, lo, hi, dirt, stamp: int, reg=None) -> None:
+    def _put(self, lo, hi, dirt, stamp: int, reg=None, masks=None) -> None:
         """A new run of the lines ``[lo[i], hi[i])`` (sorted, disjoint; ``dirt[i]``: dirty),
         a plain run when they are one range. A run of several ranges is kept as
         ``[end, None, stamp, lo, hi, dirt, lines, reg]`` (numpy arrays; ``reg``: (first line
@@ -558,18 +565,21 @@ class L2Cache:
         indexed by its extent;
         it is created by one access (or is what is left of one), so runs of one recency
         never interleave and (recency, start) orders lines as a per-line LRU does.
-        ``lo``, ``hi``, ``dirt``: arrays, or lists (of ints and bools), kept as arrays."""
+        ``lo``, ``hi``, ``dirt``: arrays, or lists (of ints and bools), kept as arrays.
+        ``masks``: for lists, their lines' bit masks by page (:func:`_page_masks`) when
+        worked out already."""
         if len(lo) == 1:
             self._add(int(lo[0]), int(hi[0]), bool(dirt[0]), stamp)
             return
         start, end = int(lo[0]), int(hi[-1])
-        lists = masks = None
+        lists = None
         if type(lo) is list:
             lists = (lo, hi, dirt)
             # the pages its ranges touch are those of its line masks, in order (as
             # :meth:`_touched` lists them), but for a run as dense as _touched's extent
             P = self.PAGE
-            masks = _page_masks(lo, hi, P)
+            if masks is None:
+                masks = _page_masks(lo, hi, P)
             touched = (list(masks) if (end - 1) // P - start // P >= 2 * len(lo)
                        else list(range(start // P, (end - 1) // P + 1)))
         else:
@@ -640,7 +650,8 @@ class L2Cache:
         not what the runs it passes near hold. ``near``: run start -> the indices of the
         ranges that share a page with the run (:meth:`_near_rows`), the only ones that can
         share a line with it."""
-        runs, rlists, rid_of = self.runs, self.rlists, self.rid
+        runs, rlists, rid_of, masked = self.runs, self.rlists, self.rid, self.masked
+        mpages, mtouched, P = self.mpages, self.mtouched, self.PAGE
         pieces = []
         for st in starts:
             run = runs[st]
@@ -673,34 +684,122 @@ class L2Cache:
                 ks = range(j, bisect_left(a_lo, end, j))
             else:
                 ks = near[st]
-            lists = rlists.get(rid_of[st])
-            c_lo, c_hi, c_d = run[3], run[4], run[5]
-            n_c = len(c_lo)
-            i0, i1 = 0, n_c
-            if lists is not None:                   # the run's ranges as lists already
-                c_lo, c_hi = lists[0], lists[1]
+            rid = rid_of[st]
+            lists = rlists.get(rid)
+            if lists is not None and rid in masked:
+                # the run's ranges as lists, its line masks kept: the scattered rows of a
+                # scatter, cut a row or two at a time. A range cut whole (the same rows
+                # written again) leaves its lists in place, the others' slices unmoved
+                c_lo, c_hi, c_d = lists
+                n_c = n = len(c_lo)
+                i0, i1 = 0, n
+                cut = []
+                whole = True
+                for k in ks:
+                    lo, hi = a_lo[k], a_hi[k]
+                    i = bisect_right(c_hi, lo)
+                    while i < n and c_lo[i] < hi:
+                        s, e = c_lo[i], c_hi[i]
+                        if s < lo:
+                            s = lo
+                            whole = False
+                        if e > hi:
+                            e = hi
+                            whole = False
+                        cut.append((i, s, e))
+                        i += 1
+                if not cut:
+                    continue
+                if whole and n - len(cut) > 1:
+                    # :meth:`_shrink` of the ranges left, inline: the same run, recency,
+                    # masks and pages (a page whose mask empties is dropped at once)
+                    lost = 0
+                    for i, s, e in cut:
+                        pieces.append((s, e, c_d[i]))
+                        lost += e - s
+                    for i, _, _ in reversed(cut):
+                        del c_lo[i], c_hi[i], c_d[i]
+                    self.size -= lost
+                    run[6] -= lost
+                    start = c_lo[0]
+                    end = run[0] = c_hi[-1]
+                    if run[3] is not c_lo:
+                        run[3], run[4], run[5] = c_lo, c_hi, c_d
+                    run[7] = None
+                    if start != st:
+                        del runs[st]
+                        runs[start] = run
+                        del rid_of[st]
+                        rid_of[start] = rid
+                        self.rstart[rid] = start
+                        self._push(run[2], start)
+                    was = mtouched[rid]
+                    p0, p1 = start // P, (end - 1) // P
+                    inside = was[0] >= p0 and was[-1] <= p1
+                    gone = ()
+                    for _, s, e in cut:
+                        while s < e:
+                            p = s // P
+                            base = p * P
+                            f = e if e < base + P else base + P
+                            page = mpages[p]
+                            m = page[rid] & ~(((1 << (f - s)) - 1) << (s - base))
+                            s = f
+                            if m:
+                                page[rid] = m
+                                continue
+                            del page[rid]           # no line of the run left in the page
+                            if not page:
+                                del mpages[p]
+                            if inside:
+                                was.remove(p)
+                            elif gone:
+                                gone.add(p)
+                            else:
+                                gone = {p}
+                    if not inside:
+                        # the pages past its new extent dropped too
+                        keep = []
+                        for p in was:
+                            if p in gone:
+                                continue
+                            if p0 <= p <= p1:
+                                keep.append(p)
+                            else:
+                                page = mpages[p]
+                                del page[rid]
+                                if not page:
+                                    del mpages[p]
+                        mtouched[rid] = keep
+                    continue
             else:
-                if n_c > self.ROWS_IN_PYTHON:       # only its ranges within the cut's extent
-                    if not ks:
-                        continue
-                    i0 = int(np.searchsorted(c_hi, a_lo[ks[0]], side="right"))
-                    i1 = int(np.searchsorted(c_lo, a_hi[ks[-1]], side="left"))
-                    if i0 >= i1:
-                        continue
-                c_lo, c_hi = c_lo[i0:i1].tolist(), c_hi[i0:i1].tolist()
-            n = i1 - i0
-            # the pieces (range index, lo, hi), in address order
-            cut = []
-            for k in ks:
-                lo, hi = a_lo[k], a_hi[k]
-                i = bisect_right(c_hi, lo)
-                while i < n and c_lo[i] < hi:
-                    cut.append((i, c_lo[i] if c_lo[i] > lo else lo,
-                                c_hi[i] if c_hi[i] < hi else hi))
-                    i += 1
-            if not cut:
-                continue
-            c_d = lists[2] if lists is not None else c_d[i0:i1].tolist()
+                c_lo, c_hi, c_d = run[3], run[4], run[5]
+                n_c = len(c_lo)
+                i0, i1 = 0, n_c
+                if lists is not None:               # the run's ranges as lists already
+                    c_lo, c_hi = lists[0], lists[1]
+                else:
+                    if n_c > self.ROWS_IN_PYTHON:   # only its ranges within the cut's extent
+                        if not ks:
+                            continue
+                        i0 = int(np.searchsorted(c_hi, a_lo[ks[0]], side="right"))
+                        i1 = int(np.searchsorted(c_lo, a_hi[ks[-1]], side="left"))
+                        if i0 >= i1:
+                            continue
+                    c_lo, c_hi = c_lo[i0:i1].tolist(), c_hi[i0:i1].tolist()
+                n = i1 - i0
+                # the pieces (range index, lo, hi), in address order
+                cut = []
+                for k in ks:
+                    lo, hi = a_lo[k], a_hi[k]
+                    i = bisect_right(c_hi, lo)
+                    while i < n and c_lo[i] < hi:
+                        cut.append((i, c_lo[i] if c_lo[i] > lo else lo,
+                                    c_hi[i] if c_hi[i] < hi else hi))
+                        i += 1
+                if not cut:
+                    continue
+                c_d = lists[2] if lists is not None else c_d[i0:i1].tolist()
             r_lo, r_hi, r_d = [], [], []            # what is left of the run's ranges
             at = -1                                 # the range being cut, lines from ``pos``
             pos = 0
@@ -893,17 +992,24 @@ class L2Cache:
                 found.sort()
         return found
 
-    def _near_rows(self, lo: list, hi: list) -> dict:
+    def _near_rows(self, lo: list, hi: list, masks: dict | None = None) -> dict:
         """The resident runs that may share a line with the ranges ``[lo[i], hi[i])`` (lists
         of ints; the runs :meth:`_overlapping_rows` finds), as run start -> the indices of
         the ranges that share a page with the run, ascending: a run shares no line with a
-        range it shares no page with, however close their extents."""
+        range it shares no page with, however close their extents. ``masks``: an empty
+        dict to fill with the ranges' lines as bit masks by page, as :func:`_page_masks`
+        gives them (the masks a run made of these ranges keeps: worked out once)."""
         P = self.PAGE
         pages, mpages = self.pages, self.mpages
         by_id: dict = {}
+        if masks is None:
+            masks = {}
         for k, (l, h) in enumerate(zip(lo, hi)):
             p = l // P
-            for p in (p,) if (h - 1) // P == p else range(p, (h - 1) // P + 1):
+            if l < h and (h - 1) // P == p:         # a range within one page (most rows)
+                want = ((1 << (h - l)) - 1) << (l - p * P)
+                m = masks.get(p)
+                masks[p] = want if m is None else m | want
                 page = pages.get(p)
                 if page:
                     for r in page:
@@ -914,18 +1020,39 @@ class L2Cache:
                             ks.append(k)
                 page = mpages.get(p)
                 if page:
-                    base = p * P                # the range's lines in page p, as bits
-                    s = l if l > base else base
-                    e = h if h < base + P else base + P
-                    want = ((1 << (e - s)) - 1) << (s - base)
                     for r, m in page.items():
-                        if not m & want:
-                            continue            # no line of the range in common
+                        if m & want:                # a line of the range in common
+                            ks = by_id.get(r)
+                            if ks is None:
+                                by_id[r] = [k]
+                            elif ks[-1] != k:
+                                ks.append(k)
+                continue
+            s = l
+            while s < h:
+                p = s // P
+                base = p * P                        # the range's lines in page p, as bits
+                e = h if h < base + P else base + P
+                want = ((1 << (e - s)) - 1) << (s - base)
+                masks[p] = masks.get(p, 0) | want
+                s = e
+                page = pages.get(p)
+                if page:
+                    for r in page:
                         ks = by_id.get(r)
                         if ks is None:
                             by_id[r] = [k]
                         elif ks[-1] != k:
                             ks.append(k)
+                page = mpages.get(p)
+                if page:
+                    for r, m in page.items():
+                        if m & want:
+                            ks = by_id.get(r)
+                            if ks is None:
+                                by_id[r] = [k]
+                            elif ks[-1] != k:
+                                ks.append(k)
         a, b = lo[0], hi[-1]
         runs, rstart = self.runs, self.rstart
         out = {}
@@ -1158,7 +1285,9 @@ class L2Cache:
 
     def access_lines(self, lo, hi, write: bool, reg=None) -> tuple[float, int, int]:
         """Touch the lines ``[lo[i], hi[i])`` (int64 arrays, sorted, disjoint, not adjacent:
-        the lines a strided transfer's rows cover, :func:`row_lines`) as one access: every
+        the lines a strided transfer's rows cover, :func:`row_lines`; or lists of ints, as
+        :func:`_row_lines` gives a few rows' lines, which the cache may keep and change) as
+        one access: every
         line takes the same recency, as :meth:`access` gives the lines of one range, and
         a write finding the cache full is written through as a whole. The lines between
         the ranges are not touched. numpy over the ranges: a transfer of thousands of rows
@@ -1180,10 +1309,14 @@ class L2Cache:
                 return same
         n_ranges = len(lo)
         near = None
+        lists = type(lo) is list
+        if lists and n_ranges > self.ROWS_IN_PYTHON:
+            lo, hi, lists = np.array(lo, np.int64), np.array(hi, np.int64), False
         if n_ranges <= self.ROWS_IN_PYTHON:
-            lo_l, hi_l = lo.tolist(), hi.tolist()
+            lo_l, hi_l = (lo, hi) if lists else (lo.tolist(), hi.tolist())
             total = sum(map(_sub, hi_l, lo_l))
-            near = self._near_rows(lo_l, hi_l)
+            masks = {}
+            near = self._near_rows(lo_l, hi_l, masks)
             found = sorted(near)
         else:
             total = int((hi - lo).sum())
@@ -1201,10 +1334,12 @@ class L2Cache:
                     if write and self.write_through_when_full and self.size > self.capacity:
                         through, dirt = total * self.line, np.zeros(n_ranges, bool)
                     self._remove(found[0])
+                    if lists:
+                        lo, hi = np.array(lo, np.int64), np.array(hi, np.int64)
                     self._put(lo, hi, dirt, stamp, reg)
                     return 1.0, (self._evict() if self.size > self.capacity else 0), through
         if near is not None:
-            return self._access_rows(lo_l, hi_l, write, reg, found, near, stamp, total)
+            return self._access_rows(lo_l, hi_l, write, reg, found, near, stamp, total, masks)
         hits = 0
         dirt = np.full(len(lo), bool(write))
         if found:
@@ -1257,9 +1392,11 @@ class L2Cache:
         return 1.0, (self._evict() if self.size > self.capacity else 0), through
 
     def _access_rows(self, lo: list, hi: list, write: bool, reg, found: list, near: dict,
-                     stamp: int, total: int) -> tuple[float, int, int]:
+                     stamp: int, total: int, masks: dict) -> tuple[float, int, int]:
         """The rest of :meth:`access_lines` for a few ranges (lists of ints), in Python:
-        the same steps, hits, runs and order."""
+        the same steps, hits, runs and order. ``masks``: the ranges' lines as bit masks by
+        page (:meth:`_near_rows`), those of the run they make (a split at dirty lines
+        leaves the same lines)."""
         hits = 0
         n_ranges = len(lo)
         dirt = [bool(write)] * n_ranges
@@ -1293,7 +1430,7 @@ class L2Cache:
         if write and self.write_through_when_full and self.size + total > self.capacity:
             through = total * self.line
             dirt = [False] * len(lo)
-        self._put(lo, hi, dirt, stamp, reg if len(lo) == n_ranges else None)
+        self._put(lo, hi, dirt, stamp, reg if len(lo) == n_ranges else None, masks)
         return hits / total, (self._evict() if self.size > self.capacity else 0), through
 
     def _apart(self, starts: list, reg) -> list:
@@ -1355,9 +1492,13 @@ class L2Cache:
 
     def invalidate_lines(self, lo, hi) -> None:
         """Drop the lines ``[lo[i], hi[i])`` of rows written around the cache."""
+        if type(lo) is list and len(lo) > self.ROWS_IN_PYTHON:
+            lo, hi = np.array(lo, np.int64), np.array(hi, np.int64)
         found = self._overlapping_rows(lo, hi)
         if found:
-            if len(lo) <= self.ROWS_IN_PYTHON:
+            if type(lo) is list:
+                self._cut_rows(found, lo, hi)
+            elif len(lo) <= self.ROWS_IN_PYTHON:
                 self._cut_rows(found, lo.tolist(), hi.tolist())
             else:
                 self._cut_ranges(found, lo, hi)
@@ -1428,6 +1569,15 @@ def row_lines(addr: int, rows: tuple, line: int) -> tuple:
     ints, :func:`_few_row_lines`) and kept by the rows' form and the address within its
     line (a kernel's copies repeat one form at many addresses), so a transfer costs an
     addition and a list conversion."""
+    lo, hi, reg = _row_lines(addr, rows, line)
+    if type(lo) is list:
+        return np.array(lo, np.int64), np.array(hi, np.int64), reg
+    return lo, hi, reg
+
+
+def _row_lines(addr: int, rows: tuple, line: int) -> tuple:
+    """:func:`row_lines`, a few rows' ranges as new lists of ints (what the L2 model works
+    on for a few rows: no arrays made to be converted back), many rows' as arrays."""
     r = addr % line
     key = (r, line, rows)
     rel = _ROW_LINES.get(key)
@@ -1467,43 +1617,57 @@ def row_lines(addr: int, rows: tuple, line: int) -> tuple:
     lo, hi, reg = rel
     if reg is not None:
         reg = ((reg[0] + base) % reg[1], reg[1], reg[2])
+    if type(lo) is list:
+        return [x + base for x in lo], [x + base for x in hi], reg
     return lo + base, hi + base, reg
 
 
 def _few_row_lines(r: int, rows: tuple, line: int) -> tuple:
     """:func:`row_lines` of a few rows at ``r`` bytes into a line, with Python ints (numpy
-    costs more per call than a loop over a few dozen rows): the same ranges (int64
-    arrays) and ``reg``."""
+    costs more per call than a loop over a few dozen rows): the same ranges, as lists of
+    ints, and ``reg``."""
     lo, hi = [], []
     for off, row, pitch, count in rows:
-        row = max(row, 1)
-        for i in range(count):
-            a = r + off + i * pitch
+        if row < 1:
+            row = 1
+        a = r + off
+        if count == 1:                      # a scatter's rows: one run each
             lo.append(a // line)
             hi.append((a + row - 1) // line + 1)
+            continue
+        for i in range(count):
+            b = a + i * pitch
+            lo.append(b // line)
+            hi.append((b + row - 1) // line + 1)
     if len(lo) > 1:
         if any(map(_lt, lo[1:], lo)):
             order = sorted(range(len(lo)), key=lo.__getitem__)     # stable
             lo, hi = [lo[i] for i in order], [hi[i] for i in order]
-        # a range starts where a row begins past every line the rows before it reach
-        out_lo, out_hi = [lo[0]], []
-        reach = hi[0]
-        for a, b in zip(lo, hi):
-            if a > reach:
-                out_hi.append(reach)
-                out_lo.append(a)
-                reach = b
-            elif b > reach:
-                reach = b
-        out_hi.append(reach)
-        lo, hi = out_lo, out_hi
+            joined = True
+        else:
+            # sorted ranges none of which reaches the next: nothing to join
+            joined = any(map(_le, lo[1:], hi))
+        if joined:
+            # a range starts where a row begins past every line the rows before it reach
+            out_lo, out_hi = [lo[0]], []
+            reach = hi[0]
+            for a, b in zip(lo, hi):
+                if a > reach:
+                    out_hi.append(reach)
+                    out_lo.append(a)
+                    reach = b
+                elif b > reach:
+                    reach = b
+            out_hi.append(reach)
+            lo, hi = out_lo, out_hi
     reg = None
     if len(lo) > 1:
         pitch, n = lo[1] - lo[0], hi[0] - lo[0]
-        if all([b - a == pitch for a, b in zip(lo, lo[1:])]) and \
-                all([b - a == n for a, b in zip(lo, hi)]):
+        steps = list(map(_sub, lo[1:], lo))
+        if steps.count(pitch) == len(steps) and \
+                list(map(_sub, hi, lo)).count(n) == len(lo):
             reg = (lo[0], pitch, n)
-    return np.array(lo, np.int64), np.array(hi, np.int64), reg
+    return lo, hi, reg
 
 
 #: bursts of recent row sets, by (address mod burst, burst, rows): see :func:`row_bursts`
@@ -1624,6 +1788,9 @@ class _Memory:
     def __init__(self, soc, loop: _Loop, l2: L2Cache | None = None):
         self.soc, self.loop = soc, loop
         self.l2 = L2Cache(soc) if l2 is None else l2
+        # a cold L2 answered from a bitmap (npusim.l2_cold): a transfer of a few rows makes
+        # its access there, lines found row by row
+        self.cold = l2 if hasattr(l2, "access_rows") else None
         f = soc.freq_hz
         # B/cycle of the interconnect, HBM and L2 (plain floats: the rate sharing runs on
         # a few flows at a time, where Python arithmetic is faster than numpy's)
@@ -1704,17 +1871,24 @@ class _Memory:
         if len(key) == 5:       # a batch of copies recorded as one (:func:`batch_key`)
             copies = key[4]
             key = key[:3] if key[3] is None else key[:4]
+        done = None             # the L2 access of rows made by a cold L2 (below)
         if len(key) == 3:       # one contiguous range
             addr, span, bypass = key
             lines, l2a, l2s = None, addr, span
         else:                   # rows: the lines they touch, not the gaps between them
             addr, span, bypass, rows = key
             l2a, l2s = addr, span
-            lines = row_lines(addr, rows, self.l2.line)
-            if len(lines[0]) == 1:          # the rows cover one range of lines after all
-                line = self.l2.line
-                a, b = int(lines[0][0]), int(lines[1][0])
-                lines, l2a, l2s = None, a * line, (b - a) * line
+            if self.cold is not None and not bypass:
+                # a cold L2 still answered from its bitmap: the rows' access made there
+                # now, a few rows' (nothing else touches L2 before this transfer's access
+                # below)
+                done = self.cold.access_rows(addr, rows, kind != DMA_IN)
+            if done is None:
+                lines = _row_lines(addr, rows, self.l2.line)
+                if len(lines[0]) == 1:          # the rows cover one range of lines after all
+                    line = self.l2.line
+                    a, b = int(lines[0][0]), int(lines[1][0])
+                    lines, l2a, l2s = None, a * line, (b - a) * line
         burst = self.burst
         if copies is not None:
             bursts = extra = 0      # the batch's own, below
@@ -1744,6 +1918,8 @@ class _Memory:
         if kind == DMA_IN:
             if bypass:
                 hit, wb = 0.0, 0
+            elif done is not None:
+                hit, wb, _ = done
             elif lines is None:
                 hit, wb, _ = self.l2.access(l2a, l2s, False)
             else:
@@ -1768,7 +1944,8 @@ class _Memory:
                 wait = self._queue(nbytes)
                 on_l2, on_hbm, direction = 0.0, 0.0, 0
             else:
-                whit, wb, through = (self.l2.access(l2a, l2s, True) if lines is None
+                whit, wb, through = (done if done is not None
+                                     else self.l2.access(l2a, l2s, True) if lines is None
                                      else self.l2.access_lines(lines[0], lines[1], True, lines[2]))
                 counts, at = self.l2_bytes, 6 if cube else 2
                 counts[at] += nbytes * whit
@@ -2928,7 +3105,13 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
             if timing is not None:
                 return timing
     loop = _Loop()
-    memory = _Memory(soc, loop, l2)
+    if l2 is None:
+        # a cold L2 nobody reads after the replay: answered from its resident lines while
+        # nothing can leave it, the same results (npusim.l2_cold)
+        from npusim.l2_cold import ColdL2
+        memory = _Memory(soc, loop, ColdL2(L2Cache(soc), _row_lines))
+    else:
+        memory = _Memory(soc, loop, l2)
     n_blocks = len(blocks)
     n_cores = max(1, soc.vector_block_num if cores is None else cores)
     block_start = np.zeros(n_blocks)

@@ -36,6 +36,9 @@ Every index the walk uses is checked first (:func:`~npusim.kernels.common.sorted
 """
 from __future__ import annotations
 
+from itertools import repeat
+from operator import sub
+
 import numpy as np
 
 from npusim.ascendc import core as _core
@@ -255,13 +258,16 @@ def _flush_keys(flush_addr: np.ndarray, bounds: np.ndarray, row_bytes: int, burs
     uniq, useg = a_s[keep].tolist(), seg_s[keep]
     ub = np.searchsorted(useg, np.arange(len(counts) + 1)).tolist()
     out = []
+    row_form = repeat(row_bytes)
+    one = repeat(1)
     for i, nf in enumerate(counts.tolist()):
         if not nf:
             out.append(None)
             continue
         rows = uniq[ub[i]:ub[i + 1]]
         lo = rows[0]
-        runs = tuple([(r - lo, row_bytes, row_bytes, 1) for r in rows])
+        # (r - lo, row_bytes, row_bytes, 1) for each row r, the tuples made by zip
+        runs = tuple(zip(map(sub, rows, repeat(lo)), row_form, row_form, one))
         b = nb[i]
         out.append((lo, rows[-1] - lo + row_bytes, runs, b, b - nf * per if burst else 0))
     return out
@@ -646,14 +652,20 @@ def _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, flush_addr, n, st
     flushes = _flush_keys(flush_addr, fb, row_bytes, int(getattr(soc, "mte_burst_bytes", 0)))
     row0 = 0                                    # first sorted entry of the batch
     prev = None
+    # per flush, gathered once: the Adds' cumulative cost at its run's end and start (each
+    # batch sums its contiguous slice of them, the very sums of its own gathers), and the
+    # runs ended by a compare before the chunk's end, counted up to each flush
+    end_cost, start_cost = add_cum[r_end], add_cum[r_start]
+    ends = r_end.tolist()
+    broken = np.cumsum(r_end < n).tolist()
     for bi, f0 in enumerate(range(0, nf_all, BATCH_FLUSHES)):
         f1 = min(nf_all, f0 + BATCH_FLUSHES)
-        row1 = int(r_end[f1 - 1])
+        row1 = ends[f1 - 1]
         nf = f1 - f0
         # GetValues: two per entry the loop starts at or steps through, one more for the
         # compare that ends each run before the chunk's end
-        breaks = int(np.count_nonzero(r_end[f0:f1] < n))
-        v_cycles = float(add_cum[r_end[f0:f1]].sum() - add_cum[r_start[f0:f1]].sum()) + nf * reset
+        breaks = broken[f1 - 1] - (broken[f0 - 1] if f0 else 0)
+        v_cycles = float(end_cost[f0:f1].sum() - start_cost[f0:f1].sum()) + nf * reset
         k_ = (tag, bi)
         rec(_core.OP, PIPE_S, float(sc * (2 * (row1 - row0) + breaks
                                           + nf * (2 + (3 if scale else 0)))), 0, None, "GetValue")
