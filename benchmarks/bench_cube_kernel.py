@@ -20,9 +20,10 @@ checks its own result against numpy's float32 product (relative error printed).
 Printed per size: the simulator's host time (functional run, timing replay) and numpy's
 float32 ``a @ b`` on one BLAS thread (threadpoolctl), the ratio, and the simulated kernel
 time; and the first launch's own time, which is more: it finds the launch's lockstep
-groups (the 24 blocks run as one group until their tile loops part, 8 blocks doing one
-tile more when 24 does not divide the tiles; then each group runs from the start, and
-later launches start from those groups) and loads numba's compiled loops. Target (8192^3): within 5x numpy. Timings are the fastest of ``--repeats``
+groups (8 blocks do one tile more when 24 does not divide the tiles: the blocks run as one
+group timing-only until their tile loops part, then each group functionally; later
+launches start from those groups: :func:`npusim.lockstep._probe`) and loads numba's
+compiled loops. Target (8192^3): within 5x numpy. Timings are the fastest of ``--repeats``
 interleaved runs (sim, numpy, sim, numpy, ...); the process's CPU time of each is printed
 too (on a host other processes load, wall time counts their share).
 
