@@ -83,7 +83,8 @@ Identity with per-block execution, and how it is kept:
   launch starts from the parts. Without it, a kernel whose blocks take different numbers of
   tiles ran its group of all blocks functionally to the end of its tile loop and threw
   that run away: its first launch cost about twice its work. The probe is a guess like a
-  cached entry, and leaves GM as it found it. ``NPUSIM_LOCKSTEP_PROBE=0`` turns it off.
+  cached entry, leaves GM as it found it, and stops early in a kernel without Mmad
+  (:data:`PROBE_HORIZON`). ``NPUSIM_LOCKSTEP_PROBE=0`` turns it off.
 
 Why a symbolic block index rather than vectorising kernels by hand: kernels stay the
 Ascend C source they are, and the per-instruction Python (argument checks, queue state,
@@ -106,6 +107,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from npusim.ascendc import checker as _checker, core as _core
+from npusim.ascendc.types import PIPE_M as _PIPE_M
 
 __all__ = ["BlockVector", "Divergence", "GroupContext", "lockstep_enabled", "run_blocks"]
 
@@ -992,8 +994,36 @@ def _order(parts: list) -> list:
 
 
 #: Cube (AIC) launches whose groups no earlier launch found probe for them first
-#: (:func:`_probe`); ``NPUSIM_LOCKSTEP_PROBE=0`` turns it off.
-PROBE = os.environ.get("NPUSIM_LOCKSTEP_PROBE", "1") != "0"
+#: (:func:`_probe`); the environment variable ``NPUSIM_LOCKSTEP_PROBE=0`` (read at each
+#: launch) turns it off too.
+PROBE = True
+#: records a probe runs without a Mmad before it stops (:class:`_ProbeContext`)
+PROBE_HORIZON = 256
+
+
+def probing() -> bool:
+    """Whether cube launches probe for their groups (:data:`PROBE`, the environment)."""
+    return PROBE and os.environ.get("NPUSIM_LOCKSTEP_PROBE", "1") != "0"
+
+
+class _Unprofitable(BaseException):
+    """A probe that skips no Mmad: timing-only saves it little, so it stops."""
+
+
+class _ProbeContext(GroupContext):
+    """The group a probe runs: it stops (:class:`_Unprofitable`) once it has issued
+    :data:`PROBE_HORIZON` records with no Mmad among them (a kernel of copies costs about
+    as much timing-only as functionally: a probe would double its first launch)."""
+
+    mmad = False
+
+    def record(self, kind: int, pipe: int, cycles: float = 0.0, nbytes: int = 0,
+               key=None, name: str = "") -> None:
+        super().record(kind, pipe, cycles, nbytes, key, name)
+        if not self.mmad:
+            self.mmad = pipe == _PIPE_M
+            if not self.mmad and len(self.records) >= PROBE_HORIZON:
+                raise _Unprofitable()
 
 
 def _probe(kernel, args, block_dim, end_block, soc, gm, capacity, kind, config):
@@ -1010,7 +1040,9 @@ def _probe(kernel, args, block_dim, end_block, soc, gm, capacity, kind, config):
     85 tiles, then 8 and 16 blocks again from the start). Timing-only, a cube kernel's
     group runs in about a fifth of its functional time (Mmad is most of that), so the
     first launch pays that fifth instead; a kernel whose blocks never part pays it for
-    nothing (its groups are then known: later launches do not probe).
+    nothing (its groups are then known: later launches do not probe). A kernel that issues
+    no Mmad in its first :data:`PROBE_HORIZON` records (copies: about as costly either
+    way) is not probed further.
 
     Only a guess: the launch checks every group it runs as it always does (a part that
     parts again splits there), so a wrong guess costs time, never a result. It leaves no
@@ -1026,8 +1058,9 @@ def _probe(kernel, args, block_dim, end_block, soc, gm, capacity, kind, config):
     part = tuple(range(block_dim))
     try:
         with _to.launch(True):
-            ctx = GroupContext(soc, gm, _group_ub(block_dim, soc.ub_size, soc.vector_block_num),
-                               part, block_dim, capacity, kind)
+            ctx = _ProbeContext(soc, gm, _group_ub(block_dim, soc.ub_size,
+                                                   soc.vector_block_num),
+                                part, block_dim, capacity, kind)
             ctx.trace_lines = None
             ctx.checker_config = config
             ctx.undo = undo
@@ -1038,7 +1071,7 @@ def _probe(kernel, args, block_dim, end_block, soc, gm, capacity, kind, config):
             except Divergence as div:
                 return _order(list(div.parts))
             return [part]
-    except Exception:      # noqa: BLE001 - any error: the launch meets it and decides
+    except (Exception, _Unprofitable):   # noqa: BLE001 - an error: the launch meets it
         return None
     finally:
         _core.set_current_core(None)
@@ -1086,7 +1119,7 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
         pending = [tuple(range(block_dim))]
         if block_dim == 1:
             return None
-        if PROBE and kind == _core.AIC and not sync_all:
+        if kind == _core.AIC and not sync_all and probing():
             pending = _probe(kernel, args, block_dim, end_block, soc, gm, capacity, kind,
                              config) or pending
     undo = UndoLog()

@@ -121,3 +121,24 @@ def test_the_probe_leaves_gm_and_its_uncomputed_spans_as_they_were(monkeypatch):
     assert lockstep._probe(failing, args, BLOCKS, **kw) is None     # the launch decides
     for al in gm.allocations():
         assert np.array_equal(al.buf, before[al.base]), hex(al.base)
+
+
+def test_a_kernel_without_mmad_is_not_probed_past_the_horizon():
+    """Timing-only saves a kernel of copies and flags little: the probe stops after
+    PROBE_HORIZON records without a Mmad (None: the launch starts from one group), rather
+    than running it to its end as a second launch."""
+    from npusim.ascendc import GetBlockIdx, HardEvent, SetFlag, WaitFlag
+    gm, args = operands()
+    loops = []
+
+    def flags_only(*a):
+        i = 0
+        while i < 1000 + GetBlockIdx():          # parts at the end, as the tile loops do
+            loops.append(i)
+            SetFlag(HardEvent.MTE2_MTE1, 0)
+            WaitFlag(HardEvent.MTE2_MTE1, 0)
+            i += 1
+    kw = dict(end_block=lambda ctx: None, soc=SOC, gm=gm, capacity=SOC.ub_usable,
+              kind=_core.AIC, config=checker.default())
+    assert lockstep._probe(flags_only, args, BLOCKS, **kw) is None
+    assert len(loops) <= lockstep.PROBE_HORIZON // 2 + 1
