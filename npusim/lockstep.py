@@ -78,6 +78,13 @@ Identity with per-block execution, and how it is kept:
   wrapper's ``__wrapped__`` is the kernel function (aclnn's per-call chain gates). A
   wrong entry costs a re-run (a group too coarse diverges) or speed (too fine), never a
   result.
+* A cube (AIC) launch with no cached partition first probes for one (:func:`_probe`): its
+  blocks run as one group timing-only (no arithmetic, no checker) until they part, and the
+  launch starts from the parts. Without it, a kernel whose blocks take different numbers of
+  tiles ran its group of all blocks functionally to the end of its tile loop and threw
+  that run away: its first launch cost about twice its work. The probe is a guess like a
+  cached entry, leaves GM as it found it, and stops early in a kernel without Mmad
+  (:data:`PROBE_HORIZON`). ``NPUSIM_LOCKSTEP_PROBE=0`` turns it off.
 
 Why a symbolic block index rather than vectorising kernels by hand: kernels stay the
 Ascend C source they are, and the per-instruction Python (argument checks, queue state,
@@ -100,6 +107,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from npusim.ascendc import checker as _checker, core as _core
+from npusim.ascendc.types import PIPE_M as _PIPE_M
 
 __all__ = ["BlockVector", "Divergence", "GroupContext", "lockstep_enabled", "run_blocks"]
 
@@ -985,6 +993,96 @@ def _order(parts: list) -> list:
     return sorted(parts, key=lambda p: (len(p) == 1, p[0]))
 
 
+#: Cube (AIC) launches whose groups no earlier launch found probe for them first
+#: (:func:`_probe`); the environment variable ``NPUSIM_LOCKSTEP_PROBE=0`` (read at each
+#: launch) turns it off too.
+PROBE = True
+#: records a probe runs without a Mmad before it stops (:class:`_ProbeContext`)
+PROBE_HORIZON = 256
+
+
+def probing() -> bool:
+    """Whether cube launches probe for their groups (:data:`PROBE`, the environment)."""
+    return PROBE and os.environ.get("NPUSIM_LOCKSTEP_PROBE", "1") != "0"
+
+
+class _Unprofitable(BaseException):
+    """A probe that skips no Mmad: timing-only saves it little, so it stops."""
+
+
+class _ProbeContext(GroupContext):
+    """The group a probe runs: it stops (:class:`_Unprofitable`) once it has issued
+    :data:`PROBE_HORIZON` records with no Mmad among them (a kernel of copies costs about
+    as much timing-only as functionally: a probe would double its first launch)."""
+
+    mmad = False
+
+    def record(self, kind: int, pipe: int, cycles: float = 0.0, nbytes: int = 0,
+               key=None, name: str = "") -> None:
+        super().record(kind, pipe, cycles, nbytes, key, name)
+        if not self.mmad:
+            self.mmad = pipe == _PIPE_M
+            if not self.mmad and len(self.records) >= PROBE_HORIZON:
+                raise _Unprofitable()
+
+
+def _probe(kernel, args, block_dim, end_block, soc, gm, capacity, kind, config):
+    """The groups to start a launch with, found by running its blocks together timing-only
+    (their arithmetic skipped: :mod:`npusim.ascendc.timing_only`; no checker) until they
+    part: the parts of the first divergence, or every block when none comes. None when the
+    kernel cannot run timing-only or raises anything: the launch then starts from one group
+    of every block, as without the probe.
+
+    Why: the launch finds its groups by running them, and a group that parts throws its
+    run away (GM is put back) and runs each part from the start. A kernel whose blocks take
+    different numbers of tiles parts at its tile loop's end, so its first launch in a
+    process ran about twice its work (the basic-API cube kernel at 8192^3: 24 blocks for
+    85 tiles, then 8 and 16 blocks again from the start). Timing-only, a cube kernel's
+    group runs in about a fifth of its functional time (Mmad is most of that), so the
+    first launch pays that fifth instead; a kernel whose blocks never part pays it for
+    nothing (its groups are then known: later launches do not probe). A kernel that issues
+    no Mmad in its first :data:`PROBE_HORIZON` records (copies: about as costly either
+    way) is not probed further.
+
+    Only a guess: the launch checks every group it runs as it always does (a part that
+    parts again splits there), so a wrong guess costs time, never a result. It leaves no
+    trace: GM's bytes (the launch's undo log) and its spans of uncomputed bytes are put
+    back; the kernel's Python runs once more (as it does for every group that parts)."""
+    from npusim.ascendc import timing_only as _to
+    if _to.ACTIVE or getattr(getattr(kernel, "__wrapped__", kernel), "npusim_timing_only",
+                             True) is False:
+        return None
+    spans = getattr(gm, "uncomputed", None)
+    saved = None if spans is None else (list(spans.starts), list(spans.ends))
+    undo = UndoLog()
+    part = tuple(range(block_dim))
+    try:
+        with _to.launch(True):
+            ctx = _ProbeContext(soc, gm, _group_ub(block_dim, soc.ub_size,
+                                                   soc.vector_block_num),
+                                part, block_dim, capacity, kind)
+            ctx.trace_lines = None
+            ctx.checker_config = config
+            ctx.undo = undo
+            _core.set_current_core(ctx)
+            try:
+                kernel(*args)
+                end_block(ctx)
+            except Divergence as div:
+                return _order(list(div.parts))
+            return [part]
+    except (Exception, _Unprofitable):   # noqa: BLE001 - an error: the launch meets it
+        return None
+    finally:
+        _core.set_current_core(None)
+        _restore(undo)
+        undo.close()
+        if saved is not None:
+            spans.starts[:], spans.ends[:] = saved
+        elif getattr(gm, "uncomputed", None) is not None:
+            gm.uncomputed = None
+
+
 def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, capacity,
                keep_spans: bool, kind, config, sync_all: bool = False):
     """Run the blocks of a launch in lockstep groups.
@@ -1021,6 +1119,9 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
         pending = [tuple(range(block_dim))]
         if block_dim == 1:
             return None
+        if kind == _core.AIC and not sync_all and probing():
+            pending = _probe(kernel, args, block_dim, end_block, soc, gm, capacity, kind,
+                             config) or pending
     undo = UndoLog()
     results: dict = {}
     final: list = []

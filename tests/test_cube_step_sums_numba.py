@@ -106,9 +106,10 @@ def test_mmad_operands_gathered_from_the_fractals(dtype):
             finally:
                 fused.ENABLED = fused.AVAILABLE
             assert fused.supports_fractals(zz.dtype)
-            got = fused.mmad_fractals_fused(zz, zn, M1, K1, N1, k0, init,
-                                            np.empty((G, N1, M1 * 16, 16), np.float32))
+            got = np.empty((G, N1, M1 * 16, 16), np.float32)
+            nan = fused.mmad_fractals_fused(zz, zn, M1, K1, N1, k0, init, got)
             assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+            assert nan is bool(np.isnan(want).any())
 
 def test_the_exact_sum_is_fsums():
     """Shewchuk's sum rounds as ``math.fsum`` does: ties to even, ties pushed off by a
@@ -143,3 +144,45 @@ def test_npusim_numba_0_turns_it_off():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, NPUSIM_NUMBA="0"), check=True).stdout
     assert out.split() == ["True", "False"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_fractals_loop_says_when_it_wrote_a_nan(dtype):
+    """mmad_fractals_fused returns whether it wrote a NaN (Mmad makes C's NaNs canonical only
+    then): an inf times a zero in one member's sums, a NaN start in another's, none in the
+    third; and through Mmad (A with an inf, B the identity: inf * 0 in the inf's row) every
+    NaN of C is the canonical 0x7FC00000, whatever NaN the host's arithmetic made."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_cube_layouts import aic_run, gm_tensor, identity_mmad_kernel, zn as to_zn, zz as to_zz
+    from npusim.ascendc import Fixpipe, FixpipeParamsV220, float32
+    rng = np.random.default_rng(11)
+    k0 = 8 if dtype == np.float32 else 16
+    G, M1, K1, N1 = 3, 2, 2, 9
+    zz = rng.standard_normal((G, M1 * K1 * 16 * k0)).astype(dtype)
+    zn = rng.standard_normal((G, K1 * N1 * 16 * k0)).astype(dtype)
+    zz[0, 5], zn[0, 5 % k0] = np.inf, 0          # member 0: inf * 0 in row 0's first step
+    for start in (None, np.zeros((G, N1, M1 * 16, 16), np.float32)):
+        if start is not None:
+            start[1, 2, 3, 4] = np.nan               # member 1: a NaN start
+        for members, want in (([0], True), ([1], start is not None), ([2], False)):
+            out = np.empty((1, N1, M1 * 16, 16), np.float32)
+            init = None if start is None else start[members]
+            got = fused.mmad_fractals_fused(zz[members], zn[members], M1, K1, N1, k0, init, out)
+            assert got is want and bool(np.isnan(out).any()) is want
+    m = n = 32
+    a = rng.standard_normal((m, n)).astype(dtype)
+    a[3, 7] = np.inf
+
+    def body(c1, addr):
+        Fixpipe(gm_tensor(float32, addr["out"], m * n), c1, FixpipeParamsV220(n, m, m, n))
+
+    got, _ = aic_run(identity_mmad_kernel(m, n, dtype, body),
+                     {"a_zz": to_zz(a, k0), "eye_zn": to_zn(np.eye(n, dtype=dtype), k0)},
+                     {"out": (m * n, np.float32)})
+    bits = got["out"].view(np.uint32).reshape(m, n)
+    nan = np.isnan(got["out"].reshape(m, n))
+    assert nan[3].sum() == n - 1 and nan.sum() == n - 1
+    assert (bits[nan] == 0x7FC00000).all()
+    np.testing.assert_array_equal(got["out"].reshape(m, n)[~nan], a.astype(np.float32)[~nan])

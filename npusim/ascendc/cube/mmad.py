@@ -127,11 +127,13 @@ def Mmad(dst, fm, filter, *args) -> None:
         # the sums straight into L0C's NZ fractals (column block, row, column): onto
         # themselves when Mmad accumulates
         if fractals is not None:
-            _fused.mmad_fractals_fused(*fractals, M1, K1, N1, k0, init,
-                                       out.reshape(len(out), N1, M1 * 16, 16))
+            # the loop says whether it wrote a NaN: no pass over the members' C to look
+            if _fused.mmad_fractals_fused(*fractals, M1, K1, N1, k0, init,
+                                          out.reshape(len(out), N1, M1 * 16, 16)):
+                _nans.canonical(out)                    # one NaN, whatever the host made
         else:
             mmad_steps(a_s, b_s, init, out.reshape(len(out), N1, M1 * 16, 16))
-        _nans.canonical(out)                            # one NaN, whatever the host made
+            _nans.canonical(out)
     else:
         a = _read_a(ctx, fm, m, k, M1, k1a, k0, name, pipe_name)
         b = _from_zn(stacked(ctx, filter.elements, K1 * N1 * 16 * k0, name, pipe_name), K1, N1,

@@ -234,7 +234,10 @@ def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
     source's, though any order would do), no assumption that values are finite
     (``nnan``, ``ninf``: the checks' ``abs(x) < inf`` and NaN comparisons keep their
     IEEE meaning); :func:`_figures`, :func:`_unsettled`, :func:`_settle` and
-    :func:`_exact_sum` are compiled without any."""
+    :func:`_exact_sum` are compiled without any.
+
+    Returns whether an element of ``out`` is NaN (the loop writes every one: Mmad makes
+    NaNs canonical only when there is one, with no pass over C to look for them)."""
     G, S, M, k0 = a.shape
     NBLK = b.shape[1]
     N = out.shape[1] * 16
@@ -243,6 +246,7 @@ def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
     c = np.empty((M, WIDTH), np.float32)
     zero = np.float32(0.0)
     limit = 53 - lk
+    nan = False
     for g in range(G):
         ag, bg = a[g], b[g]
         ea, sa, eb, sb, widest = _figures(ag.view(np.int64), bg.view(np.int64), mbits,
@@ -280,4 +284,7 @@ def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
             for u in range(nt // 16):
                 for m in range(M):
                     for t in range(16):
-                        out[g, nb * (WIDTH // 16) + u, m, t] = c[m, u * 16 + t]
+                        v = c[m, u * 16 + t]
+                        nan |= v != v
+                        out[g, nb * (WIDTH // 16) + u, m, t] = v
+    return nan

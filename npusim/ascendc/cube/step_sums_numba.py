@@ -188,25 +188,28 @@ def supports_fractals(dtype) -> bool:
 
 
 def mmad_fractals_fused(zz: np.ndarray, zn: np.ndarray, M1: int, K1: int, N1: int, k0: int,
-                        init: np.ndarray | None, out: np.ndarray) -> np.ndarray:
+                        init: np.ndarray | None, out: np.ndarray) -> bool:
     """:func:`mmad_steps_fused` of Mmad's operands as L0A and L0B hold them: ``zz`` A's
     [G, M1 x K1 fractals of 16 x k0] (ZZ) and ``zn`` B's [G, K1 x N1 fractals of k0 x 16,
     each column by column] (ZN), one member block per row; ``init``, ``out`` as there (N =
-    N1 * 16). The same float64 operands :func:`_operands` makes of Mmad's per-step arrays
+    N1 * 16); the result in ``out``. Returns whether an element of ``out`` is NaN (its bits
+    the host's: the caller makes it canonical).
+
+    The same float64 operands :func:`_operands` makes of Mmad's per-step arrays
     (:func:`.mmad._zz_steps`, :func:`.mmad._zn_steps`), each gathered from the fractals in
     one pass rather than through a contiguous copy first; the same loop and bits.
     :func:`supports_fractals` must hold."""
     fmt = _FORMATS[zz.dtype]
+    has_init = init is not None
+    lk = max(k0 - 1, 1).bit_length()
     G = len(zz)
     # A: step s, row i*16 + r, column k from fractal (i, s), element (r, k)
     a64 = _float64("a", zz.reshape(G, M1, K1, 16, k0).transpose(0, 2, 1, 3, 4)).reshape(
         G, K1, M1 * 16, k0)
     # B in blocks of columns: fractal (s, n1) holds element (j, k) column by column
     b64 = _blocks(zn.reshape(G, K1, N1, 16, k0))
-    has_init = init is not None
-    kernels()._accumulate(a64, b64, init if has_init else out, has_init, out, fmt[0], fmt[1],
-                          fmt[2], max(k0 - 1, 1).bit_length(), _POW2)
-    return out
+    return bool(kernels()._accumulate(a64, b64, init if has_init else out, has_init, out,
+                                      fmt[0], fmt[1], fmt[2], lk, _POW2))
 
 
 def rounded_step_sums_fused(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
