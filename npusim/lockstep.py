@@ -96,6 +96,8 @@ variable ``NPUSIM_LOCKSTEP=0`` (read at each launch).
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import operator
 import os
@@ -1047,7 +1049,8 @@ def _probe(kernel, args, block_dim, end_block, soc, gm, capacity, kind, config):
     Only a guess: the launch checks every group it runs as it always does (a part that
     parts again splits there), so a wrong guess costs time, never a result. It leaves no
     trace: GM's bytes (the launch's undo log) and its spans of uncomputed bytes are put
-    back; the kernel's Python runs once more (as it does for every group that parts)."""
+    back, and what the kernel prints is dropped; the kernel's Python runs once more (as it
+    does for every group that parts)."""
     from npusim.ascendc import timing_only as _to
     if _to.ACTIVE or getattr(getattr(kernel, "__wrapped__", kernel), "npusim_timing_only",
                              True) is False:
@@ -1057,7 +1060,8 @@ def _probe(kernel, args, block_dim, end_block, soc, gm, capacity, kind, config):
     undo = UndoLog()
     part = tuple(range(block_dim))
     try:
-        with _to.launch(True):
+        # what the kernel prints (printf, DumpTensor) is printed by the launch proper
+        with _to.launch(True), contextlib.redirect_stdout(io.StringIO()):
             ctx = _ProbeContext(soc, gm, _group_ub(block_dim, soc.ub_size,
                                                    soc.vector_block_num),
                                 part, block_dim, capacity, kind)

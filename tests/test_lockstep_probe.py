@@ -142,3 +142,22 @@ def test_a_kernel_without_mmad_is_not_probed_past_the_horizon():
               kind=_core.AIC, config=checker.default())
     assert lockstep._probe(flags_only, args, BLOCKS, **kw) is None
     assert len(loops) <= lockstep.PROBE_HORIZON // 2 + 1
+
+
+def test_the_probe_prints_nothing(monkeypatch, capsys):
+    """The probe runs the kernel's Python once more, timing-only: what it prints is dropped,
+    so the first launch prints once per group it runs (here (0, 1) and (2,)), as a later
+    launch from the kept groups does."""
+    def printing(*a):
+        print("tile loop starts")
+        cube_matmul(*a)
+    gm, args = operands()
+    monkeypatch.setattr(lockstep, "PROBE", True)
+    lockstep._CACHE.clear()
+    printed = []
+    for _ in range(2):                                  # the first launch, then a later one
+        capsys.readouterr()
+        run_kernel(printing, BLOCKS, args, soc=SOC, gm=gm, kernel_type=AIC)
+        printed.append(capsys.readouterr().out)
+    assert list(lockstep._CACHE.values())[0][0] == [(0, 1), (2,)]
+    assert printed == ["tile loop starts\n" * 2] * 2
