@@ -1816,6 +1816,9 @@ class _Memory:
         # (bit 1: reads HBM, bit 2: writes HBM), end not before (cycle), completion event
         self.left: list[float] = []
         self.rate: list[float] = []
+        # the rate of every flow when they all are in one group (the flows then move by
+        # one step, :meth:`_advance`), else None
+        self.one_rate = None
         self.flows: list[tuple] = []
         self.dirs = [0, 0, 0, 0]             # flows in flight per HBM direction
         # the flows grouped by (limit, weight, class): the flows of a group take the same
@@ -2207,8 +2210,13 @@ class _Memory:
         dt = now - self.since
         if dt > 0:
             if self.left:
-                # x - r * dt for each flow (map: the same operations, without a Python loop)
-                self.left = list(map(_sub, self.left, map(_mul, self.rate, _repeat(dt))))
+                # x - r * dt for each flow (map: the same operations, without a Python loop;
+                # r * dt once when every flow has the same r)
+                one = self.one_rate
+                if one is not None:
+                    self.left = list(map(_sub, self.left, _repeat(one * dt)))
+                else:
+                    self.left = list(map(_sub, self.left, map(_mul, self.rate, _repeat(dt))))
             if self.backlog and self.drain:
                 d = min(self.backlog, self.drain * dt)
                 self.backlog -= d
@@ -2306,6 +2314,9 @@ class _Memory:
             self.writing = True
             self.batch_until = self.drained + self.batch
         self.rate, self.drain = rate, drain = self._share()
+        # (the flows and groups stay as they are until the next recompute: a flow that
+        # starts makes one at its instant, before time moves on)
+        self.one_rate = one = rate[0] if rate and len(self.groups) == 1 else None
         wake = []
         if drain > 0 and backlog > 0:
             if self.writing:
@@ -2322,7 +2333,12 @@ class _Memory:
         # bytes left (> eps), so x / r is their time to run out
         if rate:
             # every flow has its group's rate: the smallest rate is the groups' smallest
-            if min(map(_grate, self.groups.values())) > 0:
+            if one is not None:
+                # one rate: the least x / r is the least x over r (a division by r > 0
+                # rounds in order), without a division per flow
+                if one > 0:
+                    wake.append(min(left) / one)
+            elif min(map(_grate, self.groups.values())) > 0:
                 wake.append(min(map(_truediv, left, rate)))
             else:
                 times = [x / r for x, r in zip(left, rate) if r > 0]
