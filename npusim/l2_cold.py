@@ -149,11 +149,42 @@ class ColdL2:
         chunk (rows that share a line share its bit), not as sorted ranges first. Returns
         (hit fraction, 0, 0), or None when the cache might fill (or has been made): the
         transfer then makes the access itself."""
-        if self.log is None or len(rows) > self.rows_in_python or len(self.log) >= LOG_KEEP:
+        log = self.log
+        if log is None or len(rows) > self.rows_in_python or len(log) >= LOG_KEEP:
             return None
         line = self.line
         bits = CHUNK_BITS
         low = CHUNK - 1
+        # a scatter's rows (one run each, in address order, each within a chunk): their
+        # chunks come in order, so each chunk's mask is made as they pass, with no dict
+        found = []                      # (chunk, bit mask of the transfer's lines in it)
+        total = 0
+        cur = -1
+        mask = 0
+        for off, row, pitch, count in rows:
+            if count != 1 or row < 1:
+                break
+            a = addr + off
+            lo = a // line
+            n = (a + row - 1) // line + 1 - lo
+            c = lo >> bits
+            if c != cur:
+                if c < cur or (lo + n - 1) >> bits != c:
+                    break
+                if mask:
+                    found.append((cur, mask))
+                    total += mask.bit_count()
+                cur = c
+                mask = ((1 << n) - 1) << (lo & low)
+            elif (lo + n - 1) >> bits != c:
+                break
+            else:
+                mask |= ((1 << n) - 1) << (lo & low)
+        else:
+            if mask:
+                found.append((cur, mask))
+                total += mask.bit_count()
+            return self._take(found, total, addr, rows, write)
         lines: dict = {}                # chunk -> bit mask of the transfer's lines
         get = lines.get
         left = self.rows_in_python      # rows still to take (more: row_lines' numpy form)
@@ -188,13 +219,20 @@ class ColdL2:
         total = 0
         for m in lines.values():
             total += m.bit_count()
+        return self._take(lines.items(), total, addr, rows, write)
+
+    def _take(self, found, total: int, addr: int, rows: tuple, write: bool):
+        """:meth:`access_rows`' access of ``total`` lines, given as (chunk, bit mask) pairs
+        ``found``, each chunk once: (hit fraction, 0, 0), or None when the cache might
+        fill."""
         if not total or self.size + total > self.capacity:
             return None
         self.log.append(("rows", (addr, rows, write)))
         held = self.held
+        get = held.get
         hits = 0
-        for c, m in lines.items():
-            h = held.get(c)
+        for c, m in found:
+            h = get(c)
             if h is None:
                 held[c] = m
             else:

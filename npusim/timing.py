@@ -1816,6 +1816,9 @@ class _Memory:
         # (bit 1: reads HBM, bit 2: writes HBM), end not before (cycle), completion event
         self.left: list[float] = []
         self.rate: list[float] = []
+        # the rate of every flow when they all are in one group (the flows then move by
+        # one step, :meth:`_advance`), else None
+        self.one_rate = None
         self.flows: list[tuple] = []
         self.dirs = [0, 0, 0, 0]             # flows in flight per HBM direction
         # the flows grouped by (limit, weight, class): the flows of a group take the same
@@ -2207,8 +2210,13 @@ class _Memory:
         dt = now - self.since
         if dt > 0:
             if self.left:
-                # x - r * dt for each flow (map: the same operations, without a Python loop)
-                self.left = list(map(_sub, self.left, map(_mul, self.rate, _repeat(dt))))
+                # x - r * dt for each flow (map: the same operations, without a Python loop;
+                # r * dt once when every flow has the same r)
+                one = self.one_rate
+                if one is not None:
+                    self.left = list(map(_sub, self.left, _repeat(one * dt)))
+                else:
+                    self.left = list(map(_sub, self.left, map(_mul, self.rate, _repeat(dt))))
             if self.backlog and self.drain:
                 d = min(self.backlog, self.drain * dt)
                 self.backlog -= d
@@ -2306,6 +2314,9 @@ class _Memory:
             self.writing = True
             self.batch_until = self.drained + self.batch
         self.rate, self.drain = rate, drain = self._share()
+        # (the flows and groups stay as they are until the next recompute: a flow that
+        # starts makes one at its instant, before time moves on)
+        self.one_rate = one = rate[0] if rate and len(self.groups) == 1 else None
         wake = []
         if drain > 0 and backlog > 0:
             if self.writing:
@@ -2322,7 +2333,12 @@ class _Memory:
         # bytes left (> eps), so x / r is their time to run out
         if rate:
             # every flow has its group's rate: the smallest rate is the groups' smallest
-            if min(map(_grate, self.groups.values())) > 0:
+            if one is not None:
+                # one rate: the least x / r is the least x over r (a division by r > 0
+                # rounds in order), without a division per flow
+                if one > 0:
+                    wake.append(min(left) / one)
+            elif min(map(_grate, self.groups.values())) > 0:
                 wake.append(min(map(_truediv, left, rate)))
             else:
                 times = [x / r for x, r in zip(left, rate) if r > 0]
@@ -2543,7 +2559,9 @@ def _split(records, pipes, merge: bool = True):
     scalar_pending = False
     prune = _IssuePruner(lists, S, others) if merge and PRUNE_ISSUE_WAITS else None
     pending = prune.pending if prune is not None else {}
-    before = prune.before if prune is not None else None
+    if prune is not None:       # :meth:`_IssuePruner.before`'s state, used inline below
+        sets, debt, known = prune.sets, prune.debt, prune.known
+        sets_get, debt_get, known_get = sets.get, debt.get, known.get
     for i, (kind, pipe, cycles, nbytes, key, name) in enumerate(records):
         pi = int(pipe)
         if scalar_pending and pi != Si and kind != SET and kind != BARRIER:
@@ -2567,8 +2585,27 @@ def _split(records, pipes, merge: bool = True):
             if pi == Si:
                 scalar_pending = True
             continue
-        if before is not None and pi != ALLi:
-            before(kind, pi, key)
+        if prune is not None and pi != ALLi:
+            # :meth:`_IssuePruner.before`, inline (one call less per record): the same steps
+            if kind == WAIT:
+                queue = sets_get(key)
+                if queue:
+                    value = queue.popleft()
+                    if pi != Si and value > known_get(pi, -1):
+                        known[pi] = value
+                else:
+                    debt[key] = debt_get(key, 0) + 1
+            else:
+                if pi != Si and pi in pending:
+                    prune.flush(pi)
+                if kind == SET:
+                    if debt_get(key):
+                        debt[key] -= 1
+                    else:
+                        queue = sets_get(key)
+                        if queue is None:
+                            queue = sets[key] = deque()
+                        queue.append(prune.s_point if pi == Si else known_get(pi, -1))
         if kind == DMA_IN or kind == DMA_OUT:
             by_int[pi].append((kind, nbytes, key, name, 1, i))
         elif kind == BARRIER:
@@ -2683,7 +2720,8 @@ class _IssuePruner:
             self.known[p] = point
 
     def before(self, kind: int, pipe: int, key) -> None:
-        """Book-keeping before a DMA, SET, WAIT or BARRIER record of ``pipe`` is listed."""
+        """Book-keeping before a DMA, SET, WAIT or BARRIER record of ``pipe`` is listed
+        (:func:`_split` makes these steps inline)."""
         Si = self.Si
         if kind == WAIT:
             queue = self.sets.get(key)

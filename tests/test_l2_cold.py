@@ -176,3 +176,30 @@ def test_cold_l2_hands_over_a_long_log(monkeypatch):
             want = last(ref)
         assert cold.log is None
         assert got == want and state(cold.cache) == state(ref)
+
+
+# a scatter's rows: one run each, mostly in address order (the form access_rows takes
+# without a dict), some out of order or crossing a chunk's edge
+scatter_st = st.lists(st.tuples(st.integers(0, 600 * 128), st.integers(1, 300)),
+                      min_size=1, max_size=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4 * CHUNK * 128), scatter_st, st.booleans(),
+                          st.booleans()), min_size=1, max_size=30),
+       st.sampled_from([3, l2_cold.CHUNK_BITS]))
+def test_cold_l2_access_rows_of_a_scatter_is_the_transfers_access(accesses, chunk_bits):
+    soc = replace(SOC, l2_size=8 * CHUNK * 128, l2_sector_bytes=128)
+    cold, ref = ColdL2(L2Cache(soc), _row_lines), L2Cache(soc)
+    kept = l2_cold.CHUNK_BITS, l2_cold.CHUNK
+    l2_cold.CHUNK_BITS, l2_cold.CHUNK = chunk_bits, 1 << chunk_bits
+    try:
+        for addr, rows, write, ordered in accesses:
+            rows = sorted(rows) if ordered else rows
+            rows = tuple((off, n, n, 1) for off, n in rows)
+            got = cold.access_rows(addr, rows, write)
+            assert got is not None
+            assert got == transfer_rows(ref, addr, rows, write)
+    finally:
+        l2_cold.CHUNK_BITS, l2_cold.CHUNK = kept
+    assert state(cold.materialize()) == state(ref)
