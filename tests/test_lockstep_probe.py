@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from npusim import GlobalMemory, get_soc, lockstep, run_kernel
+from npusim import get_soc, lockstep, run_kernel
 from npusim.ascendc import KernelMetaType, checker
 from npusim.ascendc import core as _core
 from npusim.ascendc import timing_only
 from npusim.ascendc.cube import mmad
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_cube_kernel import cube_matmul  # noqa: E402
+from bench_cube_kernel import cube_matmul, operands as bench_operands  # noqa: E402
 
 SOC = get_soc("Ascend910B2")
 N, BLOCKS = 512, 3
@@ -34,13 +34,9 @@ def fresh_cache():
 
 
 def operands():
-    rng = np.random.default_rng(5)
-    a = rng.standard_normal((N, N), dtype=np.float32).astype(np.float16)
-    b = rng.standard_normal((N, N), dtype=np.float32).astype(np.float16)
-    gm = GlobalMemory(3 * N * N * 4 + (1 << 20))
-    pa, pb, pc = gm.malloc(a.nbytes), gm.malloc(b.nbytes), gm.malloc(N * N * 4)
-    gm.write(pa, a)
-    gm.write(pb, b)
+    """The benchmark's operands at N (random fp16 A and B in GM, C's N*N floats) and the
+    kernel's arguments for BLOCKS blocks."""
+    *_, gm, pa, pb, pc = bench_operands(N)
     return gm, (pa, pb, pc, N, BLOCKS)
 
 
