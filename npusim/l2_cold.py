@@ -30,6 +30,17 @@ CHUNK = 1 << CHUNK_BITS
 LOG_KEEP = 1 << 17
 
 
+
+def _chunk_masks(a: int, b: int):
+    """The chunks lines [a, b) lie in, each with the bit mask of those lines in it."""
+    while a < b:
+        c = a >> CHUNK_BITS
+        base = c << CHUNK_BITS
+        e = b if b < base + CHUNK else base + CHUNK
+        yield c, ((1 << (e - a)) - 1) << (a - base)
+        a = e
+
+
 class ColdL2:
     """A stand-in for an empty :class:`npusim.timing.L2Cache` (``cache``) that nobody reads
     but through its access methods: :meth:`access`, :meth:`access_lines`,
@@ -70,34 +81,24 @@ class ColdL2:
         """Make lines [a, b) resident; return how many were already."""
         held = self.held
         hits = 0
-        while a < b:
-            c = a >> CHUNK_BITS
-            base = c << CHUNK_BITS
-            e = b if b < base + CHUNK else base + CHUNK
-            m = ((1 << (e - a)) - 1) << (a - base)
+        for c, m in _chunk_masks(a, b):
             h = held.get(c)
             if h is None:
                 held[c] = m
             else:
                 hits += (h & m).bit_count()
                 held[c] = h | m
-            a = e
         return hits
 
     def _drop(self, a: int, b: int) -> int:
         """Lines [a, b) leave; return how many were resident."""
         held = self.held
         gone = 0
-        while a < b:
-            c = a >> CHUNK_BITS
-            base = c << CHUNK_BITS
-            e = b if b < base + CHUNK else base + CHUNK
+        for c, m in _chunk_masks(a, b):
             h = held.get(c)
             if h:
-                m = ((1 << (e - a)) - 1) << (a - base)
                 gone += (h & m).bit_count()
                 held[c] = h & ~m
-            a = e
         return gone
 
     def access(self, addr: int, span: int, write: bool) -> tuple[float, int, int]:
