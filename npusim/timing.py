@@ -651,7 +651,6 @@ class L2Cache:
         ranges that share a page with the run (:meth:`_near_rows`), the only ones that can
         share a line with it."""
         runs, rlists, rid_of, masked = self.runs, self.rlists, self.rid, self.masked
-        mpages, mtouched, P = self.mpages, self.mtouched, self.PAGE
         pieces = []
         for st in starts:
             run = runs[st]
@@ -711,66 +710,13 @@ class L2Cache:
                 if not cut:
                     continue
                 if whole and n - len(cut) > 1:
-                    # :meth:`_shrink` of the ranges left, inline: the same run, recency,
-                    # masks and pages (a page whose mask empties is dropped at once)
-                    lost = 0
+                    # the ranges cut whole leave the lists in place; :meth:`_shrink` keeps
+                    # the same run, recency, masks and pages
                     for i, s, e in cut:
                         pieces.append((s, e, c_d[i]))
-                        lost += e - s
                     for i, _, _ in reversed(cut):
                         del c_lo[i], c_hi[i], c_d[i]
-                    self.size -= lost
-                    run[6] -= lost
-                    start = c_lo[0]
-                    end = run[0] = c_hi[-1]
-                    if run[3] is not c_lo:
-                        run[3], run[4], run[5] = c_lo, c_hi, c_d
-                    run[7] = None
-                    if start != st:
-                        del runs[st]
-                        runs[start] = run
-                        del rid_of[st]
-                        rid_of[start] = rid
-                        self.rstart[rid] = start
-                        self._push(run[2], start)
-                    was = mtouched[rid]
-                    p0, p1 = start // P, (end - 1) // P
-                    inside = was[0] >= p0 and was[-1] <= p1
-                    gone = ()
-                    for _, s, e in cut:
-                        while s < e:
-                            p = s // P
-                            base = p * P
-                            f = e if e < base + P else base + P
-                            page = mpages[p]
-                            m = page[rid] & ~(((1 << (f - s)) - 1) << (s - base))
-                            s = f
-                            if m:
-                                page[rid] = m
-                                continue
-                            del page[rid]           # no line of the run left in the page
-                            if not page:
-                                del mpages[p]
-                            if inside:
-                                was.remove(p)
-                            elif gone:
-                                gone.add(p)
-                            else:
-                                gone = {p}
-                    if not inside:
-                        # the pages past its new extent dropped too
-                        keep = []
-                        for p in was:
-                            if p in gone:
-                                continue
-                            if p0 <= p <= p1:
-                                keep.append(p)
-                            else:
-                                page = mpages[p]
-                                del page[rid]
-                                if not page:
-                                    del mpages[p]
-                        mtouched[rid] = keep
+                    self._shrink(st, run, c_lo, c_hi, c_d, cut)
                     continue
             else:
                 c_lo, c_hi, c_d = run[3], run[4], run[5]
