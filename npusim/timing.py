@@ -951,29 +951,6 @@ class L2Cache:
         if masks is None:
             masks = {}
         for k, (l, h) in enumerate(zip(lo, hi)):
-            p = l // P
-            if l < h and (h - 1) // P == p:         # a range within one page (most rows)
-                want = ((1 << (h - l)) - 1) << (l - p * P)
-                m = masks.get(p)
-                masks[p] = want if m is None else m | want
-                page = pages.get(p)
-                if page:
-                    for r in page:
-                        ks = by_id.get(r)
-                        if ks is None:
-                            by_id[r] = [k]
-                        elif ks[-1] != k:
-                            ks.append(k)
-                page = mpages.get(p)
-                if page:
-                    for r, m in page.items():
-                        if m & want:                # a line of the range in common
-                            ks = by_id.get(r)
-                            if ks is None:
-                                by_id[r] = [k]
-                            elif ks[-1] != k:
-                                ks.append(k)
-                continue
             s = l
             while s < h:
                 p = s // P
@@ -993,7 +970,7 @@ class L2Cache:
                 page = mpages.get(p)
                 if page:
                     for r, m in page.items():
-                        if m & want:
+                        if m & want:                # a line of the range in common
                             ks = by_id.get(r)
                             if ks is None:
                                 by_id[r] = [k]
