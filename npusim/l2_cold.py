@@ -196,27 +196,15 @@ class ColdL2:
             if row < 1:
                 row = 1
             a = addr + off
-            if count == 1:                  # a scatter's rows: one run each
-                lo = a // line
-                hi = (a + row - 1) // line + 1
-                c = lo >> bits
-                if (hi - 1) >> bits == c:
-                    lines[c] = get(c, 0) | (((1 << (hi - lo)) - 1) << (lo & low))
-                    continue
-                count, pitch = 1, 0
             for i in range(count):
                 lo = (a + i * pitch) // line
                 hi = (a + i * pitch + row - 1) // line + 1
                 c = lo >> bits
-                if (hi - 1) >> bits == c:
+                if (hi - 1) >> bits == c:       # within a chunk (nearly all rows)
                     lines[c] = get(c, 0) | (((1 << (hi - lo)) - 1) << (lo & low))
                     continue
-                while lo < hi:
-                    c = lo >> bits
-                    base = c << bits
-                    e = hi if hi < base + CHUNK else base + CHUNK
-                    lines[c] = get(c, 0) | (((1 << (e - lo)) - 1) << (lo - base))
-                    lo = e
+                for c, m in _chunk_masks(lo, hi):
+                    lines[c] = get(c, 0) | m
         total = 0
         for m in lines.values():
             total += m.bit_count()
