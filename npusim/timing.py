@@ -1646,15 +1646,25 @@ def batch_key(addr: int, span: int, bypass: bool, copies: int, bursts: int,
             (int(copies), int(bursts), int(extra), bool(misses), int(waits)))
 
 
+def bursts_each(addrs, row_bytes, burst: int) -> np.ndarray:
+    """The bursts (int64, one per copy) of copies of one row each, at GM addresses
+    ``addrs`` with ``row_bytes`` each (an int or an array like ``addrs``), on the
+    ``burst``-byte grid, as :func:`row_bursts` counts them: 1 each without a grid
+    (``burst`` 0)."""
+    a = np.asarray(addrs, np.int64)
+    if not burst:
+        return np.ones(a.shape, np.int64)
+    return (a % burst + np.maximum(np.asarray(row_bytes, np.int64), 1) - 1) // burst + 1
+
+
 def rows_bursts(addrs, row_bytes, burst: int) -> tuple[int, int]:
-    """(bursts, extra) of copies of one row each, at GM addresses ``addrs`` with
-    ``row_bytes`` each (an int or an array like ``addrs``), on the ``burst``-byte grid, as
-    :func:`row_bursts` counts them."""
+    """(bursts, extra) of copies of one row each (:func:`bursts_each`, summed), ``extra``
+    the bursts beyond those of rows aligned to the grid."""
     a = np.asarray(addrs, np.int64)
     if not burst:
         return int(a.size), 0
     row = np.maximum(np.broadcast_to(np.asarray(row_bytes, np.int64), a.shape), 1)
-    n = int(((a % burst + row - 1) // burst + 1).sum())
+    n = int(bursts_each(a, row, burst).sum())
     return n, n - int(((row + burst - 1) // burst).sum())
 
 

@@ -46,7 +46,7 @@ from npusim.ascendc import nans as _nans
 from npusim.ascendc.types import PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V, CacheMode
 from npusim.ascendc.vector import RATE_SIMPLE, cost_key, level2_cycles
 from npusim.kernels.common.sorted_index import check_index
-from npusim.timing import batch_key, row_bursts
+from npusim.timing import batch_key, bursts_each, row_bursts
 
 LIMIT_COUNT_NUM = 10
 INDICE_INIT_PARAM = -1
@@ -231,24 +231,16 @@ def _segment_sums(values: np.ndarray, bounds: np.ndarray) -> list:
     return (cs[bounds[1:]] - cs[bounds[:-1]]).tolist()
 
 
-def _bursts_each(addrs: np.ndarray, row_bytes: int, burst: int) -> np.ndarray:
-    """The bursts of a copy of ``row_bytes`` at each of ``addrs``, as :func:`rows_bursts`
-    counts them (1 each without a burst grid)."""
-    if not burst:
-        return np.ones(len(addrs), np.int64)
-    return (addrs % burst + max(row_bytes, 1) - 1) // burst + 1
-
-
 def _flush_keys(flush_addr: np.ndarray, bounds: np.ndarray, row_bytes: int, burst: int):
     """For each batch of flushes ``flush_addr[bounds[i]:bounds[i + 1]]``, what
     :func:`_record_flushes` records of it: ``(lo, span, runs, bursts, extra)`` (None for
     an empty batch): the lowest address, the span to the last row's end, the distinct
-    rows as runs from ``lo``, and :func:`rows_bursts` of the flushes. numpy over all the
-    batches at once (a walk has thousands of them)."""
+    rows as runs from ``lo``, and :func:`~npusim.timing.rows_bursts` of the flushes.
+    numpy over all the batches at once (a walk has thousands of them)."""
     a = np.asarray(flush_addr, np.int64)
     bounds = np.asarray(bounds, np.int64)
     counts = np.diff(bounds)
-    nb = _segment_sums(_bursts_each(a, row_bytes, burst), bounds)
+    nb = _segment_sums(bursts_each(a, row_bytes, burst), bounds)
     per = (max(row_bytes, 1) + burst - 1) // burst if burst else 0
     seg = np.repeat(np.arange(len(counts)), counts)
     order = np.lexsort((a, seg))
@@ -317,7 +309,7 @@ def record_walk(ctx, tag, name: str, streams: list, grad_addr: np.ndarray, row_b
     gm = grad_addr >= 0
     g_n = _segment_sums(gm, bounds)
     g_lo = np.minimum.reduceat(np.where(gm, grad_addr, big), bounds[:-1]).tolist()
-    g_b = _segment_sums(np.where(gm, _bursts_each(grad_addr, row_bytes, burst), 0), bounds)
+    g_b = _segment_sums(np.where(gm, bursts_each(grad_addr, row_bytes, burst), 0), bounds)
     g_per = (max(row_bytes, 1) + burst - 1) // burst if burst else 0
     # each index stream's reads per batch: count, span, bursts
     s_n, s_lo, s_hi, s_b = [], [], [], []
@@ -329,7 +321,7 @@ def record_walk(ctx, tag, name: str, streams: list, grad_addr: np.ndarray, row_b
         s_n.append(_segment_sums(m, bounds))
         s_lo.append(np.minimum.reduceat(np.where(m, addrs, big), bounds[:-1]).tolist())
         s_hi.append((np.maximum.reduceat(np.where(m, addrs, -1), bounds[:-1]) + 4).tolist())
-        s_b.append(_segment_sums(np.where(m, _bursts_each(addrs, 4, burst), 0), bounds)
+        s_b.append(_segment_sums(np.where(m, bursts_each(addrs, 4, burst), 0), bounds)
                    if bypass["idx"] else None)
     steps = _segment_sums(any_read, bounds) if streams and together else None
     per4 = (4 + burst - 1) // burst if burst else 0
