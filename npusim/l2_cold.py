@@ -30,7 +30,6 @@ CHUNK = 1 << CHUNK_BITS
 LOG_KEEP = 1 << 17
 
 
-
 def _chunk_masks(a: int, b: int):
     """The chunks lines [a, b) lie in, each with the bit mask of those lines in it."""
     while a < b:
@@ -39,6 +38,17 @@ def _chunk_masks(a: int, b: int):
         e = b if b < base + CHUNK else base + CHUNK
         yield c, ((1 << (e - a)) - 1) << (a - base)
         a = e
+
+
+def _ranges_masks(lo: list, hi: list):
+    """:func:`_chunk_masks` of each range ``[lo[i], hi[i])``, in turn."""
+    bits = CHUNK_BITS
+    for a, b in zip(lo, hi):
+        c = a >> bits
+        if (b - 1) >> bits == c:            # a row within one chunk (nearly all)
+            yield c, ((1 << (b - a)) - 1) << (a - (c << bits))
+        else:
+            yield from _chunk_masks(a, b)
 
 
 class ColdL2:
@@ -79,10 +89,16 @@ class ColdL2:
 
     def _touch(self, a: int, b: int) -> int:
         """Make lines [a, b) resident; return how many were already."""
+        return self._hold(_chunk_masks(a, b))
+
+    def _hold(self, found) -> int:
+        """Make the lines of ``found`` resident ((chunk, bit mask) pairs of disjoint lines);
+        return how many were already."""
         held = self.held
+        get = held.get
         hits = 0
-        for c, m in _chunk_masks(a, b):
-            h = held.get(c)
+        for c, m in found:
+            h = get(c)
             if h is None:
                 held[c] = m
             else:
@@ -122,22 +138,7 @@ class ColdL2:
         if self.size + total > self.capacity:
             return self.materialize().access_lines(lo, hi, write, reg)
         self.log.append(("access_lines", (lo, hi, write, reg)))
-        held = self.held
-        get = held.get
-        bits = CHUNK_BITS
-        hits = 0
-        for a, b in zip(lo_l, hi_l):
-            c = a >> bits
-            if (b - 1) >> bits == c:            # a row within one chunk (nearly all)
-                m = ((1 << (b - a)) - 1) << (a - (c << bits))
-                h = get(c)
-                if h is None:
-                    held[c] = m
-                else:
-                    hits += (h & m).bit_count()
-                    held[c] = h | m
-            else:
-                hits += self._touch(a, b)
+        hits = self._hold(_ranges_masks(lo_l, hi_l))
         self.size += total - hits
         return hits / total, 0, 0
 
@@ -217,16 +218,7 @@ class ColdL2:
         if not total or self.size + total > self.capacity:
             return None
         self.log.append(("rows", (addr, rows, write)))
-        held = self.held
-        get = held.get
-        hits = 0
-        for c, m in found:
-            h = get(c)
-            if h is None:
-                held[c] = m
-            else:
-                hits += (h & m).bit_count()
-                held[c] = h | m
+        hits = self._hold(found)
         self.size += total - hits
         return hits / total, 0, 0
 
