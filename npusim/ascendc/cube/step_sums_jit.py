@@ -224,38 +224,32 @@ def _tile_ir(checked):
             return vector(pb, builder.add(bo, builder.add(builder.mul(k, const(WIDTH)),
                                                           const(4 * v))), v4d)
 
-        # k = 0: the products; then a loop over k (its trip count a run-time value, so
-        # that the compiler does not unroll it whole and interleave the sums' chains)
-        ys = [b_k(const(0), v) for v in range(_NV)]
-        x0 = []
-        for i in range(MR):
-            ai = a_k(i, const(0))
-            x0.append([builder.fmul(ai, ys[v]) for v in range(_NV)])
+        # a loop over k (its trip count a run-time value, so that the compiler does not
+        # unroll it whole and interleave the sums' chains), the sums starting at -0.0:
+        # -0.0 + p is p for every product p (a zero's sign kept), so the first
+        # multiply-add is the first product
         entry = builder.block
         body = builder.append_basic_block("k_loop")
         done = builder.append_basic_block("k_done")
-        builder.cbranch(builder.icmp_signed(">", k0, const(1)), body, done)
+        builder.branch(body)
         builder.position_at_end(body)
         k = builder.phi(i64)
-        k.add_incoming(const(1), entry)
+        k.add_incoming(const(0), entry)
         xs = [[builder.phi(v4d) for _ in range(_NV)] for _ in range(MR)]
         ys = [b_k(k, v) for v in range(_NV)]
-        x1 = []
+        sums = []
         for i in range(MR):
             ai = a_k(i, k)
-            x1.append([builder.call(fmuladd, [ai, ys[v], xs[i][v]]) for v in range(_NV)])
+            sums.append([builder.call(fmuladd, [ai, ys[v], xs[i][v]]) for v in range(_NV)])
+        start = ir.Constant(v4d, [-0.0] * 4)
+        for i in range(MR):
+            for v in range(_NV):
+                xs[i][v].add_incoming(start, entry)
+                xs[i][v].add_incoming(sums[i][v], body)
         k_next = builder.add(k, const(1))
         k.add_incoming(k_next, body)
         builder.cbranch(builder.icmp_signed("<", k_next, k0), body, done)
         builder.position_at_end(done)
-        sums = [[None] * _NV for _ in range(MR)]
-        for i in range(MR):
-            for v in range(_NV):
-                xs[i][v].add_incoming(x0[i][v], entry)
-                xs[i][v].add_incoming(x1[i][v], body)
-                sums[i][v] = builder.phi(v4d)
-                sums[i][v].add_incoming(x0[i][v], entry)
-                sums[i][v].add_incoming(x1[i][v], body)
         zero = ir.Constant(v4f, [0.0] * 4)
         left = ir.Constant(ir.VectorType(ir.IntType(1), 4), [0] * 4)
         for v in range(_NV):
