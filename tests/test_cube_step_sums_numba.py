@@ -111,6 +111,27 @@ def test_mmad_operands_gathered_from_the_fractals(dtype):
             assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
             assert nan is bool(np.isnan(want).any())
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_negative_zero_start_and_sums_that_are_zero(dtype):
+    """C = (start + step 0) + 0 + step 1 ...: a -0.0 start plus a step that is -0.0 (a row
+    of -0.0 times ones: a tile whose rows are all exact, kept with no check) or +-0.0
+    after cancelling (rows [x, -x, 0 ...] times columns [1, 1, 0 ...]: a zero sum with a
+    nonzero bound, which the loop's vector test leaves to the per-element one) is +0.0,
+    hand-computed; and the loop gives numpy's bytes. Rows 5 (not a multiple of the loop's
+    tile of 4 rows), columns 144 (two blocks of 128, the second padded)."""
+    k0 = 8 if dtype == np.float32 else 16
+    G, S, M, N = 2, 3, 5, 144
+    a = np.zeros((G, S, M, k0), dtype)
+    a[0] = -0.0                                   # member 0: -0.0 products only
+    a[1, :, :, 0], a[1, :, :, 1] = 3.0, -3.0       # member 1: 3 - 3 in every step
+    b = np.zeros((G, S, k0, N), dtype)
+    b[:, :, 0], b[:, :, 1] = 1.0, 1.0
+    init = np.full((G, N // 16, M, 16), -0.0, np.float32)
+    want, got = both_renderings(a, b, init, True)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert not got.view(np.uint32).any()           # every element +0.0
+
+
 def test_the_exact_sum_is_fsums():
     """Shewchuk's sum rounds as ``math.fsum`` does: ties to even, ties pushed off by a
     lower partial, cancellation, huge exponent spreads."""

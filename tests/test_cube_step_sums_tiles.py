@@ -1,6 +1,6 @@
-"""The compiled step-sums loop's tiles (npusim/ascendc/cube/step_sums_jit.py: three rows of A
-per vector of B in passes of four k, fused multiply-adds, B in blocks of 128 columns, the
-last padded) give the defined bytes on data chosen to break them: Mmad's float result is
+"""The compiled step-sums loop's tiles (npusim/ascendc/cube/step_sums_jit.py: register tiles
+of four rows of A x eight columns of B over all k, fused multiply-adds, B in blocks of 128
+columns, the last padded) give the defined bytes on data chosen to break them: Mmad's float result is
 ``init + v_0 + v_1 + ...`` in fp32, k order, where ``v_s = fp32(math.fsum(the step's k0
 products))`` (the exact sum rounded once to float64, then to fp32;
 npusim/ascendc/cube/step_sums.py).
@@ -11,7 +11,7 @@ compared too. Data: steps next to fp32 rounding boundaries (per-step rounding th
 rounding of the whole sum would not give), sums whose float64 sum in k order loses the
 terms that decide an fp32 tie (the exact-sum fallback), NaN padding rows, +inf and -inf
 products in one sum, inf x 0, mixed magnitudes (subnormal halves, float exponents over
-2**+-60), every row count modulo the tile's three and column counts that leave a partial
+2**+-60), every row count modulo the tile's four and column counts that leave a partial
 block of B.
 """
 import math
@@ -165,7 +165,7 @@ def test_nan_padding_and_infinities_in_a_tile(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_mixed_magnitudes_every_tile_remainder(dtype):
-    """Rows 1 to 7 (every remainder of the three-row tile) and 130, columns 16 to 272
+    """Rows 1 to 7 (every remainder of the four-row tile) and 130, columns 16 to 272
     (blocks of 128 and a partial one), exponents spread over the type's range (half's
     subnormals, float's 2**+-60)."""
     rng = np.random.default_rng(14)

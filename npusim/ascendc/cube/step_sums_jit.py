@@ -6,7 +6,10 @@ are numpy's.
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 _FAR = 1 << 20                          # the span of a row that never needs a check
 
@@ -67,7 +70,8 @@ def _figures(bits_a, bits_b, mbits, emin, by_bits, lk, pow2):
     are 0, or not finite); without ``by_bits`` every other row spans 53 bits
     (checked). In place of the tops, the factors of the bound ``E >= e`` (as
     :func:`.step_sums._bounds` gives them: ``2**(top_A + 2 lk - 52)`` per row,
-    ``2**top_B`` per column, ``pow2[e + 1074]`` being ``2.0**e``)."""
+    ``2**top_B`` per column, ``pow2[e + 1074]`` being ``2.0**e``; 0 for a column of
+    zeros, inf or NaN, whose sums are exact or not finite)."""
     S, M, k0 = bits_a.shape
     NBLK, _, _, NB = bits_b.shape
     ea = np.empty((S, M))
@@ -75,8 +79,12 @@ def _figures(bits_a, bits_b, mbits, emin, by_bits, lk, pow2):
     eb = np.empty((NBLK, S, NB))
     sb = np.empty((NBLK, S, NB), np.int64)
     widest = np.empty((NBLK, S), np.int64)
-    hi = np.empty(NB, np.int64)
-    lo = np.empty(NB, np.int64)
+    # the columns' largest and smallest nonzero magnitudes, as floats (a pass over a
+    # step's block that vectorises: AVX2 has no 64-bit integer max), then their bits
+    hi = np.empty(NB)
+    lo = np.empty(NB)
+    hi_bits, lo_bits = hi.view(np.int64), lo.view(np.int64)
+    b = bits_b.view(np.float64)
     mag = (1 << 63) - 1                      # all but the sign: |x| grows with it
     for s in range(S):
         for r in range(M):
@@ -91,20 +99,34 @@ def _figures(bits_a, bits_b, mbits, emin, by_bits, lk, pow2):
     for nb in range(NBLK):
         for s in range(S):
             for t in range(NB):
-                hi[t] = 0
-                lo[t] = mag
+                hi[t] = 0.0
+                lo[t] = math.inf
             for j in range(k0):
-                for t in range(NB):
-                    x = bits_b[nb, s, j, t] & mag
-                    hi[t] = max(hi[t], x)
-                    lo[t] = min(lo[t], (x - 1) & mag)
+                _extremes(b[nb, s, j], hi, lo)
             w = -_FAR
-            for t in range(NB):
-                top, sb[nb, s, t] = _span(hi[t], lo[t], mbits, emin, by_bits)
-                eb[nb, s, t] = pow2[top + 1074]
+            for t in range(NB):            # inf or NaN: hi's exponent is all ones
+                top, sb[nb, s, t] = _span(hi_bits[t], lo_bits[t] - 1, mbits, emin, by_bits)
+                # a column of zeros, inf or NaN: its sums need no bound (0 or not finite)
+                eb[nb, s, t] = pow2[top + 1074] if sb[nb, s, t] > -_FAR else 0.0
                 w = max(w, sb[nb, s, t])
             widest[nb, s] = w
     return ea, sa, eb, sb, widest
+
+
+@njit(cache=True)
+def _extremes(x, hi, lo):
+    """``hi``, ``lo``: the largest and the smallest nonzero magnitude of ``x`` and
+    themselves, elementwise; a NaN makes ``hi`` NaN. One pass that vectorises (``+ 0.0``,
+    which changes no magnitude, keeps the compiler from storing through masked stores,
+    slow on AMD hosts)."""
+    for t in range(len(x)):
+        v = abs(x[t])
+        h = hi[t]
+        hi[t] = (v if (v > h) | (v != v) else h) + 0.0
+        w = v if v > 0.0 else math.inf
+        low = lo[t]
+        lo[t] = (w if w < low else low) + 0.0
+
 
 @njit(cache=True)
 def _span(hi, lo, mbits, emin, by_bits):
@@ -118,173 +140,237 @@ def _span(hi, lo, mbits, emin, by_bits):
         return top, 53
     return top, top - (max(((lo + 1) >> 52) - 1023, emin) - mbits)
 
-@njit(cache=True)
-def _unsettled(r, i, nt, ea_m, sa_m, eb_s, sb_s, limit):
-    """How many of the sums ``r[i, :nt]`` of a row (``ea_m``, ``sa_m``: its figures) and
-    the columns of a step (``eb_s``, ``sb_s``: theirs) :func:`_settle` would compute again:
-    those neither exact by their bits nor rounded alike, and finite. One pass that
-    vectorises (``r`` read with its constant row pitch, no stores), compiled without
-    fastmath like :func:`_settle`, which runs only where this is not 0."""
-    bad = 0
-    for t in range(nt):
-        x = r[i, t]
-        e = ea_m * eb_s[t]
-        bad += ((np.float32(x - e) != np.float32(x + e)) & (abs(x) < math.inf)
-                & (sa_m + sb_s[t] > limit))
-    return bad
 
-
-@njit(cache=True)
-def _settle(a, b, nb, s, m, limit, ea, sa, eb, sb, r):
-    """The sums ``r[t]`` of row ``m`` of step ``s``, columns ``t`` of block ``nb``
-    (``b``: (blocks, S, k0, width)) whose fp32 rounding is not shown to be the exact
-    sum's, replaced by that (an fp32 value, held exactly in float64). A sum is shown
-    (module docstring) when its row and column are exact by their bits (``sa + sb <=
-    limit``), or ``fp32(r - E) == fp32(r + E)`` for ``E = ea * eb``, or it is not
-    finite. One pass that only counts (it vectorises), then the few again."""
-    bad = 0
-    for t in range(r.shape[0]):
-        x = r[t]
-        e = ea[s, m] * eb[nb, s, t]
-        bad += ((np.float32(x - e) != np.float32(x + e)) & (abs(x) < math.inf)
-                & (sa[s, m] + sb[nb, s, t] > limit))
-    if bad == 0:
-        return
-    partials = np.empty(a.shape[2] + 1)
-    for t in range(r.shape[0]):
-        x = r[t]
-        e = ea[s, m] * eb[nb, s, t]
-        if ((np.float32(x - e) != np.float32(x + e)) and abs(x) < math.inf
-                and sa[s, m] + sb[nb, s, t] > limit):
-            r[t] = np.float32(_exact_sum(a, b, nb, s, m, t, partials))
 
 #: columns of B per block (the loop's operand has blocks of exactly this width, the last
-#: one padded with zeros: a constant row pitch is what lets the compiler vectorise
-#: :func:`_tile_pass`); a block of a step is 16 KiB of float64 (k0 16)
+#: one padded with zeros); a block of a step is 16 KiB of float64 (k0 16), which stays in
+#: the first-level cache while every row of A passes over it
 WIDTH = 128
-#: rows of A a tile takes at once: each vector of B loaded serves this many rows
-_MR = 3
-#: k values a pass over a tile's columns adds: its rows' A values (3 x 4) stay in registers
-_KC = 4
+#: rows of A and columns of B of one register tile (:func:`_tile`): 8 sums of 4 columns
+MR, NC = 4, 8
+_NV = NC // 4
 
 
-@njit(inline="always")
-def _tile_pass(bq, a0, a1, a2, c, nt, r, first):
-    """Adds ``ai[c + j] * bq[j, t]``, ``j < 4``, to ``r[i, t]`` (``first``: sets it to
-    them) for the tile's three rows of A (``a0`` .. ``a2``, k0 values each) and the first
-    ``nt`` columns of ``bq``, rows ``c .. c + 3`` of the step's block of B (row pitch
-    :data:`WIDTH`): one chain of multiply-adds per sum, in k order (any order would do:
-    :mod:`.step_sums_numba`). The compiler vectorises over the columns, with the pass's
-    twelve values of A in registers: per vector of four columns four loads of B, the
-    three rows' partial sums read and written, twelve multiply-adds (with all
-    sixteen k in one pass the values of A do not fit in the registers, and their loads
-    cost more than the arithmetic)."""
-    p0, p1, p2, p3 = a0[c], a0[c + 1], a0[c + 2], a0[c + 3]
-    q0, q1, q2, q3 = a1[c], a1[c + 1], a1[c + 2], a1[c + 3]
-    u0, u1, u2, u3 = a2[c], a2[c + 1], a2[c + 2], a2[c + 3]
-    for t in range(nt):
-        y0 = bq[0, t]
-        if first:
-            x0 = p0 * y0
-            x1 = q0 * y0
-            x2 = u0 * y0
-        else:
-            x0 = r[0, t] + p0 * y0
-            x1 = r[1, t] + q0 * y0
-            x2 = r[2, t] + u0 * y0
-        y1 = bq[1, t]
-        x0 += p1 * y1
-        x1 += q1 * y1
-        x2 += u1 * y1
-        y2 = bq[2, t]
-        x0 += p2 * y2
-        x1 += q2 * y2
-        x2 += u2 * y2
-        y3 = bq[3, t]
-        x0 += p3 * y3
-        x1 += q3 * y3
-        x2 += u3 * y3
-        r[0, t] = x0
-        r[1, t] = x1
-        r[2, t] = x2
+@intrinsic
+def _tile(typingctx, a, ao, k0, b, bo, eb, ebo, ea, c, co, cp, r):
+    """One register tile of a step: the ``MR`` x ``NC`` sums ``x[i, u] = sum_k a[ao + i k0 +
+    k] * b[bo + k WIDTH + u]`` (k < ``k0``, in k order), their check and their fp32
+    accumulation; returns whether a sum is left to :func:`_settle`. Arrays are flat,
+    C-contiguous, indexed without bounds checks (the caller's shapes guarantee them):
+    ``a`` float64 (rows of k0), ``b`` float64 (rows of :data:`WIDTH`), ``eb`` float64 (the
+    tile's ``NC`` column bound factors from ``ebo`` on), ``ea`` float64 (its ``MR`` row
+    factors, 0 for a row that needs no check), ``c`` float32 (the accumulators: row ``i``
+    at ``co + i cp``), ``r`` float64 (``MR`` x ``NC``: the sums, written for
+    :func:`_settle`).
+
+    Written as LLVM IR (numba's ``intrinsic``) so that the tile's eight vectors of four
+    sums stay in registers through all k0 multiply-adds (a loop over k: per k two vectors
+    of B loaded, four values of A broadcast, eight ``llvm.fmuladd``, which is a fused
+    multiply-add where the host has one and else a multiply and an add: the same bits, the
+    products being exact), whatever numba's loop vectoriser would make of the source.
+    Then per vector of sums ``x`` (strict IEEE operations, no fast-math flags):
+    ``E = ea[i] * eb``; ``lo = fp32(x - E)``, ``ok = lo == fp32(x + E)`` (false for NaN);
+    ``c = (c + (lo if ok else 0)) + 0``. Where ``ok``, ``lo`` is ``fp32(x)`` (rounding is
+    monotone), the step's value ``v``, and ``(c + v) + 0`` is Mmad's first step ``(C +
+    step 0) + 0``; after it an accumulator is never ``-0.0`` (an fp32 sum is ``-0.0``
+    only when both terms are), so the ``+ 0`` changes nothing at later steps. Elsewhere
+    :func:`_settle` adds ``v`` to ``(c + 0) + 0``, which is ``c`` but for a ``-0.0``
+    start made ``+0.0``: ``+0.0 + v`` is ``(-0.0 + v) + 0`` for every ``v``."""
+    return types.boolean(a, ao, k0, b, bo, eb, ebo, ea, c, co, cp, r), _tile_ir(True)
 
 
-@njit(cache=True, fastmath={"contract"})
+@intrinsic
+def _tile_exact(typingctx, a, ao, k0, b, bo, eb, ebo, ea, c, co, cp, r):
+    """:func:`_tile` for a tile whose rows' sums are all exact by their bits: each is
+    kept as it is, ``c = (c + fp32(x)) + 0``, with no check (``eb``, ``ea``, ``r`` not
+    read or written); returns False."""
+    return types.boolean(a, ao, k0, b, bo, eb, ebo, ea, c, co, cp, r), _tile_ir(False)
+
+
+def _tile_ir(checked):
+    """The code generator of :func:`_tile` (``checked``) or :func:`_tile_exact`."""
+    def codegen(context, builder, signature, args):
+        f64, f32, i64 = ir.DoubleType(), ir.FloatType(), ir.IntType(64)
+        v4d, v4f = ir.VectorType(f64, 4), ir.VectorType(f32, 4)
+        a, ao, k0, b, bo, eb, ebo, ea, c, co, cp, r = args
+        ty = signature.args
+        pa, pb, peb, pea, pc, pr = (context.make_array(ty[n])(context, builder, args[n]).data
+                                    for n in (0, 3, 5, 7, 8, 11))
+        fmuladd = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(v4d, [v4d] * 3), "llvm.fmuladd.v4f64")
+
+        def const(v):
+            return ir.Constant(i64, v)
+
+        def vector(p, at, vt, value=None):       # load (or store) 4 elements at p[at]
+            q = builder.bitcast(builder.gep(p, [at]), vt.as_pointer())
+            align = 8 if vt is v4d else 4
+            if value is None:
+                return builder.load(q, align=align)
+            builder.store(value, q, align=align)
+
+        def splat(x):                             # a value in all four lanes
+            v = builder.insert_element(ir.Constant(v4d, ir.Undefined), x, ir.Constant(
+                ir.IntType(32), 0))
+            return builder.shuffle_vector(v, ir.Constant(v4d, ir.Undefined),
+                                          ir.Constant(ir.VectorType(ir.IntType(32), 4),
+                                                      [0] * 4))
+
+        def a_k(i, k):                            # a[ao + i k0 + k], in four lanes
+            return splat(builder.load(builder.gep(pa, [builder.add(
+                builder.add(ao, builder.mul(k0, const(i))), k)])))
+
+        def b_k(k, v):                            # b[bo + k WIDTH + 4 v ..]
+            return vector(pb, builder.add(bo, builder.add(builder.mul(k, const(WIDTH)),
+                                                          const(4 * v))), v4d)
+
+        # a loop over k (its trip count a run-time value, so that the compiler does not
+        # unroll it whole and interleave the sums' chains), the sums starting at -0.0:
+        # -0.0 + p is p for every product p (a zero's sign kept), so the first
+        # multiply-add is the first product
+        entry = builder.block
+        body = builder.append_basic_block("k_loop")
+        done = builder.append_basic_block("k_done")
+        builder.branch(body)
+        builder.position_at_end(body)
+        k = builder.phi(i64)
+        k.add_incoming(const(0), entry)
+        xs = [[builder.phi(v4d) for _ in range(_NV)] for _ in range(MR)]
+        ys = [b_k(k, v) for v in range(_NV)]
+        sums = []
+        for i in range(MR):
+            ai = a_k(i, k)
+            sums.append([builder.call(fmuladd, [ai, ys[v], xs[i][v]]) for v in range(_NV)])
+        start = ir.Constant(v4d, [-0.0] * 4)
+        for i in range(MR):
+            for v in range(_NV):
+                xs[i][v].add_incoming(start, entry)
+                xs[i][v].add_incoming(sums[i][v], body)
+        k_next = builder.add(k, const(1))
+        k.add_incoming(k_next, body)
+        builder.cbranch(builder.icmp_signed("<", k_next, k0), body, done)
+        builder.position_at_end(done)
+        zero = ir.Constant(v4f, [0.0] * 4)
+        left = ir.Constant(ir.VectorType(ir.IntType(1), 4), [0] * 4)
+        for v in range(_NV):
+            if checked:
+                e_col = vector(peb, builder.add(ebo, const(4 * v)), v4d)
+            for i in range(MR):
+                x = sums[i][v]
+                at = builder.add(builder.add(co, builder.mul(cp, const(i))), const(4 * v))
+                if checked:
+                    vector(pr, const(i * NC + 4 * v), v4d, x)
+                    e = builder.fmul(splat(builder.load(builder.gep(pea, [const(i)]))),
+                                     e_col)
+                    lo = builder.fptrunc(builder.fsub(x, e), v4f)
+                    ok = builder.fcmp_ordered("==", lo,
+                                              builder.fptrunc(builder.fadd(x, e), v4f))
+                    left = builder.or_(left, builder.not_(ok))
+                    value = builder.select(ok, lo, zero)
+                else:
+                    value = builder.fptrunc(x, v4f)
+                acc = builder.fadd(vector(pc, at, v4f), value)
+                vector(pc, at, v4f, builder.fadd(acc, zero))
+        return builder.icmp_unsigned("!=", builder.bitcast(left, ir.IntType(4)),
+                                     ir.Constant(ir.IntType(4), 0))
+
+    return codegen
+
+
+@njit(cache=True)
+def _settle(a, b, nb, s, m0, t0, limit, ea_t, sa, eb, sb, r, c, co, cp, partials):
+    """The sums of the tile at rows ``m0 ..``, columns ``t0 ..`` of block ``nb``, step
+    ``s`` that :func:`_tile` left out (the same test on the same sums ``r``: ``fp32(x - E)
+    != fp32(x + E)``, ``E = ea_t[i] * eb``), added to their accumulators ``c[co + i cp +
+    u]`` (:func:`_tile` says why a plain add): ``v`` = fp32 of the sum when its row and
+    column are exact by their bits (``sa + sb <= limit``) or it is not finite (NaN or an
+    infinity, the same in every order), else of the exact sum (:func:`_exact_sum`).
+    Compiled without fastmath."""
+    for i in range(MR):
+        m = m0 + i
+        for u in range(NC):
+            t = t0 + u
+            x = r[i * NC + u]
+            e = ea_t[i] * eb[nb, s, t]
+            if np.float32(x - e) != np.float32(x + e):
+                if sa[s, m] + sb[nb, s, t] <= limit or not abs(x) < math.inf:
+                    v = np.float32(x)
+                else:
+                    v = np.float32(_exact_sum(a, b, nb, s, m, t, partials))
+                at = co + i * cp + u
+                c[at] = c[at] + v
+
+
+@njit(cache=True)
 def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
     """``out[g, n // 16, m, n % 16]`` = fp32 ``init + step 0 + step 1 + ...`` for row
-    m, column n of member g (``init``, of ``out``'s shape, read only when
-    ``has_init``; it may be ``out``). ``a`` (G, S, M, k0) and ``b`` (G, blocks, S,
-    k0, :data:`WIDTH`), C-contiguous float64; k0 16 or 8; column n is ``WIDTH *
-    block + t``, the columns from N = 16 x ``out.shape[1]`` on zeros.
+    m < M, column n of member g (``init``, of ``out``'s shape, read only when
+    ``has_init``; it may be ``out``). ``a`` (G, S, Mp, k0) and ``b`` (G, blocks, S,
+    k0, :data:`WIDTH`), C-contiguous float64; k0 16 or 8; ``Mp`` a multiple of :data:`MR`
+    (rows from M = ``out.shape[2]`` on zeros); column n is ``WIDTH * block + t``, the
+    columns from N = 16 x ``out.shape[1]`` on zeros.
 
-    Block by block of columns, step by step, three rows at a time: the rows' float64
-    sums over the block in passes of four k (:func:`_tile_pass`: each vector of B
-    loaded once for the three rows, the rows' values of A in registers, fused
-    multiply-adds), while the step's block of B (16 KiB) stays in the first-level
-    cache; each row's sums settled (:func:`_unsettled` counts those to compute again,
-    :func:`_settle` computes them) and their fp32 values added to the block's
-    accumulator, which goes to L0C's NZ order once.
+    Block by block of columns, step by step (the step's block of B, 16 KiB, stays in the
+    first-level cache), tile by tile of :data:`MR` rows x :data:`NC` columns: the tile's
+    float64 sums in registers, checked and added to the block's fp32 accumulators
+    (:func:`_tile`), the few left out settled (:func:`_settle`); the accumulators start
+    as ``init`` (or 0) and go to L0C's NZ order once.
 
-    ``fastmath`` is ``contract`` alone: the compiler may fuse a product and the add
-    that takes it into one fused multiply-add, ``fma(x, y, z) = round(x * y + z)``.
-    The products of half, bfloat16 and float values are exact in float64, so that is
-    ``round(round(x * y) + z)``, what the separate multiply and add give: the same
-    sums, bit for bit (inf and NaN products alike: ``x * y`` is then the same inf or
-    NaN either way). No reassociation (``reassoc``: the order of the adds stays the
-    source's, though any order would do), no assumption that values are finite
-    (``nnan``, ``ninf``: the checks' ``abs(x) < inf`` and NaN comparisons keep their
-    IEEE meaning); :func:`_figures`, :func:`_unsettled`, :func:`_settle` and
-    :func:`_exact_sum` are compiled without any.
-
-    Returns whether an element of ``out`` is NaN (the loop writes every one: Mmad makes
-    NaNs canonical only when there is one, with no pass over C to look for them)."""
-    G, S, M, k0 = a.shape
+    A row whose sums over the block are all exact by their bits gets the bound 0 (its sums
+    are then kept as they are). Returns whether an element of ``out`` is NaN (the loop
+    writes every one: Mmad makes NaNs canonical only when there is one, with no pass over
+    C to look for them)."""
+    G, S, Mp, k0 = a.shape
     NBLK = b.shape[1]
+    M = out.shape[2]
     N = out.shape[1] * 16
+    assert Mp % MR == 0 and Mp >= M and b.shape[4] == WIDTH and b.shape[3] == k0
+    assert b.shape[2] == S and NBLK * WIDTH >= N and out.shape[0] == G
+    assert a.flags.c_contiguous and b.flags.c_contiguous
     bflat = b.reshape(-1)
-    r = np.empty((_MR, WIDTH))
-    c = np.empty((M, WIDTH), np.float32)
-    zero = np.float32(0.0)
+    c = np.empty(Mp * WIDTH, np.float32)
+    r = np.empty(MR * NC)
+    ea_t = np.empty(MR)
+    partials = np.empty(k0 + 1)
     limit = 53 - lk
     nan = False
     for g in range(G):
         ag, bg = a[g], b[g]
+        af = ag.reshape(-1)
         ea, sa, eb, sb, widest = _figures(ag.view(np.int64), bg.view(np.int64), mbits,
                                           emin, by_bits, lk, pow2)
+        ebf = eb.reshape(-1)
         for nb in range(NBLK):
             nt = min(WIDTH, N - nb * WIDTH)              # the block's columns of C
+            for m in range(Mp):
+                for u in range(nt // 16):
+                    for t in range(16):
+                        c[m * WIDTH + u * 16 + t] = (
+                            init[g, nb * (WIDTH // 16) + u, m, t]
+                            if has_init and m < M else np.float32(0.0))
             for s in range(S):
                 bo = ((g * NBLK + nb) * S + s) * k0 * WIDTH
-                bp = bflat[bo:bo + k0 * WIDTH].reshape((k0, WIDTH))
-                for m0 in range(0, M, _MR):
-                    # the last tile's missing rows repeat its last row (sums not used)
-                    a0, a1 = ag[s, m0], ag[s, min(m0 + 1, M - 1)]
-                    a2 = ag[s, min(m0 + 2, M - 1)]
-                    _tile_pass(bp[0:_KC], a0, a1, a2, 0, nt, r, True)
-                    for c0 in range(_KC, k0, _KC):
-                        _tile_pass(bp[c0:c0 + _KC], a0, a1, a2, c0, nt, r, False)
-                    for i in range(min(_MR, M - m0)):
+                for m0 in range(0, Mp, MR):
+                    checked = False
+                    for i in range(MR):                  # rows all exact: no bound
                         m = m0 + i
-                        ri = r[i, :nt]
-                        if (sa[s, m] + widest[nb, s] > limit  # not every sum exact by bits
-                                and _unsettled(r, i, nt, ea[s, m], sa[s, m], eb[nb, s],
-                                               sb[nb, s], limit)):
-                            _settle(ag, bg, nb, s, m, limit, ea, sa, eb, sb, ri)
-                        if s > 0:
-                            for t in range(nt):
-                                c[m, t] = c[m, t] + np.float32(ri[t])
-                        elif has_init:  # as numpy: (init + step 0) + 0, then + steps
-                            for u in range(nt // 16):
-                                for t in range(16):
-                                    c[m, u * 16 + t] = (init[g, nb * (WIDTH // 16) + u, m, t]
-                                                        + np.float32(ri[u * 16 + t])) + zero
-                        else:
-                            for t in range(nt):
-                                c[m, t] = np.float32(ri[t]) + zero
+                        ea_t[i] = ea[s, m] if sa[s, m] + widest[nb, s] > limit else 0.0
+                        checked |= sa[s, m] + widest[nb, s] > limit
+                    if not checked:
+                        for t0 in range(0, nt, NC):
+                            _tile_exact(af, (s * Mp + m0) * k0, k0, bflat, bo + t0, ebf, 0,
+                                        ea_t, c, m0 * WIDTH + t0, WIDTH, r)
+                        continue
+                    for t0 in range(0, nt, NC):
+                        if _tile(af, (s * Mp + m0) * k0, k0, bflat, bo + t0,
+                                 ebf, (nb * S + s) * WIDTH + t0, ea_t, c, m0 * WIDTH + t0,
+                                 WIDTH, r):
+                            _settle(ag, bg, nb, s, m0, t0, limit, ea_t, sa, eb, sb, r, c,
+                                    m0 * WIDTH + t0, WIDTH, partials)
             for u in range(nt // 16):
                 for m in range(M):
                     for t in range(16):
-                        v = c[m, u * 16 + t]
+                        v = c[m * WIDTH + u * 16 + t]
                         nan |= v != v
                         out[g, nb * (WIDTH // 16) + u, m, t] = v
     return nan

@@ -6,13 +6,15 @@ k0 products))``; Mmad's float result is ``init + step 0 + step 1 + ...`` in fp32
 The numpy rendering gets there through one BLAS product of every step and checks on whole
 arrays, so it writes every step's m x n result to memory and reads it back several times.
 This loop (:func:`.step_sums_jit._accumulate`) takes a block of 128 columns of C at a
-time (B's part of a step, 16 KiB, stays in the first-level cache), step by step and three
-rows at a time: the rows' float64 sums over the block in passes of four k, each vector of
-B loaded once for the three rows and the pass's twelve values of A held in registers
-(:func:`.step_sums_jit._tile_pass`: the sums' arithmetic is then what bounds the loop, not
-its loads), their fp32 values added to the block's fp32 accumulator, which goes to L0C's
-NZ order once. Each step's value is shown to
-be the defined one by the same arguments as there, per element:
+time (B's part of a step, 16 KiB, stays in the first-level cache), step by step, in
+register tiles of 4 rows x 8 columns (:func:`.step_sums_jit._tile`, written as LLVM IR
+through numba's ``intrinsic``): the tile's 32 float64 sums stay in eight vector registers
+through the step's k0 multiply-adds (per k two vectors of B loaded, four values of A
+broadcast), then each vector is checked and its fp32 value added to the block's fp32
+accumulator in the same pass, with no sum read back from memory; the few sums the vector
+test leaves out are settled one by one (:func:`.step_sums_jit._settle`), and the
+accumulator goes to L0C's NZ order once. Each step's value is shown to be the defined
+one by the same arguments as there, per element:
 
 * Exact by its bits: the step's row of A and column of B span, from the top of their
   largest magnitude down to the last bit their type allows their smallest nonzero one,
@@ -21,7 +23,13 @@ be the defined one by the same arguments as there, per element:
   sum. float rows are all taken as wide, as :mod:`.step_sums` takes them.
 * Rounded alike: otherwise, with the bound ``E`` of any order's error (Higham, §4.2; the
   products are exact, so a fused multiply-add the compiler might form changes nothing),
-  ``fp32(r - E) == fp32(r + E)`` gives the value.
+  ``fp32(r - E) == fp32(r + E)`` gives the value (it is ``fp32(r - E)``, rounding being
+  monotone). The tile tests this on every sum of a row that is not exact by its bits
+  against every column of the block (a tile of rows that all are keeps its sums as they
+  are, with no test); the exact-by-bits test of single elements and the test for finite
+  sums are left to the elements that fail it (a NaN fails it; an infinity passes it, as
+  its own value), so they cost nothing where it passes. A column of zeros, inf or NaN has
+  the bound 0 (its sums are 0 or not finite).
 * Computed again: an element that fails both, by an exact sum of its k0 products
   (Shewchuk's error-free partials, rounded once to nearest-even: ``math.fsum``'s result,
   :func:`.step_sums_jit._exact_sum`).
@@ -30,22 +38,22 @@ be the defined one by the same arguments as there, per element:
   every NaN the canonical one).
 
 No step's value depends on the host's vector width or BLAS, and every value the loop
-keeps is one the arguments above pin down. The sums are compiled with numba's ``fastmath``
-set to ``{'contract'}`` alone: the compiler may fuse a product and the add that takes it
-into one fused multiply-add, ``fma(x, y, z) = round(x * y + z)``; as ``x * y`` is exact
+keeps is one the arguments above pin down. The sums' multiply-adds are LLVM's
+``llvm.fmuladd``, which the compiler makes one fused multiply-add where the host has one,
+``fma(x, y, z) = round(x * y + z)``, else a multiply and an add; as ``x * y`` is exact
 (a product of two half, bfloat16 or float values has at most 48 significant bits and
-lies far inside float64's exponent range), that is ``round(round(x * y) + z)``, the bits
-of the separate multiply and add, on every host with or without FMA units (an inf or NaN
-product is the same inf or NaN either way). Nothing else is relaxed: no reassociation,
-no assumption that values are finite or not NaN, no approximate functions; the checks,
-the exact sum and the operand figures are compiled with strict IEEE semantics. The
-float32 adds of the accumulation are the numpy rendering's, in the same order.
+lies far inside float64's exponent range), both are ``round(round(x * y) + z)``, on every
+host (an inf or NaN product is the same inf or NaN either way). Nothing else is relaxed:
+no reassociation, no assumption that values are finite or not NaN, no approximate
+functions; the checks, the exact sum and the operand figures are compiled with strict
+IEEE semantics. The float32 adds of the accumulation are the numpy rendering's, in the
+same order.
 
 Selection (:data:`ENABLED`): used by :func:`.step_sums.mmad_steps` and
 :func:`.step_sums.rounded_step_sums` when numba imports, unless the environment sets
 ``NPUSIM_NUMBA=0`` (or a caller sets ``ENABLED = False``). ``pip install 'npusim[fast]'``
 installs numba; it is imported on the first Mmad (:func:`kernels`), not with npusim. The
-first call compiles the loop (about 7 s of CPU on a 2.4 GHz AMD EPYC, numba's import
+first call compiles the loop (about 10 s of CPU on a 2.4 GHz AMD EPYC, numba's import
 included; once per operand layout) or loads it from numba's cache (0.9 s; ``cache=True``:
 ``__pycache__`` next to the source, else numba's user-wide cache directory).
 """
@@ -82,7 +90,8 @@ def kernels():
     global _KERNELS
     if _KERNELS is None:
         from npusim.ascendc.cube import step_sums_jit
-        assert step_sums_jit.WIDTH == _WIDTH       # the blocks of B that _blocks makes
+        # the blocks of B that _blocks makes, the rows of A that _float64 pads to
+        assert step_sums_jit.WIDTH == _WIDTH and step_sums_jit.MR == _MR
         _KERNELS = step_sums_jit
     return _KERNELS
 
@@ -107,6 +116,7 @@ _FORMATS = {np.dtype(np.float16): (10, -14, True),
             np.dtype(ml_dtypes.bfloat16): (7, -126, True),
             np.dtype(np.float32): (23, -126, False)}
 _WIDTH = 128                            # columns of B per block (step_sums_jit.WIDTH)
+_MR = 4                                 # rows of A per tile (step_sums_jit.MR)
 _POW2 = np.ldexp(1.0, np.arange(-1074, 1024))      # 2.0**e at e + 1074
 
 
@@ -122,14 +132,24 @@ _SCRATCH: dict = {}
 
 
 def _float64(key: str, x: np.ndarray) -> np.ndarray:
-    """``x`` as float64 in a work array kept from call to call (a fresh array of a few MiB
-    costs more in page faults than the loop's reading it; launches run one at a time and
-    an instruction does not yield, as :func:`.step_sums._scratch` says)."""
+    """``x`` (G, S, rows..., k0) as float64 (G, S, Mp, k0) in a work array kept from call
+    to call (a fresh array of a few MiB costs more in page faults than the loop's reading
+    it; launches run one at a time and an instruction does not yield, as
+    :func:`.step_sums._scratch` says): its M rows (the product of the row axes) padded
+    with zeros to Mp, a multiple of the loop's tile (``step_sums_jit.MR``)."""
+    G, S, k0 = x.shape[0], x.shape[1], x.shape[-1]
+    M = x.size // (G * S * k0) if x.size else 0
+    Mp = -(-M // _MR) * _MR
+    size = G * S * Mp * k0
     buf = _SCRATCH.get(key)
-    if buf is None or buf.size < x.size:
-        buf = _SCRATCH[key] = np.empty(x.size)
-    out = buf[:x.size].reshape(x.shape)
-    out[...] = x
+    if buf is None or buf.size < size:
+        buf = _SCRATCH[key] = np.empty(size)
+    out = buf[:size].reshape(G, S, Mp, k0)
+    if Mp == M:
+        out.reshape(x.shape)[...] = x        # a view: out is contiguous
+    else:
+        out[:, :, :M] = x.reshape(G, S, M, k0)
+        out[:, :, M:] = 0
     return out
 
 
@@ -204,8 +224,7 @@ def mmad_fractals_fused(zz: np.ndarray, zn: np.ndarray, M1: int, K1: int, N1: in
     lk = max(k0 - 1, 1).bit_length()
     G = len(zz)
     # A: step s, row i*16 + r, column k from fractal (i, s), element (r, k)
-    a64 = _float64("a", zz.reshape(G, M1, K1, 16, k0).transpose(0, 2, 1, 3, 4)).reshape(
-        G, K1, M1 * 16, k0)
+    a64 = _float64("a", zz.reshape(G, M1, K1, 16, k0).transpose(0, 2, 1, 3, 4))
     # B in blocks of columns: fractal (s, n1) holds element (j, k) column by column
     b64 = _blocks(zn.reshape(G, K1, N1, 16, k0))
     return bool(kernels()._accumulate(a64, b64, init if has_init else out, has_init, out,
