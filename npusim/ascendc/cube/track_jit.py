@@ -1,0 +1,65 @@
+"""The compiled loops of :mod:`npusim.ascendc.cube.track_fast` (numba, imported on first
+use, as :mod:`.step_sums_jit` is). Each walks the 32 B blocks of runs ``lo + r*stride +
+[0, width)``, r < rows, of one memory shadow (:class:`npusim.ascendc.checker.MemoryShadow`'s
+arrays), and either finds that :meth:`MemoryShadow._race` would find nothing there, and
+then makes the access's updates, or returns before changing anything (the caller then
+runs the numpy path, which reports).
+"""
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def read_runs(w_pipe, w_idx, r_all, init, known, pipe, row, cnt, lo, rows, stride, width,
+              check_init):
+    """A read by ``pipe`` (``known``: what it knows of every pipe's progress, ``vc[pipe]``;
+    ``row``: its row of ``r_all``, -1 when it is not a reader of this memory; ``cnt``: the
+    index of its instruction). 0: a block was written by another pipe at or after what
+    ``pipe`` knows of it (a race; nothing changed). Otherwise the blocks' readers are
+    updated and the result is 1, or 2 when ``check_init`` and a byte of the blocks is not
+    initialised."""
+    for r in range(rows):
+        b0 = lo + r * stride
+        for b in range(b0, b0 + width):
+            wp = w_pipe[b]
+            if wp >= 0 and wp != pipe and w_idx[b] >= known[wp]:
+                return 0
+    whole = True
+    for r in range(rows):
+        b0 = lo + r * stride
+        for b in range(b0, b0 + width):
+            if row >= 0:
+                r_all[row, b] = cnt
+            if check_init and whole:
+                for i in range(b * 32, b * 32 + 32):
+                    if not init[i]:
+                        whole = False
+                        break
+    return 1 if whole else 2
+
+
+@njit(cache=True, nogil=True)
+def write_runs(w_pipe, w_idx, r_all, init, known, readers, pipe, cnt, lo, rows, stride, width,
+               set_init):
+    """A write by ``pipe`` (arguments as :func:`read_runs`; ``readers``: the pipe of each row
+    of ``r_all``). False: a block was written, or read by a reader pipe, at or after what
+    ``pipe`` knows of that pipe (a race; nothing changed). True: the blocks' writer is now
+    ``pipe`` at ``cnt``, and with ``set_init`` their bytes are initialised."""
+    for r in range(rows):
+        b0 = lo + r * stride
+        for b in range(b0, b0 + width):
+            wp = w_pipe[b]
+            if wp >= 0 and wp != pipe and w_idx[b] >= known[wp]:
+                return False
+            for k in range(readers.shape[0]):
+                q = readers[k]
+                if q != pipe and r_all[k, b] >= known[q]:
+                    return False
+    for r in range(rows):
+        b0 = lo + r * stride
+        for b in range(b0, b0 + width):
+            w_pipe[b] = pipe
+            w_idx[b] = cnt
+            if set_init:
+                for i in range(b * 32, b * 32 + 32):
+                    init[i] = True
+    return True
