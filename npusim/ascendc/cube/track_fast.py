@@ -24,6 +24,8 @@ import importlib.util
 import os
 import warnings
 
+import numpy as np
+
 from npusim.ascendc import checker
 
 __all__ = ["ENABLED", "read", "write", "write_range"]
@@ -59,13 +61,21 @@ def _jit():
 
 
 def _plain(sh) -> bool:
+    """Whether ``sh`` checks accesses as MemoryShadow does (its class overrides at most
+    on_race) and its memory is whole 32 B blocks (what the walk's flags take)."""
     cls = type(sh)
     ok = _PLAIN.get(cls)
     if ok is None:
         base = checker.MemoryShadow
         ok = _PLAIN[cls] = all(getattr(cls, m) is getattr(base, m)
                                for m in ("_race", "read_blocks", "write_blocks", "write"))
-    return ok
+    return ok and not sh.init.size % 32
+
+
+def _init64(sh) -> np.ndarray:
+    """The shadow's initialised flags, eight a uint64 (a memory's size is whole 32 B
+    blocks): the walk tests and sets a block's 32 flags as four items."""
+    return sh.init.view(np.uint64)
 
 
 def read(sh, pipe: int, lo: int, rows: int, stride: int, width: int,
@@ -77,7 +87,7 @@ def read(sh, pipe: int, lo: int, rows: int, stride: int, width: int,
     if not ENABLED or not _plain(sh) or _jit() is None:
         return 0
     clock = sh.clock
-    got = _JIT.read_runs(sh.w_pipe, sh.w_idx, sh.r_all, sh.init, clock.vc[pipe], pipe,
+    got = _JIT.read_runs(sh.w_pipe, sh.w_idx, sh.r_all, _init64(sh), clock.vc[pipe], pipe,
                          sh._reader_row.get(pipe, -1), int(clock.count[pipe]), lo, rows,
                          stride, width, check_init)
     if got:
@@ -93,7 +103,8 @@ def write(sh, pipe: int, lo: int, rows: int, stride: int, width: int,
     if not ENABLED or not _plain(sh) or _jit() is None:
         return False
     clock = sh.clock
-    if _JIT.write_runs(sh.w_pipe, sh.w_idx, sh.r_all, sh.init, clock.vc[pipe], sh._readers_idx,
+    if _JIT.write_runs(sh.w_pipe, sh.w_idx, sh.r_all, _init64(sh), clock.vc[pipe],
+                       sh._readers_idx,
                        pipe, int(clock.count[pipe]), lo, rows, stride, width, set_init):
         sh._clean = None
         return True
@@ -111,7 +122,7 @@ def write_range(sh, pipe: int, offset: int, nbytes: int) -> bool:
     if sh._clean == (pipe, first, last):     # write's own shortcut: no check to make
         return False
     clock = sh.clock
-    if not _JIT.write_runs(sh.w_pipe, sh.w_idx, sh.r_all, sh.init, clock.vc[pipe],
+    if not _JIT.write_runs(sh.w_pipe, sh.w_idx, sh.r_all, _init64(sh), clock.vc[pipe],
                            sh._readers_idx, pipe, int(clock.count[pipe]), first, 1, 0,
                            last - first, False):
         return False

@@ -7,13 +7,17 @@ runs the numpy path, which reports).
 """
 from numba import njit
 
+#: eight initialised bytes (True is 1) read as one little- or big-endian uint64: the same
+_ALL8 = 0x0101010101010101
+
 
 @njit(cache=True, nogil=True)
 def read_runs(w_pipe, w_idx, r_all, init, known, pipe, row, cnt, lo, rows, stride, width,
               check_init):
     """A read by ``pipe`` (``known``: what it knows of every pipe's progress, ``vc[pipe]``;
     ``row``: its row of ``r_all``, -1 when it is not a reader of this memory; ``cnt``: the
-    index of its instruction). 0: a block was written by another pipe at or after what
+    index of its instruction; ``init``: the initialised flags as uint64, eight bytes an item).
+    0: a block was written by another pipe at or after what
     ``pipe`` knows of it (a race; nothing changed). Otherwise the blocks' readers are
     updated and the result is 1, or 2 when ``check_init`` and a byte of the blocks is not
     initialised."""
@@ -30,8 +34,8 @@ def read_runs(w_pipe, w_idx, r_all, init, known, pipe, row, cnt, lo, rows, strid
             if row >= 0:
                 r_all[row, b] = cnt
             if check_init and whole:
-                for i in range(b * 32, b * 32 + 32):
-                    if not init[i]:
+                for i in range(b * 4, b * 4 + 4):
+                    if init[i] != _ALL8:
                         whole = False
                         break
     return 1 if whole else 2
@@ -60,6 +64,6 @@ def write_runs(w_pipe, w_idx, r_all, init, known, readers, pipe, cnt, lo, rows, 
             w_pipe[b] = pipe
             w_idx[b] = cnt
             if set_init:
-                for i in range(b * 32, b * 32 + 32):
-                    init[i] = True
+                for i in range(b * 4, b * 4 + 4):
+                    init[i] = _ALL8
     return True
