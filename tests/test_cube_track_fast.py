@@ -144,3 +144,49 @@ def test_a_shadow_class_that_checks_otherwise_takes_numpys_path():
     assert track_fast.read(sh, int(Pipe.PIPE_MTE1), 0, 1, 0, 16) == 0
     plain = checker.MemoryShadow(checker._Clocks(), 4096, "L1")
     assert track_fast.read(plain, int(Pipe.PIPE_MTE1), 0, 1, 0, 16) == 1
+
+
+@settings(max_examples=80, deadline=None)
+@given(lo=st.integers(0, 40), rows=st.integers(1, 5), stride=st.integers(0, 40),
+       width=st.integers(1, 20), pipe=st.sampled_from(["PIPE_MTE1", "PIPE_MTE2", "PIPE_M",
+                                                      "PIPE_FIX"]),
+       writing=st.booleans(), late=st.booleans(), seed=st.integers(0, 10_000))
+def test_a_walk_is_read_blocks_or_write_blocks(lo, rows, stride, width, pipe, writing, late,
+                                                seed):
+    """track_fast.read/write on the blocks ``lo + r*stride + [0, width)`` against
+    MemoryShadow.read_blocks/write_blocks given those blocks (distinct, sorted), as
+    nd2nz's whole NZ tile and the fractal sets take them: the walk is done exactly when
+    they find no race, and then leaves the same shadow."""
+    p = int(getattr(Pipe, pipe))
+    blocks = np.unique((lo + np.arange(rows)[:, None] * stride + np.arange(width)).reshape(-1))
+
+    def call(fast):
+        def make(ctx, tracker):
+            sh = tracker.shadow("L1")
+            if fast:
+                fn = track_fast.write if writing else track_fast.read
+                return _walk, fn, sh, p, lo, rows, stride, width
+            fn = sh.write_blocks if writing else sh.read_blocks
+            return fn, ctx, p, blocks, 32 * lo, 32 * int(blocks[-1] + 1), "LoadData"
+        return make
+
+    mems, hist = ("L1",), ("L1",) if late else ()
+    fast = _tracked_outcome(call(True), seed, mems, hist)
+    slow = _tracked_outcome(call(False), seed, mems, hist)
+    done = _DONE.pop()
+    if done:                               # the walk found nothing: numpy found nothing
+        assert slow[0] is None
+        for a, b in zip(fast[1], slow[1]):
+            np.testing.assert_array_equal(a, b)
+    else:                                  # not done: a race numpy reports, nothing changed
+        assert slow[0] is not None
+        unchanged = _tracked_outcome(lambda ctx, tracker: (lambda: None,), seed, mems, hist)
+        for a, b in zip(fast[1], unchanged[1]):
+            np.testing.assert_array_equal(a, b)
+
+
+_DONE: list = []
+
+
+def _walk(fn, *args):
+    _DONE.append(bool(fn(*args)))

@@ -218,7 +218,9 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
     by_blocks = (ms * isz) % 32 == 0 and sh is not None and sh.init.size % 32 == 0
     if by_blocks:
         blocks, lo, hi = _nz_blocks(dst.offset >> 5, nd, ms * isz // 32, n, ns, nblk, c0s)
-        sh.write_blocks(ctx, int(PIPE_MTE2), blocks, lo, hi, name)
+        if type(blocks) is not slice or not _track_fast.write(
+                sh, int(PIPE_MTE2), blocks.start, 1, 0, blocks.stop - blocks.start):
+            sh.write_blocks(ctx, int(PIPE_MTE2), blocks, lo, hi, name)
         if type(blocks) is slice:
             sh.init[lo:hi] = True
         else:
