@@ -72,10 +72,25 @@ def _plain(sh) -> bool:
     return ok and not sh.init.size % 32
 
 
-def _init64(sh) -> np.ndarray:
-    """The shadow's initialised flags, eight a uint64 (a memory's size is whole 32 B
-    blocks): the walk tests and sets a block's 32 flags as four items."""
-    return sh.init.view(np.uint64)
+_NONE = object()
+
+
+def _arrays(sh):
+    """The walk's view of ``sh``: (w_pipe, w_idx, r_all, the initialised flags as uint64
+    (eight a item: a block's 32 tested and set as four), the clock's ``vc`` and ``count``,
+    the pipe of each reader row, and each reader pipe's row), kept on the shadow (its arrays
+    are made once and updated in place); None when the walk is not for it."""
+    got = sh.__dict__.get("_walk_arrays", _NONE)
+    if got is _NONE:
+        got = None
+        if _plain(sh) and _jit() is not None:
+            rows = np.full(checker._N_PIPES, -1, dtype=np.int64)
+            for p, r in sh._reader_row.items():
+                rows[p] = r
+            got = (sh.w_pipe, sh.w_idx, sh.r_all, sh.init.view(np.uint64), sh.clock.vc,
+                   sh.clock.count, sh._readers_idx, rows)
+        sh._walk_arrays = got
+    return got
 
 
 def read(sh, pipe: int, lo: int, rows: int, stride: int, width: int,
@@ -84,12 +99,10 @@ def read(sh, pipe: int, lo: int, rows: int, stride: int, width: int,
     rows, when it would find no race: then done, and 1 (2: ``check_init`` and a byte of
     those blocks is not initialised). 0: not done (a race, or the compiled loop is off);
     nothing changed, the caller runs ``read_blocks``."""
-    if not ENABLED or not _plain(sh) or _jit() is None:
+    arrays = ENABLED and _arrays(sh)
+    if not arrays:
         return 0
-    clock = sh.clock
-    got = _JIT.read_runs(sh.w_pipe, sh.w_idx, sh.r_all, _init64(sh), clock.vc[pipe], pipe,
-                         sh._reader_row.get(pipe, -1), int(clock.count[pipe]), lo, rows,
-                         stride, width, check_init)
+    got = _JIT.read_runs(*arrays, pipe, lo, rows, stride, width, check_init)
     if got:
         sh._clean = None
     return got
@@ -100,31 +113,25 @@ def write(sh, pipe: int, lo: int, rows: int, stride: int, width: int,
     """:meth:`MemoryShadow.write_blocks` of the blocks as :func:`read`'s, and with
     ``set_init`` their bytes marked initialised, when it would find no race: then True.
     False: not done, nothing changed (the caller runs ``write_blocks``)."""
-    if not ENABLED or not _plain(sh) or _jit() is None:
+    arrays = ENABLED and _arrays(sh)
+    if not arrays or not _JIT.write_runs(*arrays, pipe, lo, rows, stride, width, set_init):
         return False
-    clock = sh.clock
-    if _JIT.write_runs(sh.w_pipe, sh.w_idx, sh.r_all, _init64(sh), clock.vc[pipe],
-                       sh._readers_idx,
-                       pipe, int(clock.count[pipe]), lo, rows, stride, width, set_init):
-        sh._clean = None
-        return True
-    return False
+    sh._clean = None
+    return True
 
 
 def write_range(sh, pipe: int, offset: int, nbytes: int) -> bool:
     """:meth:`MemoryShadow.write` of bytes ``[offset, offset + nbytes)`` (nbytes > 0), when
     it would find no race: then True (its memo of a clean write kept as it keeps it).
     False: not done, nothing changed (the caller runs ``write``)."""
-    if not ENABLED or not _plain(sh) or _jit() is None:
+    arrays = ENABLED and _arrays(sh)
+    if not arrays:
         return False
     end = offset + nbytes
     first, last = offset // 32, (end + 31) // 32
     if sh._clean == (pipe, first, last):     # write's own shortcut: no check to make
         return False
-    clock = sh.clock
-    if not _JIT.write_runs(sh.w_pipe, sh.w_idx, sh.r_all, _init64(sh), clock.vc[pipe],
-                           sh._readers_idx, pipe, int(clock.count[pipe]), first, 1, 0,
-                           last - first, False):
+    if not _JIT.write_runs(*arrays, pipe, first, 1, 0, last - first, False):
         return False
     sh.init[offset:end] = True
     sh._clean = (pipe, first, last)

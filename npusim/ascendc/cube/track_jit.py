@@ -12,21 +12,24 @@ _ALL8 = 0x0101010101010101
 
 
 @njit(cache=True, nogil=True)
-def read_runs(w_pipe, w_idx, r_all, init, known, pipe, row, cnt, lo, rows, stride, width,
-              check_init):
-    """A read by ``pipe`` (``known``: what it knows of every pipe's progress, ``vc[pipe]``;
-    ``row``: its row of ``r_all``, -1 when it is not a reader of this memory; ``cnt``: the
-    index of its instruction; ``init``: the initialised flags as uint64, eight bytes an item).
-    0: a block was written by another pipe at or after what
-    ``pipe`` knows of it (a race; nothing changed). Otherwise the blocks' readers are
-    updated and the result is 1, or 2 when ``check_init`` and a byte of the blocks is not
-    initialised."""
+def read_runs(w_pipe, w_idx, r_all, init, vc, count, readers, reader_row, pipe, lo, rows,
+              stride, width, check_init):
+    """A read by ``pipe``: the shadow's arrays (``init``: its initialised flags as uint64,
+    eight bytes an item), the core's clocks ``vc`` and ``count``, the pipe of each row of
+    ``r_all`` and each pipe's row (-1: not a reader of this memory). 0: a block was written
+    by another pipe at or after what ``pipe`` knows of that pipe (``vc[pipe]``): a race;
+    nothing changed. Otherwise the blocks' readers are updated (this pipe's row, its
+    instruction index ``count[pipe]``) and the result is 1, or 2 when ``check_init`` and a
+    byte of the blocks is not initialised."""
+    known = vc[pipe]
     for r in range(rows):
         b0 = lo + r * stride
         for b in range(b0, b0 + width):
             wp = w_pipe[b]
             if wp >= 0 and wp != pipe and w_idx[b] >= known[wp]:
                 return 0
+    row = reader_row[pipe]
+    cnt = count[pipe]
     whole = True
     for r in range(rows):
         b0 = lo + r * stride
@@ -42,12 +45,13 @@ def read_runs(w_pipe, w_idx, r_all, init, known, pipe, row, cnt, lo, rows, strid
 
 
 @njit(cache=True, nogil=True)
-def write_runs(w_pipe, w_idx, r_all, init, known, readers, pipe, cnt, lo, rows, stride, width,
-               set_init):
-    """A write by ``pipe`` (arguments as :func:`read_runs`; ``readers``: the pipe of each row
-    of ``r_all``). False: a block was written, or read by a reader pipe, at or after what
-    ``pipe`` knows of that pipe (a race; nothing changed). True: the blocks' writer is now
-    ``pipe`` at ``cnt``, and with ``set_init`` their bytes are initialised."""
+def write_runs(w_pipe, w_idx, r_all, init, vc, count, readers, reader_row, pipe, lo, rows,
+               stride, width, set_init):
+    """A write by ``pipe`` (arguments as :func:`read_runs`). False: a block was written, or
+    read by a reader pipe, at or after what ``pipe`` knows of that pipe: a race; nothing
+    changed. True: the blocks' writer is now ``pipe`` at ``count[pipe]``, and with
+    ``set_init`` their bytes are initialised."""
+    known = vc[pipe]
     for r in range(rows):
         b0 = lo + r * stride
         for b in range(b0, b0 + width):
@@ -58,6 +62,7 @@ def write_runs(w_pipe, w_idx, r_all, init, known, readers, pipe, cnt, lo, rows, 
                 q = readers[k]
                 if q != pipe and r_all[k, b] >= known[q]:
                     return False
+    cnt = count[pipe]
     for r in range(rows):
         b0 = lo + r * stride
         for b in range(b0, b0 + width):
