@@ -40,6 +40,7 @@ def _both(make_call, seed, mems, late):
     how many walks ran."""
     with pytest.MonkeyPatch.context() as mp:
         walks = _Walks(mp)
+        mp.setattr(track_fast, "ENABLED", True)         # whatever NPUSIM_NUMBA says
         fast = _tracked_outcome(make_call, seed, mems, late)
         mp.setattr(track_fast, "ENABLED", False)
         slow = _tracked_outcome(make_call, seed, mems, late)
@@ -140,6 +141,8 @@ def test_a_shadow_class_that_checks_otherwise_takes_numpys_path():
         def read_blocks(self, *args):          # its own rule for reads
             raise AssertionError("own rule")
 
+    if not track_fast.ENABLED:
+        pytest.skip("NPUSIM_NUMBA=0")
     sh = Strict(checker._Clocks(), 4096, "L1")
     assert track_fast.read(sh, int(Pipe.PIPE_MTE1), 0, 1, 0, 16) == 0
     plain = checker.MemoryShadow(checker._Clocks(), 4096, "L1")
@@ -171,7 +174,9 @@ def test_a_walk_is_read_blocks_or_write_blocks(lo, rows, stride, width, pipe, wr
         return make
 
     mems, hist = ("L1",), ("L1",) if late else ()
-    fast = _tracked_outcome(call(True), seed, mems, hist)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(track_fast, "ENABLED", True)
+        fast = _tracked_outcome(call(True), seed, mems, hist)
     slow = _tracked_outcome(call(False), seed, mems, hist)
     done = _DONE.pop()
     if done:                               # the walk found nothing: numpy found nothing
