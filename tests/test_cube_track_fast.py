@@ -61,7 +61,7 @@ def _assert_same(fast, slow):
         np.testing.assert_array_equal(a, b)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(start=st.integers(0, 3), repeat=st.integers(1, 6), stride=st.integers(0, 3),
        gap=st.integers(0, 2), src_off=st.integers(0, 40), dst_off=st.integers(0, 4),
        transpose=st.booleans(), written=st.booleans(), seed=st.integers(0, 10_000))
@@ -87,7 +87,7 @@ def test_load_data_tracking_is_numpys(start, repeat, stride, gap, src_off, dst_o
         assert walks == (2 if written else 1) if not late else walks >= 1
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(repeat=st.integers(1, 6), gap=st.integers(0, 2), dst_off=st.integers(0, 40),
        seed=st.integers(0, 10_000))
 def test_load_data_from_gm_tracking_is_numpys(repeat, gap, dst_off, seed):
@@ -105,7 +105,7 @@ def test_load_data_from_gm_tracking_is_numpys(repeat, gap, dst_off, seed):
         assert walks == 1
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(m1=st.integers(1, 3), k1=st.integers(1, 3), n1=st.integers(1, 3),
        accumulate=st.booleans(), written=st.booleans(), seed=st.integers(0, 10_000))
 def test_mmad_tracking_is_numpys(m1, k1, n1, accumulate, written, seed):
@@ -149,7 +149,7 @@ def test_a_shadow_class_that_checks_otherwise_takes_numpys_path():
     assert track_fast.read(plain, int(Pipe.PIPE_MTE1), 0, 1, 0, 16) == 1
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(lo=st.integers(0, 40), rows=st.integers(1, 5), stride=st.integers(0, 40),
        width=st.integers(1, 20), pipe=st.sampled_from(["PIPE_MTE1", "PIPE_MTE2", "PIPE_M",
                                                       "PIPE_FIX"]),
