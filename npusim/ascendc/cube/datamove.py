@@ -34,6 +34,7 @@ from npusim.ascendc import core as _core
 from npusim.ascendc import datacopy as _dc
 from npusim.ascendc.cube import l0c_copy as _l0c
 from npusim.ascendc.cube import load3d as _load3d
+from npusim.ascendc.cube import track_fast as _track_fast
 from npusim.ascendc.cube.common import (FRACTAL_BYTES, byte_addr, ceil_div, check_range,
                                         copy_local_rows, mte1_cycles, not_modelled, record_op,
                                         require_aligned, require_local, shadow, stacked)
@@ -217,7 +218,9 @@ def nd2nz(ctx, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
     by_blocks = (ms * isz) % 32 == 0 and sh is not None and sh.init.size % 32 == 0
     if by_blocks:
         blocks, lo, hi = _nz_blocks(dst.offset >> 5, nd, ms * isz // 32, n, ns, nblk, c0s)
-        sh.write_blocks(ctx, int(PIPE_MTE2), blocks, lo, hi, name)
+        if type(blocks) is not slice or not _track_fast.write(
+                sh, int(PIPE_MTE2), blocks.start, 1, 0, blocks.stop - blocks.start):
+            sh.write_blocks(ctx, int(PIPE_MTE2), blocks, lo, hi, name)
         if type(blocks) is slice:
             sh.init[lo:hi] = True
         else:
@@ -463,6 +466,9 @@ def _track_load(ctx, pipe: int, name: str, dst: LocalTensor, src, start: int, st
     d_sh = shadow(ctx, dst)
     if d_sh is None:
         return
+    if _track_fast.ENABLED and _track_load_fast(d_sh, pipe, ctx, dst, src, start, stride,
+                                                repeat, gap):
+        return
     d_lo = dst.offset
     d_hi = d_lo + ((repeat - 1) * (1 + gap) + 1) * FRACTAL_BYTES
     d_blocks = _fractal_blocks(d_lo, 0, 1 + gap, repeat)
@@ -484,6 +490,23 @@ def _track_load(ctx, pipe: int, name: str, dst: LocalTensor, src, start: int, st
         d_init[...] = True
     else:
         _store_frames(d_init, s_init, transpose)
+
+
+def _track_load_fast(d_sh, pipe: int, ctx, dst: LocalTensor, src, start: int, stride: int,
+                     repeat: int, gap: int) -> bool:
+    """:func:`_track_load` in the compiled walk (:mod:`.track_fast`) when it finds nothing
+    to report and every source byte is initialised (nearly always): True. False: the
+    numpy path is to run (any read made here is one it makes again the same)."""
+    if isinstance(src, GlobalTensor):
+        return _track_fast.write(d_sh, pipe, dst.offset >> 5, repeat, (1 + gap) * 16, 16, True)
+    s_lo = (src.offset >> 5) + start * 16                     # src is 32 B aligned
+    if stride == 0:                                           # one fractal, read again
+        s_rows, s_stride = 1, 0
+    else:
+        s_rows, s_stride = repeat, stride * 16
+    if _track_fast.read(shadow(ctx, src), pipe, s_lo, s_rows, s_stride, 16, True) != 1:
+        return False
+    return _track_fast.write(d_sh, pipe, dst.offset >> 5, repeat, (1 + gap) * 16, 16, True)
 
 
 def LoadDataWithTranspose(dst: LocalTensor, src: LocalTensor,

@@ -28,6 +28,7 @@ from npusim.ascendc.cube.common import (BLOCK_CUBE, ceil_div, check_range, k0_of
                                         mmad_cycles, not_modelled, require_aligned,
                                         require_local, shadow, stacked)
 from npusim.ascendc.cube.mmad_timing_only import mmad_timing_only
+from npusim.ascendc.cube import track_fast as _track_fast
 from npusim.ascendc.cube import unitflag as _unitflag
 from npusim.ascendc.cube import step_sums_numba as _fused
 from npusim.ascendc.cube.step_sums import mmad_steps
@@ -356,8 +357,11 @@ def _track(ctx, dst, fm, filter, a_idx, b_idx, init_reads, c_nbytes: int) -> Non
             # the uninitialised byte otherwise); its bytes are all written (just seen), so
             # what MemoryShadow.read adds to read_blocks, that check again, is left out
             end = t.offset + nbytes
-            sh.read_blocks(ctx, pipe, slice(t.offset // 32, (end + 31) // 32), t.offset, end,
-                           "Mmad")
+            first, last = t.offset // 32, (end + 31) // 32
+            if not _track_fast.read(sh, pipe, first, 1, 0, last - first):
+                sh.read_blocks(ctx, pipe, slice(first, last), t.offset, end, "Mmad")
         else:
             sh.read_elements(ctx, pipe, t.offset, idx, t.dtype.itemsize, "Mmad", check_init)
-    shadow(ctx, dst).write(ctx, pipe, dst.offset, c_nbytes, "Mmad")
+    c_sh = shadow(ctx, dst)
+    if not _track_fast.write_range(c_sh, pipe, dst.offset, c_nbytes):
+        c_sh.write(ctx, pipe, dst.offset, c_nbytes, "Mmad")
