@@ -1743,6 +1743,9 @@ class _Memory:
         self.l2_hit_bytes = 0.0
         # L2 traffic by kind of core: read hit, read miss, write hit, write miss (AIV, AIC)
         self.l2_bytes = [0.0] * 8
+        # writes whose counts wait for a hit fraction the cold L2 answers later, and the
+        # writes after them, in order: (index in l2_bytes, bytes, hit fraction or its box)
+        self.wlog: list = []
         # flows in flight, in the order they started: bytes left, rate (B/cycle), and the
         # rest of each flow as a tuple indexed by the _F* constants: limit (B/cycle), bytes
         # per byte on each resource, in the reads' class, whether it reads / writes HBM
@@ -1883,9 +1886,13 @@ class _Memory:
                 whit, wb, through = (done if done is not None
                                      else self.l2.access(l2a, l2s, True) if lines is None
                                      else self.l2.access_lines(lines[0], lines[1], True, lines[2]))
-                counts, at = self.l2_bytes, 6 if cube else 2
-                counts[at] += nbytes * whit
-                counts[at + 1] += nbytes - nbytes * whit
+                at = 6 if cube else 2
+                if type(whit) is list or self.wlog:
+                    self._count_later(at, nbytes, whit)
+                else:
+                    counts = self.l2_bytes
+                    counts[at] += nbytes * whit
+                    counts[at + 1] += nbytes - nbytes * whit
                 self.hbm_bytes += wb + through
                 wait = self._queue(wb + through)
                 on_l2, on_hbm, direction = nbytes, 0.0, 0
@@ -1920,6 +1927,28 @@ class _Memory:
         # its victims found the write queue full: the access waits until the queue has
         # taken them (the queue is then above its high mark: a write batch drains it)
         return _AllOf(self.loop, (done, wait)), not_before
+
+    def _count_later(self, at: int, nbytes: int, whit) -> None:
+        """Count a write's L2 bytes (at ``at`` in :attr:`l2_bytes`: its hits, then its
+        misses) after those of the writes before it still waiting for their hit fraction
+        (``whit`` a box: :meth:`npusim.l2_cold.ColdL2.access_rows`); once none waits, the
+        counts are added, in order (the same sums as counting each write at once)."""
+        self.wlog.append((at, nbytes, whit))
+        if not self.cold.pending:
+            self.l2_counts()
+
+    def l2_counts(self) -> list:
+        """:attr:`l2_bytes` with every write counted (:meth:`_count_later`)."""
+        if self.wlog:
+            self.cold.settle()
+            counts = self.l2_bytes
+            for at, nbytes, whit in self.wlog:
+                if type(whit) is list:
+                    whit = whit[0]
+                counts[at] += nbytes * whit
+                counts[at + 1] += nbytes - nbytes * whit
+            self.wlog = []
+        return self.l2_bytes
 
     def _read_cost(self, nbytes, hit, wb, bursts, extra, cube, counted, burst_rate,
                    times: int = 1):
@@ -3259,4 +3288,4 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
                         line="?")
     cycles = float(block_end.max() - block_start.min()) if n_blocks else 0.0
     return KernelTiming(cycles, block_start, block_end, busy, spans, memory.hbm_bytes,
-                        memory.l2_hit_bytes, tuple(memory.l2_bytes))
+                        memory.l2_hit_bytes, tuple(memory.l2_counts()))
