@@ -144,7 +144,9 @@ class KernelTiming:
 
 #: Event priorities, as simpy orders them: at one instant a process starts (URGENT) before
 #: any other event (NORMAL) is handled; events of one priority in the order they were made.
-_URGENT, _NORMAL = 0, 1
+#: LATE: after every other event of its instant (the memory system's rate sharing,
+#: :meth:`_Memory._rates`).
+_URGENT, _NORMAL, _LATE = 0, 1, 2
 _INF = float("inf")
 #: Fields of a group of flows in :class:`_Memory` (flows with the same limit, weights and
 #: class): limit, the three weights, in the reads' class, flows, rate, still rising.
@@ -172,6 +174,10 @@ _FILL_KEEP = 1 << 16
 _FILL_TRIAL = 2048
 #: sums of one HBM weight repeated (:func:`_heavy_sum`): (weight, count) -> sum
 _REPEATED: dict = {}
+#: Share the memory system's capacities once per instant, after its last change
+#: (:meth:`_Memory._recompute`), not at every change; the same results (tests compare the
+#: two)
+LATE_RATES = True
 
 #: Keep whole replays by what they replay: a launch that records what an earlier one
 #: recorded (the same kernel on the same tensors, a training loop's every step, or the
@@ -1768,6 +1774,10 @@ class _Memory:
         self.streams: dict = {}             # (block, kind) -> where its next copy streams on
         self.since = 0.0
         self.generation = 0
+        # the rate sharing is due at the end of this instant (:meth:`_rates`), and the
+        # sequence number its wake takes
+        self.late = False
+        self.wake_seq = 0
         # the kept sharings (FILL_MEMO): in use, sharings computed and found this replay
         self.memo = True
         self.memo_tries = self.memo_hits = 0
@@ -2275,6 +2285,32 @@ class _Memory:
         if not self.writing and backlog > self.high + 1e-6:
             self.writing = True
             self.batch_until = self.drained + self.batch
+        # The rates and the next wake, once at the end of this instant (:meth:`_rates`):
+        # a flow that ends often lets its MTE issue the next at once, whose recompute
+        # follows at the same instant; a sharing made before it would be used for nothing
+        # (the flows move only when time does). The wake takes the sequence numbers it
+        # took when each recompute shared at once and woke through a process started at
+        # its end (the process's number, then the wake's): it is ordered among the events
+        # of its own instant as it was.
+        loop = self.loop
+        seq = loop.seq
+        if not self.late and LATE_RATES:
+            self.late = True
+            heapq.heappush(loop.queue, (loop.now, _LATE, next(seq), self._rates, None))
+        next(seq)
+        self.wake_seq = next(seq)
+        if not LATE_RATES:
+            self._rates(None)
+
+    def _rates(self, _) -> None:
+        """:meth:`_recompute`'s sharing of the capacities and its wake, at the end of the
+        instant of the last recompute (nothing moves the flows or reads their rates before
+        time moves on)."""
+        self.late = False
+        reads = self.dirs[1] or self.dirs[3]
+        backlog = self.backlog
+        waiters = self.waiters
+        left = self.left
         self.rate, self.drain = rate, drain = self._share()
         # (the flows and groups stay as they are until the next recompute: a flow that
         # starts makes one at its instant, before time moves on)
@@ -2317,11 +2353,8 @@ class _Memory:
                 # is through (rate x spacing > what is left); a wake that advances the
                 # clock is left as it is.
                 delay = math.nextafter(now, _INF) - now
-            # a process: it starts at this instant, then waits ``delay`` cycles
-            self.loop.schedule(0, _URGENT, self._wake_start, (delay, self.generation))
-
-    def _wake_start(self, arg) -> None:
-        self.loop.schedule(arg[0], _NORMAL, self._wake, arg[1])
+            heapq.heappush(self.loop.queue, (now + delay, _NORMAL, self.wake_seq, self._wake,
+                                             self.generation))
 
     def _wake(self, generation) -> None:
         if generation == self.generation:

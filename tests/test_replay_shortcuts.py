@@ -1,11 +1,14 @@
-"""A shortcut of the timing replay gives its results to the bit, every field of the timing
+"""Two shortcuts of the timing replay give its results to the bit, every field of the timing
 (l2_bytes, msprof's L2 counts, included):
 
+* ``timing.LATE_RATES``: the memory system shares its capacities once per instant, after
+  the last change of that instant, instead of at every change (a flow that ends lets its
+  MTE issue the next transfer at once, whose change follows at the same instant);
 * ``l2_cold.DEFER_WRITES``: a cold L2 answers a scatter's write (rows of one run each) with
   the other pending writes at once, with numpy, before any call that touches their lines;
   the write's L2 counts are added, in order, once its hit fraction is known.
 
-It is compared with the replay without it on the records of launches that exercise it:
+Each is compared with the replay without it on the records of launches that exercise it:
 the embedding's scatter of flushed rows (small-dim and sorted paths, writes to rows that
 earlier flushes wrote), EmaAdam's reads and writes on the 48 vector cores.
 """
@@ -69,6 +72,21 @@ def replay_all(calls, monkeypatch, switches: dict):
     for (module, name), value in switches.items():
         monkeypatch.setattr(module, name, value)
     return [fields(timing.simulate(blocks, soc, **kw)) for blocks, soc, kw in calls]
+
+
+def test_rates_shared_once_per_instant_are_those_shared_at_every_change(launches, monkeypatch):
+    shared = {True: 0, False: 0}
+    real = timing._Memory._share
+
+    def count(self):
+        shared[timing.LATE_RATES] += 1
+        return real(self)
+
+    monkeypatch.setattr(timing._Memory, "_share", count)
+    late = replay_all(launches, monkeypatch, {(timing, "LATE_RATES"): True})
+    each = replay_all(launches, monkeypatch, {(timing, "LATE_RATES"): False})
+    assert late == each
+    assert shared[True] < shared[False]          # some instants changed more than once
 
 
 def test_scatter_writes_answered_later_are_those_answered_at_once(launches, monkeypatch):
