@@ -2292,14 +2292,18 @@ class _Memory:
         # took when each recompute shared at once and woke through a process started at
         # its end (the process's number, then the wake's): it is ordered among the events
         # of its own instant as it was.
+        # With no other event left at this instant, nothing can change before time moves
+        # on: the sharing is made now, without the LATE event.
         loop = self.loop
         seq = loop.seq
-        if not self.late and LATE_RATES:
+        queue = loop.queue
+        later = LATE_RATES and queue and queue[0][0] == loop.now
+        if later and not self.late:
             self.late = True
-            heapq.heappush(loop.queue, (loop.now, _LATE, next(seq), self._rates, None))
+            heapq.heappush(queue, (loop.now, _LATE, next(seq), self._rates, None))
         next(seq)
         self.wake_seq = next(seq)
-        if not LATE_RATES:
+        if not later and not self.late:
             self._rates(None)
 
     def _rates(self, _) -> None:
