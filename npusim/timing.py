@@ -144,7 +144,9 @@ class KernelTiming:
 
 #: Event priorities, as simpy orders them: at one instant a process starts (URGENT) before
 #: any other event (NORMAL) is handled; events of one priority in the order they were made.
-_URGENT, _NORMAL = 0, 1
+#: LATE: after every other event of its instant (the memory system's rate sharing,
+#: :meth:`_Memory._rates`).
+_URGENT, _NORMAL, _LATE = 0, 1, 2
 _INF = float("inf")
 #: Fields of a group of flows in :class:`_Memory` (flows with the same limit, weights and
 #: class): limit, the three weights, in the reads' class, flows, rate, still rising.
@@ -172,6 +174,10 @@ _FILL_KEEP = 1 << 16
 _FILL_TRIAL = 2048
 #: sums of one HBM weight repeated (:func:`_heavy_sum`): (weight, count) -> sum
 _REPEATED: dict = {}
+#: Share the memory system's capacities once per instant, after its last change
+#: (:meth:`_Memory._recompute`), not at every change; the same results (tests compare the
+#: two)
+LATE_RATES = True
 
 #: Keep whole replays by what they replay: a launch that records what an earlier one
 #: recorded (the same kernel on the same tensors, a training loop's every step, or the
@@ -1743,6 +1749,9 @@ class _Memory:
         self.l2_hit_bytes = 0.0
         # L2 traffic by kind of core: read hit, read miss, write hit, write miss (AIV, AIC)
         self.l2_bytes = [0.0] * 8
+        # writes whose counts wait for a hit fraction the cold L2 answers later, and the
+        # writes after them, in order: (index in l2_bytes, bytes, hit fraction or its box)
+        self.wlog: list = []
         # flows in flight, in the order they started: bytes left, rate (B/cycle), and the
         # rest of each flow as a tuple indexed by the _F* constants: limit (B/cycle), bytes
         # per byte on each resource, in the reads' class, whether it reads / writes HBM
@@ -1765,6 +1774,10 @@ class _Memory:
         self.streams: dict = {}             # (block, kind) -> where its next copy streams on
         self.since = 0.0
         self.generation = 0
+        # the rate sharing is due at the end of this instant (:meth:`_rates`), and the
+        # sequence number its wake takes
+        self.late = False
+        self.wake_seq = 0
         # the kept sharings (FILL_MEMO): in use, sharings computed and found this replay
         self.memo = True
         self.memo_tries = self.memo_hits = 0
@@ -1883,9 +1896,13 @@ class _Memory:
                 whit, wb, through = (done if done is not None
                                      else self.l2.access(l2a, l2s, True) if lines is None
                                      else self.l2.access_lines(lines[0], lines[1], True, lines[2]))
-                counts, at = self.l2_bytes, 6 if cube else 2
-                counts[at] += nbytes * whit
-                counts[at + 1] += nbytes - nbytes * whit
+                at = 6 if cube else 2
+                if type(whit) is list or self.wlog:
+                    self._count_later(at, nbytes, whit)
+                else:
+                    counts = self.l2_bytes
+                    counts[at] += nbytes * whit
+                    counts[at + 1] += nbytes - nbytes * whit
                 self.hbm_bytes += wb + through
                 wait = self._queue(wb + through)
                 on_l2, on_hbm, direction = nbytes, 0.0, 0
@@ -1920,6 +1937,28 @@ class _Memory:
         # its victims found the write queue full: the access waits until the queue has
         # taken them (the queue is then above its high mark: a write batch drains it)
         return _AllOf(self.loop, (done, wait)), not_before
+
+    def _count_later(self, at: int, nbytes: int, whit) -> None:
+        """Count a write's L2 bytes (at ``at`` in :attr:`l2_bytes`: its hits, then its
+        misses) after those of the writes before it still waiting for their hit fraction
+        (``whit`` a box: :meth:`npusim.l2_cold.ColdL2.access_rows`); once none waits, the
+        counts are added, in order (the same sums as counting each write at once)."""
+        self.wlog.append((at, nbytes, whit))
+        if not self.cold.pending:
+            self.l2_counts()
+
+    def l2_counts(self) -> list:
+        """:attr:`l2_bytes` with every write counted (:meth:`_count_later`)."""
+        if self.wlog:
+            self.cold.settle()
+            counts = self.l2_bytes
+            for at, nbytes, whit in self.wlog:
+                if type(whit) is list:
+                    whit = whit[0]
+                counts[at] += nbytes * whit
+                counts[at + 1] += nbytes - nbytes * whit
+            self.wlog = []
+        return self.l2_bytes
 
     def _read_cost(self, nbytes, hit, wb, bursts, extra, cube, counted, burst_rate,
                    times: int = 1):
@@ -2246,6 +2285,36 @@ class _Memory:
         if not self.writing and backlog > self.high + 1e-6:
             self.writing = True
             self.batch_until = self.drained + self.batch
+        # The rates and the next wake, once at the end of this instant (:meth:`_rates`):
+        # a flow that ends often lets its MTE issue the next at once, whose recompute
+        # follows at the same instant; a sharing made before it would be used for nothing
+        # (the flows move only when time does). The wake takes the sequence numbers it
+        # took when each recompute shared at once and woke through a process started at
+        # its end (the process's number, then the wake's): it is ordered among the events
+        # of its own instant as it was.
+        # With no other event left at this instant, nothing can change before time moves
+        # on: the sharing is made now, without the LATE event.
+        loop = self.loop
+        seq = loop.seq
+        queue = loop.queue
+        later = LATE_RATES and queue and queue[0][0] == loop.now
+        if later and not self.late:
+            self.late = True
+            heapq.heappush(queue, (loop.now, _LATE, next(seq), self._rates, None))
+        next(seq)
+        self.wake_seq = next(seq)
+        if not later and not self.late:
+            self._rates(None)
+
+    def _rates(self, _) -> None:
+        """:meth:`_recompute`'s sharing of the capacities and its wake, at the end of the
+        instant of the last recompute (nothing moves the flows or reads their rates before
+        time moves on)."""
+        self.late = False
+        reads = self.dirs[1] or self.dirs[3]
+        backlog = self.backlog
+        waiters = self.waiters
+        left = self.left
         self.rate, self.drain = rate, drain = self._share()
         # (the flows and groups stay as they are until the next recompute: a flow that
         # starts makes one at its instant, before time moves on)
@@ -2288,11 +2357,8 @@ class _Memory:
                 # is through (rate x spacing > what is left); a wake that advances the
                 # clock is left as it is.
                 delay = math.nextafter(now, _INF) - now
-            # a process: it starts at this instant, then waits ``delay`` cycles
-            self.loop.schedule(0, _URGENT, self._wake_start, (delay, self.generation))
-
-    def _wake_start(self, arg) -> None:
-        self.loop.schedule(arg[0], _NORMAL, self._wake, arg[1])
+            heapq.heappush(self.loop.queue, (now + delay, _NORMAL, self.wake_seq, self._wake,
+                                             self.generation))
 
     def _wake(self, generation) -> None:
         if generation == self.generation:
@@ -3259,4 +3325,4 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
                         line="?")
     cycles = float(block_end.max() - block_start.min()) if n_blocks else 0.0
     return KernelTiming(cycles, block_start, block_end, busy, spans, memory.hbm_bytes,
-                        memory.l2_hit_bytes, tuple(memory.l2_bytes))
+                        memory.l2_hit_bytes, tuple(memory.l2_counts()))

@@ -105,6 +105,12 @@ runs_st = st.lists(st.tuples(st.integers(0, 600 * 128), st.integers(0, 700),
                              st.integers(1, 900), st.integers(1, 4)), min_size=1, max_size=5)
 
 
+def answer(got):
+    """An access_rows result with a deferred hit fraction (a write answered later, its
+    box filled by ColdL2.settle) as the hit fraction itself."""
+    return got if got is None or type(got[0]) is not list else (got[0][0], *got[1:])
+
+
 def transfer_rows(cache, addr, rows, write):
     """The L2 access npusim.timing._Memory.transfer makes for rows without a cold L2."""
     lo, hi, reg = _row_lines(addr, rows, cache.line)
@@ -124,6 +130,7 @@ def test_cold_l2_access_rows_is_the_transfers_access(accesses, capacity, chunk_b
     kept = l2_cold.CHUNK_BITS, l2_cold.CHUNK
     l2_cold.CHUNK_BITS, l2_cold.CHUNK = chunk_bits, 1 << chunk_bits
     answered = 0
+    results = []
     try:
         for addr, rows, write in accesses:
             rows = tuple(rows)
@@ -132,10 +139,11 @@ def test_cold_l2_access_rows_is_the_transfers_access(accesses, capacity, chunk_b
                 got = transfer_rows(cold, addr, rows, write)
             else:
                 answered += 1
-            assert got == transfer_rows(ref, addr, rows, write)
+            results.append((got, transfer_rows(ref, addr, rows, write)))
+        assert state(cold.materialize()) == state(ref)      # (settles what is deferred)
     finally:
         l2_cold.CHUNK_BITS, l2_cold.CHUNK = kept
-    assert state(cold.materialize()) == state(ref)
+    assert [answer(got) for got, _ in results] == [want for _, want in results]
     if capacity == 8 * CHUNK:
         assert answered == len(accesses)    # nothing could fill it
 
@@ -193,13 +201,80 @@ def test_cold_l2_access_rows_of_a_scatter_is_the_transfers_access(accesses, chun
     cold, ref = ColdL2(L2Cache(soc), _row_lines), L2Cache(soc)
     kept = l2_cold.CHUNK_BITS, l2_cold.CHUNK
     l2_cold.CHUNK_BITS, l2_cold.CHUNK = chunk_bits, 1 << chunk_bits
+    results = []
     try:
         for addr, rows, write, ordered in accesses:
             rows = sorted(rows) if ordered else rows
             rows = tuple((off, n, n, 1) for off, n in rows)
             got = cold.access_rows(addr, rows, write)
             assert got is not None
-            assert got == transfer_rows(ref, addr, rows, write)
+            results.append((got, transfer_rows(ref, addr, rows, write)))
+        assert state(cold.materialize()) == state(ref)
     finally:
         l2_cold.CHUNK_BITS, l2_cold.CHUNK = kept
-    assert state(cold.materialize()) == state(ref)
+    assert [answer(got) for got, _ in results] == [want for _, want in results]
+
+
+# every kind of call, scatters written among them: contiguous accesses, row sets as lines,
+# invalidations, and transfers' rows read or written (scatters, and runs of several rows)
+mixed_st = st.one_of(
+    op_st,
+    st.tuples(st.just("transfer"), st.integers(0, 4 * CHUNK * 128), runs_st, st.booleans()),
+    st.tuples(st.just("transfer"), st.integers(0, 4 * CHUNK * 128),
+              scatter_st.map(lambda rs: [(off, n, n, 1) for off, n in sorted(rs)]),
+              st.just(True)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(mixed_st, min_size=1, max_size=40), st.sampled_from([60, 400, 8 * CHUNK]),
+       st.sampled_from([3, l2_cold.CHUNK_BITS]), st.sampled_from([0, l2_cold.KEY_BITS]))
+def test_cold_l2_deferred_scatter_writes_are_the_caches_answers(ops, capacity, chunk_bits,
+                                                                key_bits):
+    """Scatter writes answered later (ColdL2.settle, before any call on their lines or that
+    might fill the cache) return what the cache returns for each call in turn, and leave
+    the cache the calls leave; with the lines sorted by one key or two."""
+    soc = replace(SOC, l2_size=capacity * 128, l2_sector_bytes=128)
+    cold, ref = ColdL2(L2Cache(soc), _row_lines), L2Cache(soc)
+    kept = l2_cold.CHUNK_BITS, l2_cold.CHUNK, l2_cold.KEY_BITS
+    l2_cold.CHUNK_BITS, l2_cold.CHUNK, l2_cold.KEY_BITS = chunk_bits, 1 << chunk_bits, key_bits
+    results = []
+    deferred = 0
+    try:
+        for op in ops:
+            if op[0] == "transfer":
+                _, addr, rows, write = op
+                rows = tuple(rows)
+                got = cold.access_rows(addr, rows, write)
+                if got is None:
+                    got = transfer_rows(cold, addr, rows, write)
+                elif type(got[0]) is list:
+                    deferred += 1
+                results.append((got, transfer_rows(ref, addr, rows, write)))
+            else:
+                results.append((call(cold, op), call(ref, op)))
+        assert state(cold.materialize()) == state(ref)
+    finally:
+        l2_cold.CHUNK_BITS, l2_cold.CHUNK, l2_cold.KEY_BITS = kept
+    assert [answer(got) for got, _ in results] == [want for _, want in results]
+    if capacity == 8 * CHUNK and any(op[0] == "transfer" and op[3] and all(
+            r[3] == 1 for r in op[2]) for op in ops):
+        assert deferred                     # a scatter written while nothing could fill
+
+
+def test_cold_l2_scatter_writes_that_might_fill_it_are_the_caches():
+    """Scatter writes whose lines would not all fit: the one that might fill the cache is
+    made by the cache (the pending ones settled first), which then evicts; a write of the
+    first scatter's rows again finds them evicted, as the cache says."""
+    soc = replace(SOC, l2_size=40 * 128, l2_sector_bytes=128)
+    cold, ref = ColdL2(L2Cache(soc), _row_lines), L2Cache(soc)
+    results = []
+    for i in list(range(6)) + [0]:      # 6 scatters of 8 lines each, then the first again
+        rows = tuple((2048 * r, 256, 256, 1) for r in range(4))
+        got = cold.access_rows(100_000 * i, rows, True)
+        if got is None:
+            got = transfer_rows(cold, 100_000 * i, rows, True)
+        results.append((got, transfer_rows(ref, 100_000 * i, rows, True)))
+    assert cold.log is None                 # handed over to the cache
+    assert [answer(got) for got, _ in results] == [want for _, want in results]
+    assert results[-1][1][0] == 0.0         # evicted
+    assert state(cold.cache) == state(ref)
