@@ -162,8 +162,16 @@ def sum_runs(acc: np.ndarray, grad: np.ndarray, walk_rows: np.ndarray, start: np
     by_len, begin = length[order], start[order]
     live = np.searchsorted(-by_len, -np.arange(first, int(by_len[0])))  # runs longer than s
     part = acc[order]
-    for s, k in enumerate(live, first):
-        part[:k] += grad[walk_rows[begin[:k] + s]]
+    # every step's rows gathered at once, step after step (step s: the s-th rows of the
+    # first live[s] runs), then each step one add of a contiguous slice
+    live_l = live.tolist()
+    step = np.repeat(np.arange(first, first + len(live_l)), live)
+    nth = np.arange(len(step)) - np.repeat(np.cumsum(live) - live, live)
+    rows = grad[walk_rows[begin[nth] + step]]
+    o = 0
+    for k in live_l:
+        part[:k] += rows[o:o + k]
+        o += k
     # the runs that added: each Add wrote the canonical NaN (a NaN stays NaN, so once at
     # the end is the same bytes); a run that only copied keeps its row's bytes
     _nans.canonical(part[:int(live[0]) if len(live) else 0])
