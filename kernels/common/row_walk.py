@@ -162,8 +162,16 @@ def sum_runs(acc: np.ndarray, grad: np.ndarray, walk_rows: np.ndarray, start: np
     by_len, begin = length[order], start[order]
     live = np.searchsorted(-by_len, -np.arange(first, int(by_len[0])))  # runs longer than s
     part = acc[order]
-    for s, k in enumerate(live, first):
-        part[:k] += grad[walk_rows[begin[:k] + s]]
+    # every step's rows gathered at once, step after step (step s: the s-th rows of the
+    # first live[s] runs), then each step one add of a contiguous slice
+    live_l = live.tolist()
+    step = np.repeat(np.arange(first, first + len(live_l)), live)
+    nth = np.arange(len(step)) - np.repeat(np.cumsum(live) - live, live)
+    rows = grad[walk_rows[begin[nth] + step]]
+    o = 0
+    for k in live_l:
+        part[:k] += rows[o:o + k]
+        o += k
     # the runs that added: each Add wrote the canonical NaN (a NaN stays NaN, so once at
     # the end is the same bytes); a run that only copied keeps its row's bytes
     _nans.canonical(part[:int(live[0]) if len(live) else 0])
@@ -648,6 +656,14 @@ def _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, flush_addr, n, st
     # batch sums its contiguous slice of them, the very sums of its own gathers), and the
     # runs ended by a compare before the chunk's end, counted up to each flush
     end_cost, start_cost = add_cum[r_end], add_cum[r_start]
+    # each batch's sums of them, all at once: the full batches as the rows of a
+    # [batches, BATCH_FLUSHES] array summed along them (the same summation, a row at a
+    # time, as each slice's own ``sum()``: same bits), the last, shorter one alone
+    full = nf_all // BATCH_FLUSHES * BATCH_FLUSHES
+    v_sums = (end_cost[:full].reshape(-1, BATCH_FLUSHES).sum(axis=1)
+              - start_cost[:full].reshape(-1, BATCH_FLUSHES).sum(axis=1)).tolist()
+    if full < nf_all:
+        v_sums.append(float(end_cost[full:].sum() - start_cost[full:].sum()))
     ends = r_end.tolist()
     broken = np.cumsum(r_end < n).tolist()
     for bi, f0 in enumerate(range(0, nf_all, BATCH_FLUSHES)):
@@ -657,7 +673,7 @@ def _record_small_dim(ctx, k, grad_local, pos, r_start, r_end, flush_addr, n, st
         # GetValues: two per entry the loop starts at or steps through, one more for the
         # compare that ends each run before the chunk's end
         breaks = broken[f1 - 1] - (broken[f0 - 1] if f0 else 0)
-        v_cycles = float(end_cost[f0:f1].sum() - start_cost[f0:f1].sum()) + nf * reset
+        v_cycles = v_sums[bi] + nf * reset
         k_ = (tag, bi)
         rec(_core.OP, PIPE_S, float(sc * (2 * (row1 - row0) + breaks
                                           + nf * (2 + (3 if scale else 0)))), 0, None, "GetValue")

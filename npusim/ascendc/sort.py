@@ -103,6 +103,13 @@ def _structs(t: LocalTensor, count: int, name: str) -> np.ndarray:
     return raw.view(_STRUCT[t.dtype])
 
 
+def _words(t: LocalTensor, count: int, name: str) -> np.ndarray:
+    """The first ``count`` structures of ``t`` as uint64 words. Every byte of a structure
+    belongs to a field, so moving words moves the same bytes as moving the structures field
+    by field, without numpy's per-field work on structured arrays (MrgSort's merges)."""
+    return t.bytes_view(int(count) * STRUCT_BYTES, name, "PIPE_V").view(np.uint64)
+
+
 def _descending_order(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     """Stable descending order with NaN last (see the module's order rules)."""
     key = -scores.astype(np.float32)       # negation keeps NaN; argsort puts NaN last
@@ -235,28 +242,28 @@ def MrgSort(dst: LocalTensor, sortList: MrgSortSrcList, elementCountList, sorted
         if not ok:
             raise KernelError("MrgSort", "repeatTime > 1 needs four queues of equal length "
                               "stored back to back", pipe="PIPE_V")
-        data = _structs(queues[0], 4 * length * repeat, "MrgSort").reshape(repeat, 4 * length)
+        data = _words(queues[0], 4 * length * repeat, "MrgSort").reshape(repeat, 4 * length)
         data = data.copy()
-        order = _descending_order(data["score"], axis=1)
+        order = _descending_order(data.view(_STRUCT[dt])["score"], axis=1)
         merged = np.take_along_axis(data, order, axis=1)
-        _structs(dst, 4 * length * repeat, "MrgSort")[...] = merged.reshape(-1)
+        _words(dst, 4 * length * repeat, "MrgSort")[...] = merged.reshape(-1)
         total = 4 * length * repeat
         taken = [length * repeat] * 4
     else:
-        parts = [_structs(q, counts[i], "MrgSort").copy() for i, q in enumerate(queues)]
-        data = np.concatenate(parts)
+        # the queues laid end to end: a new array, read before dst is written
+        data = np.concatenate([_words(q, counts[i], "MrgSort") for i, q in enumerate(queues)])
         queue_of = np.repeat(np.arange(k), counts[:k])
         # a merge of sorted queues with lower-queue-first ties is a stable sort of the
         # queues laid end to end
-        order = _descending_order(data["score"])
+        order = _descending_order(data.view(_STRUCT[dt])["score"])
         total = len(order)
         if isExhaustedSuspension and total:
             q_sorted = queue_of[order]
             last = [np.flatnonzero(q_sorted == q)[-1] for q in range(k) if counts[q] > 0]
             total = int(min(last)) + 1 if len(last) == k else 0
         merged = data[order[:total]]
-        _structs(dst, total, "MrgSort")[...] = merged
-        taken = [int(np.count_nonzero(queue_of[order[:total]] == q)) for q in range(k)]
+        _words(dst, total, "MrgSort")[...] = merged
+        taken = np.bincount(queue_of[order[:total]], minlength=k).tolist()
         taken += [0] * (4 - k)
     if sortedNum is not None:
         sortedNum[:4] = taken

@@ -948,9 +948,24 @@ def _round_int(x: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
         y = np.trunc(xd)
     else:                                   # CAST_ROUND: ties away from zero
         y = np.sign(xd) * np.floor(np.abs(xd) + 0.5)
-    info = np.iinfo(dt)
-    y = np.clip(np.nan_to_num(y, nan=0.0), info.min, info.max)   # saturating conversion
-    return y.astype(dt)
+    lo, hi = _int_range(dt)
+    # saturating conversion: clipped to dt's range (infinities to its ends), NaN to 0 (as
+    # np.nan_to_num then np.clip, with fewer calls on the small arrays a kernel casts)
+    y = np.minimum(np.maximum(y, lo), hi)
+    out = np.where(np.isnan(y), 0.0, y).astype(dt)
+    return out[()] if out.ndim == 0 else out       # a scalar for a scalar, as before
+
+
+_INT_RANGES: dict = {}
+
+
+def _int_range(dt: np.dtype) -> tuple:
+    """(min, max) of integer dtype ``dt`` (np.iinfo, kept per dtype)."""
+    r = _INT_RANGES.get(dt)
+    if r is None:
+        info = np.iinfo(dt)
+        r = _INT_RANGES[dt] = (info.min, info.max)
+    return r
 
 
 def Cast(dst, src, round_mode: RoundMode, *args, isSetMask=True):
