@@ -965,6 +965,20 @@ def _group_ub(members: int, ub_size: int, cores: int = 0) -> np.ndarray:
     return ub2
 
 
+def _group_context(cls, soc, gm, part: tuple, block_dim: int, capacity, kind, config, undo,
+                   trace_lines):
+    """A context of ``cls`` (:class:`GroupContext` or a subclass) for the blocks ``part``
+    of a launch of ``block_dim``, on the group UB (:func:`_group_ub`), with the launch's
+    checker configuration and undo log; ``trace_lines`` a list that keeps its spans'
+    kernel lines, or None. No tracker: the caller adds one where a block is tracked."""
+    ctx = cls(soc, gm, _group_ub(len(part), soc.ub_size, soc.vector_block_num), part,
+              block_dim, capacity, kind)
+    ctx.trace_lines = trace_lines
+    ctx.checker_config = config
+    ctx.undo = undo
+    return ctx
+
+
 #: the bytes behind the groups' cube memories (L1, L0A, ...), kept like the UB's
 _MEM_POOL: dict = {}
 
@@ -1062,12 +1076,8 @@ def _probe(kernel, args, block_dim, end_block, soc, gm, capacity, kind, config):
     try:
         # what the kernel prints (printf, DumpTensor) is printed by the launch proper
         with _to.launch(True), contextlib.redirect_stdout(io.StringIO()):
-            ctx = _ProbeContext(soc, gm, _group_ub(block_dim, soc.ub_size,
-                                                   soc.vector_block_num),
-                                part, block_dim, capacity, kind)
-            ctx.trace_lines = None
-            ctx.checker_config = config
-            ctx.undo = undo
+            ctx = _group_context(_ProbeContext, soc, gm, part, block_dim, capacity, kind,
+                                 config, undo, None)
             _core.set_current_core(ctx)
             try:
                 kernel(*args)
@@ -1146,14 +1156,11 @@ def run_blocks(kernel, args, block_dim: int, new_context, end_block, soc, gm, ca
                 results[b] = ctx
                 final.append(part)
                 continue
-            ub2 = _group_ub(len(part), soc.ub_size, soc.vector_block_num)
-            ctx = GroupContext(soc, gm, ub2, part, block_dim, capacity, kind)
-            ctx.trace_lines = [] if keep_spans else None
-            ctx.checker_config = config
+            ctx = _group_context(GroupContext, soc, gm, part, block_dim, capacity, kind,
+                                 config, undo, [] if keep_spans else None)
             if any(tracked(b) for b in part):
                 ctx.tracker = _checker.UbTracker(soc.ub_size, soc)
                 ctx.alone = _apart(part, tracked)
-            ctx.undo = undo
             ctx.sync_all_group = sync_all
             _core.set_current_core(ctx)
             try:
