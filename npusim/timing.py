@@ -2558,7 +2558,7 @@ def _split(records, pipes, merge: bool = True):
     scalar_pending = False
     prune = _IssuePruner(lists, S, others) if merge and PRUNE_ISSUE_WAITS else None
     pending = prune.pending if prune is not None else {}
-    if prune is not None:       # :meth:`_IssuePruner.before`'s state, used inline below
+    if prune is not None:       # the pruner's flag state, kept up to date inline below
         sets, debt, known = prune.sets, prune.debt, prune.known
         sets_get, debt_get, known_get = sets.get, debt.get, known.get
     for i, (kind, pipe, cycles, nbytes, key, name) in enumerate(records):
@@ -2585,7 +2585,10 @@ def _split(records, pipes, merge: bool = True):
                 scalar_pending = True
             continue
         if prune is not None and pi != ALLi:
-            # :meth:`_IssuePruner.before`, inline (one call less per record): the same steps
+            # the pruner's book-keeping before a DMA, SET, WAIT or BARRIER record (inline:
+            # one call less per record): a WAIT consumes its key's oldest unconsumed set and
+            # takes the knowledge it carries (or owes a set); any other record flushes its
+            # pipe's held-back issue wait, and a SET passes its pipe's knowledge on
             if kind == WAIT:
                 queue = sets_get(key)
                 if queue:
@@ -2717,30 +2720,6 @@ class _IssuePruner:
                                    point))
             self.used.add((point, p))
             self.known[p] = point
-
-    def before(self, kind: int, pipe: int, key) -> None:
-        """Book-keeping before a DMA, SET, WAIT or BARRIER record of ``pipe`` is listed
-        (:func:`_split` makes these steps inline)."""
-        Si = self.Si
-        if kind == WAIT:
-            queue = self.sets.get(key)
-            if queue:
-                value = queue.popleft()
-                if pipe != Si and value > self.known.get(pipe, -1):
-                    self.known[pipe] = value
-            else:
-                self.debt[key] = self.debt.get(key, 0) + 1
-            return
-        if pipe != Si and pipe in self.pending:
-            self.flush(pipe)
-        if kind == SET:
-            if self.debt.get(key):
-                self.debt[key] -= 1
-                return
-            queue = self.sets.get(key)
-            if queue is None:
-                queue = self.sets[key] = deque()
-            queue.append(self.s_point if pipe == Si else self.known.get(pipe, -1))
 
     def barrier(self) -> None:
         for p in list(self.pending):
