@@ -20,26 +20,19 @@ checked (other than :meth:`MemoryShadow.on_race`) always take the numpy path.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import warnings
 
 import numpy as np
 
 from npusim.ascendc import checker
+from npusim.ascendc.cube.step_sums_numba import AVAILABLE as _NUMBA
 
 __all__ = ["ENABLED", "read", "write", "write_range"]
 
-
-def _installed() -> bool:
-    try:
-        return importlib.util.find_spec("numba") is not None
-    except (ImportError, ValueError):
-        return False
-
-
-#: the compiled walk is used (``NPUSIM_NUMBA=0``, or a caller setting it False, turns it off)
-ENABLED = _installed() and os.environ.get("NPUSIM_NUMBA", "1") != "0"
+#: the compiled walk is used: numba installed (found as the step sums find it, not
+#: imported), unless ``NPUSIM_NUMBA=0`` or a caller setting it False turns it off
+ENABLED = _NUMBA and os.environ.get("NPUSIM_NUMBA", "1") != "0"
 _JIT = None
 _PLAIN: dict = {}        # shadow class -> whether it checks accesses as MemoryShadow does
 
