@@ -341,16 +341,13 @@ class ColdL2:
         if (int(lines.max()) - low + 1) * w < 1 << KEY_BITS:    # one int64 key, sorted
             key = (lines - low) * w + wid
             key.sort()
-            keep = np.ones(len(key), bool)
-            keep[1:] = key[1:] != key[:-1]
-            key = key[keep]
             lines, wid = key // w + low, key % w
         else:
             order = np.lexsort((wid, lines))
             lines, wid = lines[order], wid[order]
-            keep = np.ones(len(lines), bool)
-            keep[1:] = (lines[1:] != lines[:-1]) | (wid[1:] != wid[:-1])
-            lines, wid = lines[keep], wid[keep]
+        keep = np.ones(len(lines), bool)
+        keep[1:] = (lines[1:] != lines[:-1]) | (wid[1:] != wid[:-1])
+        lines, wid = lines[keep], wid[keep]
         first = np.ones(len(lines), bool)
         first[1:] = lines[1:] != lines[:-1]
         # the chunks' bit masks as bits: resident before, then with the writes' lines
@@ -388,14 +385,10 @@ class ColdL2:
         """:meth:`L2Cache.invalidate_lines`."""
         if len(self.log) >= LOG_KEEP:
             return self.materialize().invalidate_lines(lo, hi)
-        log = self.log
-        if type(lo) is not list:
-            lo_l, hi_l = lo.tolist(), hi.tolist()
-        else:
-            lo_l, hi_l = lo, hi
+        lo_l, hi_l = (lo, hi) if type(lo) is list else (lo.tolist(), hi.tolist())
         if self.pending and lo_l:
             self._before(min(lo_l), max(hi_l), 0)
-        log.append(("invalidate_lines", (lo, hi)))
+        self.log.append(("invalidate_lines", (lo, hi)))
         for a, b in zip(lo_l, hi_l):
             self.size -= self._drop(a, b)
 
