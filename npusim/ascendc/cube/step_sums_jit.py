@@ -354,8 +354,9 @@ def _accumulate(a, b, init, has_init, out, mbits, emin, by_bits, lk, pow2):
                     checked = False
                     for i in range(MR):                  # rows all exact: no bound
                         m = m0 + i
-                        ea_t[i] = ea[s, m] if sa[s, m] + widest[nb, s] > limit else 0.0
-                        checked |= sa[s, m] + widest[nb, s] > limit
+                        wide = sa[s, m] + widest[nb, s] > limit
+                        ea_t[i] = ea[s, m] if wide else 0.0
+                        checked |= wide
                     if not checked:
                         for t0 in range(0, nt, NC):
                             _tile_exact(af, (s * Mp + m0) * k0, k0, bflat, bo + t0, ebf, 0,
