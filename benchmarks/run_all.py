@@ -451,10 +451,11 @@ def report(res, cores, replay, profiles, sm_text, sm, mm_text, fsa_text, fsa,
                   "on the same GM addresses or, for a launch of up to 2^16 transfers, on "
                   "tensors allocated anew at addresses the replay cannot tell apart (the same "
                   "alignment and shared L2 lines). ApplyFusedEmaAdam and the Add study launch "
-                  "on the same tensors each time and take it. EmbeddingDenseBackward's "
-                  "records change with the indices in training anyway; each call also "
-                  "allocates its workspace anew (the simulator's `aclrtMalloc` never hands "
-                  "out a freed address again)."])
+                  "on the same tensors each time and take it. EmbeddingDenseBackward "
+                  "allocates its workspace anew at each call (the simulator's `aclrtMalloc` "
+                  "never hands out a freed address again) and takes it too with the same "
+                  "indices (the benchmark's repeated launch); in training its records change "
+                  "with the indices, and each launch is replayed."])
 
     scal = {"ApplyFusedEmaAdam": [(f"2^{k}", res[("adam", k)]) for k in ADAM_SIZES[-4:]],
             "EmbeddingDenseBackward, whole problem": [

@@ -94,7 +94,7 @@ import zlib
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from itertools import compress as _compress, repeat as _repeat
+from itertools import chain as _chain, compress as _compress, repeat as _repeat
 from operator import (itemgetter, le as _le, lt as _lt, mul as _mul, sub as _sub,
                       truediv as _truediv)
 
@@ -2942,17 +2942,28 @@ def _records_key(blocks) -> tuple:
     for records in blocks:
         template = getattr(records, "template", None)
         if template is None:
-            out.append(tuple(records))
+            out.append(tuple(map(_plain, records)))
             continue
         group, patched, per_member = template
         part = shared.get(id(group))
         if part is None:
-            items = list(group)
-            for i in patched:
-                items[i] = None             # the group's own values there: per member
-            part = shared[id(group)] = _Shared((tuple(items), patched, per_member))
+            skip = set(patched)             # the group's own values there: per member
+            items = [None if i in skip else _plain(r) for i, r in enumerate(group)]
+            part = shared[id(group)] = _Shared((tuple(items), patched,
+                                                tuple(map(_plain, per_member))))
         out.append((part, records.member))
     return tuple(out)
+
+
+#: A pipe as a plain int (Pipe is an IntEnum: the replay reads a pipe and its value alike)
+_plain_pipe = {p: int(p) for p in Pipe}.get
+
+
+def _plain(rec) -> tuple:
+    """``rec`` with its pipe as a plain int: a key of what the replay reads, pickled about
+    five times faster (pickle writes an enum member by its class's name and a reduce, each
+    time: most of a key's cost)."""
+    return (rec[0], _plain_pipe(rec[1], rec[1]), *rec[2:])
 
 
 def _per_member(v) -> bool:
@@ -2986,6 +2997,9 @@ def _transfers(blocks):
                 yield rec
 
 
+_INTS = frozenset((int,))
+
+
 def _relocated_key(blocks, line: int):
     """:func:`_records_key` of ``blocks`` with their GM addresses made relative, so that
     the same launch on tensors allocated elsewhere finds the same kept replay; None when
@@ -3015,9 +3029,14 @@ def _relocated_key(blocks, line: int):
     for rec in _transfers(blocks):
         key = rec[4]
         addr, span = key[0], key[1]
-        if len(key) > 3 and key[3] is not None and not all(
-                type(x) is int for run in key[3] for x in run):
+        if len(key) > 3 and key[3] is not None and not _INTS.issuperset(
+                map(type, _chain(*key[3]))):
             return None                           # rows that differ from member to member
+        if type(addr) is int and type(span) is int:     # (most: one block's own transfer)
+            found.append((addr // line, (addr + max(span, 1) - 1) // line + 1, len(found)))
+            if len(found) > RELOCATE_MAX_TRANSFERS:
+                return None
+            continue
         addrs = addr[1] if _per_member(addr) else (addr,)
         spans = span[1] if _per_member(span) else (span,) * len(addrs)
         if len(spans) != len(addrs):
@@ -3062,24 +3081,31 @@ def _relocated_key(blocks, line: int):
 
     def relocated(rec):
         key = rec[4]
-        return (*rec[:4], (moved(key[0]), *key[1:]), *rec[5:])
+        return (rec[0], _plain_pipe(rec[1], rec[1]), rec[2], rec[3], (moved(key[0]), *key[1:]),
+                *rec[5:])
+
+    def plain(records, skip=()):
+        """The records (:func:`_plain`), each transfer's address moved with its island;
+        None for those at the indices ``skip`` (a group's per-member ones)."""
+        pipe = _plain_pipe
+        if skip:
+            return [None if i in skip else relocated(r) if r[0] == DMA_IN or r[0] == DMA_OUT
+                    else (r[0], pipe(r[1], r[1]), *r[2:]) for i, r in enumerate(records)]
+        return [relocated(r) if r[0] == DMA_IN or r[0] == DMA_OUT
+                else (r[0], pipe(r[1], r[1]), *r[2:]) for r in records]
 
     out = []
     groups: dict = {}
     for records in blocks:
         template = getattr(records, "template", None)
         if template is None:
-            out.append(tuple([relocated(r) if r[0] == DMA_IN or r[0] == DMA_OUT else r
-                              for r in records]))
+            out.append(tuple(plain(records)))
             continue
         group, patched, per_member = template
         part = groups.get(id(group))
         if part is None:
-            skip = set(patched)
-            items = [None if i in skip else (relocated(r) if r[0] == DMA_IN or r[0] == DMA_OUT
-                                             else r) for i, r in enumerate(group)]
-            per = tuple(relocated(r) if r[0] == DMA_IN or r[0] == DMA_OUT else r
-                        for r in per_member)
+            items = plain(group, set(patched))
+            per = tuple(plain(per_member))
             part = groups[id(group)] = _Shared((tuple(items), patched, per))
         out.append((part, records.member))
     return ("relocated", tuple(out))

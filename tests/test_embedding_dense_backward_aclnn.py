@@ -379,3 +379,29 @@ def test_profiles_of_the_graph(stream):
     v2 = dev.profiles[n + 4]
     assert v2.block_dim == 48 and v2.bytes_read >= 500 * 1024 * 4
     assert op.API == "aclnnEmbeddingDenseBackward"
+
+
+@pytest.mark.parametrize("determinist", [False, True])
+def test_the_same_call_again_takes_every_kept_replay(stream, monkeypatch, determinist):
+    """The same call on the same data again (its output and workspace allocated anew):
+    every kernel of the graph records what it recorded before (its row walk's flags are
+    named by the walk, not by an object's id), so none is replayed again
+    (npusim.timing.REPLAY_MEMO)."""
+    from npusim import timing
+    monkeypatch.setattr(timing, "REPLAY_MEMO", True)
+    monkeypatch.setattr(timing, "_REPLAY_KEPT", timing._KeptReplays())
+    replays = []
+    real = timing._replay
+    monkeypatch.setattr(timing, "_replay", lambda *a: replays.append(1) or real(*a))
+    if determinist:
+        assert acl.rt.ctx_set_sys_param_opt(aclnn.ACL_OPT_DETERMINISTIC, 1) == 0
+    rng = np.random.default_rng(19)
+    grad = rng.standard_normal((300, 640)).astype(np.float32)    # > 512: not small-dim
+    idx = rng.integers(0, 40, 300)
+    first, ex = compute(stream, grad, idx, 40)
+    assert ex.tiling.isDeterministMode == determinist and not ex.tiling.isSmallDim
+    n = len(replays)
+    assert n == len(ex.kernels)
+    again, _ = compute(stream, grad, idx, 40)
+    assert len(replays) == n
+    np.testing.assert_array_equal(again, first)

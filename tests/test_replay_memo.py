@@ -348,3 +348,20 @@ def test_a_kept_replay_is_held_by_a_digest_of_its_records_by_value(device):
     assert timing._digest(opts, shared) != timing._digest(opts, (((*rec[:4], 7.25), rec),))
     assert timing._digest(opts, shared) != timing._digest((SOC, True, None, ()), shared)
     assert timing._digest(opts, shared) != timing._digest(opts, ("relocated", shared))
+
+
+def test_a_key_tells_pipes_apart_and_takes_a_pipe_as_its_value():
+    """Keys write a pipe as its int (Pipe is an IntEnum, which the replay reads as its
+    value): records that differ only in a pipe get other keys; a pipe and its value, the
+    same key; by exact addresses and relocated alike."""
+    opts = (SOC, False, None, timing.PROFILE_PIPES)
+
+    def blocks(pipe, dma_pipe=Pipe.PIPE_MTE2):
+        return [[(OP, pipe, 10.0, 0, None, "Adds"),
+                 (DMA_IN, dma_pipe, 0.0, 512, (1 << 20, 512, False), "DataCopy")]]
+
+    for key in (timing._records_key, lambda b: timing._relocated_key(b, SOC.l2_line_bytes)):
+        v = timing._digest(opts, key(blocks(Pipe.PIPE_V)))
+        assert v != timing._digest(opts, key(blocks(Pipe.PIPE_MTE3)))
+        assert v != timing._digest(opts, key(blocks(Pipe.PIPE_V, Pipe.PIPE_MTE3)))
+        assert v == timing._digest(opts, key(blocks(int(Pipe.PIPE_V), int(Pipe.PIPE_MTE2))))

@@ -279,6 +279,9 @@ def record_walk(ctx, tag, name: str, streams: list, grad_addr: np.ndarray, row_b
     """Record a walk in batches of :data:`BATCH_ROWS` steps (module docstring, step 3).
 
     Args:
+        tag: names the walk's flags, unique among the walks of one core's records and the
+            same launch after launch (not an object's id), so that a repeated launch records
+            what the last one recorded and takes its kept replay (npusim.timing.REPLAY_MEMO).
         streams: per index tensor read 4 bytes at a time (sorted indices, posIdx), the GM
             address each step reads (-1: not read). A batch reads each stream's addresses
             as one transfer over their span, plus the latency of the other transfers.
@@ -458,7 +461,7 @@ def walk_base_rows(k, dimJ: int) -> None:
     apply_flushes(out, grad, pos, sched, col0, k.curEmbeddingDim,
                   counts if dimJ == 0 else None)
     out_rows = np.asarray(sched.out_row, np.int64)
-    record_walk(ctx, (id(k), dimJ), "EmbeddingDenseGradV2 rows",
+    record_walk(ctx, ("base", dimJ), "EmbeddingDenseGradV2 rows",
                 [k.indiceGm.address + 4 * np.arange(R), k.posIdxGm.address + 4 * np.arange(R)],
                 k.gradGm.address + 4 * (pos * t.embeddingDim + col0), 4 * k.curEmbeddingDim,
                 np.asarray(sched.step, np.int64),
@@ -534,7 +537,7 @@ def walk_determinist_rows(k, dimJ: int) -> None:
     grad_addr[:len(walk)] = k.gradGm.address + 4 * (allPos[walk] * t.embeddingDim + col0)
     out_rows = np.asarray(sched.out_row, np.int64)
     flush_step = np.minimum(np.asarray(sched.step, np.int64), max(n - 1, 0))
-    record_walk(ctx, (id(k), dimJ), "EmbeddingDenseGradV2Determinist rows",
+    record_walk(ctx, ("determinist", dimJ), "EmbeddingDenseGradV2Determinist rows",
                 [base + 4 * steps, pos_addr], grad_addr, 4 * k.curEmbeddingDim, flush_step,
                 k.outputGm.address + 4 * (out_rows * t.embeddingDim + col0),
                 (k.idxNumGm.address + 4 * out_rows) if (t.scaleGradByFreq and dimJ == 0) else None,
