@@ -1233,7 +1233,7 @@ class L2Cache:
         self.clock += 1
         stamp = self.clock
         if reg is not None:
-            same = self._same_rows(lo, hi, write, reg, stamp)
+            same = self._same_rows(int(lo[0]), int(hi[-1]), write, reg, stamp)
             if same is not None:
                 return same
         n_ranges = len(lo)
@@ -1294,8 +1294,24 @@ class L2Cache:
         self._put(lo, hi, dirt, stamp, reg if len(lo) == n_ranges else None)
         return hits / total, (self._evict() if self.size > self.capacity else 0), through
 
-    def _same_rows(self, lo, hi, write: bool, reg, stamp: int):
-        """:meth:`access_lines` of evenly spaced ranges (``reg``) that are the very lines of
+    def access_same(self, start: int, end: int, write: bool, reg):
+        """:meth:`access_lines` of the evenly spaced ranges ``reg`` (first line mod pitch,
+        pitch, lines per range) from line ``start`` to line ``end`` when they are the very
+        lines of one resident run (:meth:`_same_rows`): its result, and the cache changed
+        as it changes it. None when they are not such a run, the cache unchanged (the
+        caller then makes the access). A transfer of rows whose ranges it has not made
+        yet asks this first: its line ranges are not needed (a kernel that reads each
+        tile from several cores, or again after the tiles of other rows, nearly always
+        finds its run)."""
+        run = self.runs.get(start)
+        if run is None or len(run) == 3 or run[7] != reg or run[0] != end:
+            return None
+        self.clock += 1
+        return self._same_rows(start, end, write, reg, self.clock)
+
+    def _same_rows(self, start: int, end: int, write: bool, reg, stamp: int):
+        """:meth:`access_lines` of evenly spaced ranges (``reg``) from line ``start`` to
+        line ``end`` that are the very lines of
         one resident run (a tile another core read before): all hits, the run takes the new
         recency in place, as cutting it out and adding it back would (a per-line LRU
         touches the same lines). Found by the run's start, not through the pages the
@@ -1303,16 +1319,18 @@ class L2Cache:
         them (the pages of a column tile list every other tile of its rows: finding the
         run there costs a set update per row and tile, a launch's larger share of replay
         time as the matrix widens). Returns None when the lines are not such a run."""
-        start = int(lo[0])
         run = self.runs.get(start)
-        if run is None or len(run) == 3 or run[7] != reg or run[0] != int(hi[-1]):
+        if run is None or len(run) == 3 or run[7] != reg or run[0] != end:
             return None
         # the same start, end and (first line mod pitch, pitch, lines): the same ranges
-        n_ranges = len(lo)
-        dirt = _arrays(run)[5] | write
+        dirt = _arrays(run)[5]
+        if write:
+            dirt = dirt | True
+        # (a read leaves the dirtiness as it is: the run keeps its array, which nothing
+        # changes in place)
         through = 0
         if write and self.write_through_when_full and self.size > self.capacity:
-            through, dirt = run[6] * self.line, np.zeros(n_ranges, bool)
+            through, dirt = run[6] * self.line, np.zeros(len(dirt), bool)
         run[2], run[5] = stamp, dirt
         rid = self.rid[start]
         # its dirtiness as a list is stale (its line masks are not: the same lines)
@@ -1832,6 +1850,18 @@ class _Memory:
                 # now, a few rows' (nothing else touches L2 before this transfer's access
                 # below)
                 done = self.cold.access_rows(addr, rows, kind != DMA_IN)
+            if done is None and not bypass:
+                # rows whose ranges are evenly spaced (their form's ranges known already,
+                # :func:`_row_lines`) and are the very lines of one resident run: the
+                # access made from their first and last line, no ranges made
+                line = self.l2.line
+                rel = _ROW_LINES.get((addr % line, line, rows))
+                if rel is not None and rel[2] is not None:
+                    base = addr // line
+                    reg = rel[2]
+                    done = self.l2.access_same(int(rel[0][0]) + base, int(rel[1][-1]) + base,
+                                               kind != DMA_IN,
+                                               ((reg[0] + base) % reg[1], reg[1], reg[2]))
             if done is None:
                 lines = _row_lines(addr, rows, self.l2.line)
                 if len(lines[0]) == 1:          # the rows cover one range of lines after all
