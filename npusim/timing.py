@@ -94,7 +94,7 @@ import zlib
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from itertools import compress as _compress, repeat as _repeat
+from itertools import chain, compress as _compress, repeat as _repeat
 from operator import (itemgetter, le as _le, lt as _lt, mul as _mul, sub as _sub,
                       truediv as _truediv)
 
@@ -462,17 +462,21 @@ class L2Cache:
         self.size += end - start
         self._new_id(start, end)
 
-    def _touched(self, lo, hi) -> list:
+    def _touched(self, lo, hi, reg=None) -> list:
         """The pages the line ranges ``[lo[i], hi[i])`` touch, in order (a row set's rows
-        are far apart: its extent's pages are many more). ``lo``, ``hi``: lists or arrays.
+        are far apart: its extent's pages are many more). ``lo``, ``hi``: lists or arrays;
+        ``reg``: their form when they are equal and evenly spaced (:func:`row_lines`): at
+        a pitch of whole pages, each range within a page, they touch every pitch's page.
 
         The ranges are sorted and disjoint, so the pages of range i are at or after those
         of range i - 1 (its last line is before range i's first): dropping a page equal to
         the one before it dedupes them, a sort is not needed."""
         P = self.PAGE
         a, b = int(lo[0]), int(hi[-1])
-        if (b - 1) // P - a // P < 2 * len(lo):
+        if (b - 1) // P - a // P < len(lo):
             return list(range(a // P, (b - 1) // P + 1))
+        if reg is not None and not reg[1] % P and a % P + reg[2] <= P:
+            return list(range(a // P, (b - 1) // P + 1, reg[1] // P))
         if type(lo) is list or len(lo) <= self.ROWS_IN_PYTHON:
             if type(lo) is not list:
                 lo, hi = lo.tolist(), hi.tolist()
@@ -589,7 +593,7 @@ class L2Cache:
             touched = (list(masks) if (end - 1) // P - start // P >= 2 * len(lo)
                        else list(range(start // P, (end - 1) // P + 1)))
         else:
-            touched = self._touched(lo, hi)
+            touched = self._touched(lo, hi, reg)
         lo, hi, dirt, n = _range_arrays(lo, hi, dirt)
         self.runs[start] = [end, None, stamp, lo, hi, dirt, n, reg]
         self._push(stamp, start)
@@ -991,19 +995,17 @@ class L2Cache:
                 out[s] = ks
         return out
 
-    def _overlapping_rows(self, lo, hi) -> list[int]:
+    def _overlapping_rows(self, lo, hi, reg=None) -> list[int]:
         """Starts of the resident runs that may share a line with the ranges ``[lo[i],
-        hi[i])``, in address order: those indexed in the pages the ranges touch."""
+        hi[i])`` (``reg``: their form, :meth:`_touched`), in address order: those indexed
+        in the pages the ranges touch."""
         a, b = int(lo[0]), int(hi[-1])
         pages, mpages, runs, rstart = self.pages, self.mpages, self.runs, self.rstart
-        found = set()
-        for p in self._touched(lo, hi):
-            page = pages.get(p)
-            if page:
-                found.update(page)
-            page = mpages.get(p)
-            if page:
-                found.update(page)
+        touched = self._touched(lo, hi, reg)
+        # the ids listed in those pages, gathered by C loops (a transfer of a column tile
+        # touches a page per row, each listing a dozen tiles of its row)
+        found = set(chain.from_iterable(filter(None, map(pages.get, touched))))
+        found.update(chain.from_iterable(filter(None, map(mpages.get, touched))))
         starts = [rstart[r] for r in found]
         return sorted([s for s in starts if s < b and runs[s][0] > a])
 
@@ -1249,7 +1251,7 @@ class L2Cache:
             found = sorted(near)
         else:
             total = int((hi - lo).sum())
-            found = self._overlapping_rows(lo, hi)
+            found = self._overlapping_rows(lo, hi, reg)
         if found and reg is not None:
             found = self._apart(found, reg)
             if len(found) == 1:

@@ -124,3 +124,48 @@ def test_a_launch_replays_the_same_with_and_without_the_same_run_answer(monkeypa
     for f in ("cycles", "hbm_bytes", "l2_hit_bytes", "l2_bytes"):
         assert getattr(fast, f) == getattr(full, f), f
     assert fast.block_end.tolist() == full.block_end.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([1, 2, 4, 8]), st.integers(1, 4), st.integers(0, 40),
+       st.integers(1, 3), st.integers(2, 40))
+def test_pages_of_evenly_spaced_ranges(page, pitch_pages, first, width, count):
+    """The pages evenly spaced ranges touch, worked out from their form (a pitch of whole
+    pages): those worked out from the ranges."""
+    c = L2Cache(SOC)
+    c.PAGE = page
+    pitch = pitch_pages * page
+    lo = [first + i * pitch for i in range(count)]
+    hi = [x + min(width, pitch - 1) for x in lo] if pitch > 1 else [x + 1 for x in lo]
+    reg = (first % pitch, pitch, hi[0] - lo[0])
+    want = sorted({p for a, b in zip(lo, hi) for p in range(a // page, (b - 1) // page + 1)})
+    got = c._touched(lo, hi, reg)
+    # the extent's pages when the ranges are as many (a superset, as _touched gives it)
+    assert got == want or (got == list(range(want[0], want[-1] + 1))
+                           and want[-1] - want[0] < count)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from([2, 4]), st.sampled_from([1, 2]),
+       st.lists(st.tuples(st.integers(0, 5), st.sampled_from([3, 8, 20]), st.booleans()),
+                min_size=1, max_size=40))
+def test_column_tiles_at_a_pitch_of_whole_pages(page, pitch_pages, tiles):
+    """Column tiles (rows of one line) at a pitch of whole index pages, cut and indexed
+    with numpy: a per-line LRU's hits and write-backs, and every page a run's lines touch
+    lists it."""
+    fast, ref = L2Cache(SOC), SetLRU(64)
+    fast.PAGE, fast.ROWS_IN_PYTHON = page, 0
+    pitch = pitch_pages * page * LINE
+    for col, rows, write in tiles + tiles[::-1]:
+        addr = 8192 * LINE + col * LINE
+        runs = ((0, LINE, pitch, rows),)
+        lo, hi, reg = row_lines(addr, runs, LINE)
+        got = fast.access_lines(lo, hi, write, reg)
+        assert got == (*ref.touch(moved_lines(addr, ((0, LINE, pitch - LINE, rows),)), write), 0)
+    assert fast.size == len(ref.d)
+    index = fast.index()
+    for s, run in fast.runs.items():
+        rid = fast.rid[s]
+        ranges = zip(run[3], run[4]) if len(run) > 3 else [(s, run[0])]
+        for a, b in ranges:
+            assert all(rid in index[p] for p in range(a // page, (b - 1) // page + 1))
