@@ -514,8 +514,16 @@ class L2Cache:
         if touched is not None:
             self.mtouched[rid] = touched
             mpages = self.mpages
+            if masks is None:
+                for p in touched:
+                    page = mpages.get(p)
+                    if page is None:
+                        mpages[p] = {rid: -1}
+                    else:
+                        page[rid] = -1
+                return
             for p in touched:
-                m = -1 if masks is None else masks.get(p, 0)
+                m = masks.get(p, 0)
                 page = mpages.get(p)
                 if page is None:
                     mpages[p] = {rid: m}
@@ -1309,7 +1317,7 @@ class L2Cache:
         if run is None or len(run) == 3 or run[7] != reg or run[0] != end:
             return None
         self.clock += 1
-        return self._same_rows(start, end, write, reg, self.clock)
+        return self._renew(start, run, write, self.clock)
 
     def _same_rows(self, start: int, end: int, write: bool, reg, stamp: int):
         """:meth:`access_lines` of evenly spaced ranges (``reg``) from line ``start`` to
@@ -1325,7 +1333,14 @@ class L2Cache:
         if run is None or len(run) == 3 or run[7] != reg or run[0] != end:
             return None
         # the same start, end and (first line mod pitch, pitch, lines): the same ranges
-        dirt = _arrays(run)[5]
+        return self._renew(start, run, write, stamp)
+
+    def _renew(self, start: int, run: list, write: bool, stamp: int):
+        """:meth:`_same_rows` of the run of ranges ``run`` at ``start``, found to be the
+        lines accessed."""
+        dirt = run[5]
+        if type(dirt) is list:
+            dirt = _arrays(run)[5]
         if write:
             dirt = dirt | True
         # (a read leaves the dirtiness as it is: the run keeps its array, which nothing
@@ -1334,10 +1349,11 @@ class L2Cache:
         if write and self.write_through_when_full and self.size > self.capacity:
             through, dirt = run[6] * self.line, np.zeros(len(dirt), bool)
         run[2], run[5] = stamp, dirt
-        rid = self.rid[start]
-        # its dirtiness as a list is stale (its line masks are not: the same lines)
-        self.rlists.pop(rid, None)
-        self._push(stamp, start)
+        if self.rlists:
+            # its dirtiness as a list is stale (its line masks are not: the same lines)
+            self.rlists.pop(self.rid[start], None)
+        # its recency entry: the clock's newest stamp, in order (:meth:`_push`)
+        self.recent.append((stamp, start))
         return 1.0, (self._evict() if self.size > self.capacity else 0), through
 
     def _access_rows(self, lo: list, hi: list, write: bool, reg, found: list, near: dict,
