@@ -108,7 +108,12 @@ class ColdL2:
             self.invalidate = cache.invalidate
             self.invalidate_lines = cache.invalidate_lines
             self.access_many = cache.access_many
+            self.access_same = cache.access_same
         return cache
+
+    def access_same(self, start: int, end: int, write: bool, reg):
+        """:meth:`L2Cache.access_same`: None (no run is made before the cache is)."""
+        return None
 
     def _touch(self, a: int, b: int) -> int:
         """Make lines [a, b) resident; return how many were already."""

@@ -94,7 +94,7 @@ import zlib
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from itertools import chain as _chain, compress as _compress, repeat as _repeat
+from itertools import chain, compress as _compress, repeat as _repeat
 from operator import (itemgetter, le as _le, lt as _lt, mul as _mul, sub as _sub,
                       truediv as _truediv)
 
@@ -462,17 +462,21 @@ class L2Cache:
         self.size += end - start
         self._new_id(start, end)
 
-    def _touched(self, lo, hi) -> list:
+    def _touched(self, lo, hi, reg=None) -> list:
         """The pages the line ranges ``[lo[i], hi[i])`` touch, in order (a row set's rows
-        are far apart: its extent's pages are many more). ``lo``, ``hi``: lists or arrays.
+        are far apart: its extent's pages are many more). ``lo``, ``hi``: lists or arrays;
+        ``reg``: their form when they are equal and evenly spaced (:func:`row_lines`): at
+        a pitch of whole pages, each range within a page, they touch every pitch's page.
 
         The ranges are sorted and disjoint, so the pages of range i are at or after those
         of range i - 1 (its last line is before range i's first): dropping a page equal to
         the one before it dedupes them, a sort is not needed."""
         P = self.PAGE
         a, b = int(lo[0]), int(hi[-1])
-        if (b - 1) // P - a // P < 2 * len(lo):
+        if (b - 1) // P - a // P < len(lo):
             return list(range(a // P, (b - 1) // P + 1))
+        if reg is not None and not reg[1] % P and a % P + reg[2] <= P:
+            return list(range(a // P, (b - 1) // P + 1, reg[1] // P))
         if type(lo) is list or len(lo) <= self.ROWS_IN_PYTHON:
             if type(lo) is not list:
                 lo, hi = lo.tolist(), hi.tolist()
@@ -510,8 +514,16 @@ class L2Cache:
         if touched is not None:
             self.mtouched[rid] = touched
             mpages = self.mpages
+            if masks is None:
+                for p in touched:
+                    page = mpages.get(p)
+                    if page is None:
+                        mpages[p] = {rid: -1}
+                    else:
+                        page[rid] = -1
+                return
             for p in touched:
-                m = -1 if masks is None else masks.get(p, 0)
+                m = masks.get(p, 0)
                 page = mpages.get(p)
                 if page is None:
                     mpages[p] = {rid: m}
@@ -589,7 +601,7 @@ class L2Cache:
             touched = (list(masks) if (end - 1) // P - start // P >= 2 * len(lo)
                        else list(range(start // P, (end - 1) // P + 1)))
         else:
-            touched = self._touched(lo, hi)
+            touched = self._touched(lo, hi, reg)
         lo, hi, dirt, n = _range_arrays(lo, hi, dirt)
         self.runs[start] = [end, None, stamp, lo, hi, dirt, n, reg]
         self._push(stamp, start)
@@ -991,19 +1003,17 @@ class L2Cache:
                 out[s] = ks
         return out
 
-    def _overlapping_rows(self, lo, hi) -> list[int]:
+    def _overlapping_rows(self, lo, hi, reg=None) -> list[int]:
         """Starts of the resident runs that may share a line with the ranges ``[lo[i],
-        hi[i])``, in address order: those indexed in the pages the ranges touch."""
+        hi[i])`` (``reg``: their form, :meth:`_touched`), in address order: those indexed
+        in the pages the ranges touch."""
         a, b = int(lo[0]), int(hi[-1])
         pages, mpages, runs, rstart = self.pages, self.mpages, self.runs, self.rstart
-        found = set()
-        for p in self._touched(lo, hi):
-            page = pages.get(p)
-            if page:
-                found.update(page)
-            page = mpages.get(p)
-            if page:
-                found.update(page)
+        touched = self._touched(lo, hi, reg)
+        # the ids listed in those pages, gathered by C loops (a transfer of a column tile
+        # touches a page per row, each listing a dozen tiles of its row)
+        found = set(chain.from_iterable(filter(None, map(pages.get, touched))))
+        found.update(chain.from_iterable(filter(None, map(mpages.get, touched))))
         starts = [rstart[r] for r in found]
         return sorted([s for s in starts if s < b and runs[s][0] > a])
 
@@ -1233,7 +1243,7 @@ class L2Cache:
         self.clock += 1
         stamp = self.clock
         if reg is not None:
-            same = self._same_rows(lo, hi, write, reg, stamp)
+            same = self._same_rows(int(lo[0]), int(hi[-1]), write, reg, stamp)
             if same is not None:
                 return same
         n_ranges = len(lo)
@@ -1249,7 +1259,7 @@ class L2Cache:
             found = sorted(near)
         else:
             total = int((hi - lo).sum())
-            found = self._overlapping_rows(lo, hi)
+            found = self._overlapping_rows(lo, hi, reg)
         if found and reg is not None:
             found = self._apart(found, reg)
             if len(found) == 1:
@@ -1294,8 +1304,24 @@ class L2Cache:
         self._put(lo, hi, dirt, stamp, reg if len(lo) == n_ranges else None)
         return hits / total, (self._evict() if self.size > self.capacity else 0), through
 
-    def _same_rows(self, lo, hi, write: bool, reg, stamp: int):
-        """:meth:`access_lines` of evenly spaced ranges (``reg``) that are the very lines of
+    def access_same(self, start: int, end: int, write: bool, reg):
+        """:meth:`access_lines` of the evenly spaced ranges ``reg`` (first line mod pitch,
+        pitch, lines per range) from line ``start`` to line ``end`` when they are the very
+        lines of one resident run (:meth:`_same_rows`): its result, and the cache changed
+        as it changes it. None when they are not such a run, the cache unchanged (the
+        caller then makes the access). A transfer of rows whose ranges it has not made
+        yet asks this first: its line ranges are not needed (a kernel that reads each
+        tile from several cores, or again after the tiles of other rows, nearly always
+        finds its run)."""
+        run = self.runs.get(start)
+        if run is None or len(run) == 3 or run[7] != reg or run[0] != end:
+            return None
+        self.clock += 1
+        return self._renew(start, run, write, self.clock)
+
+    def _same_rows(self, start: int, end: int, write: bool, reg, stamp: int):
+        """:meth:`access_lines` of evenly spaced ranges (``reg``) from line ``start`` to
+        line ``end`` that are the very lines of
         one resident run (a tile another core read before): all hits, the run takes the new
         recency in place, as cutting it out and adding it back would (a per-line LRU
         touches the same lines). Found by the run's start, not through the pages the
@@ -1303,21 +1329,31 @@ class L2Cache:
         them (the pages of a column tile list every other tile of its rows: finding the
         run there costs a set update per row and tile, a launch's larger share of replay
         time as the matrix widens). Returns None when the lines are not such a run."""
-        start = int(lo[0])
         run = self.runs.get(start)
-        if run is None or len(run) == 3 or run[7] != reg or run[0] != int(hi[-1]):
+        if run is None or len(run) == 3 or run[7] != reg or run[0] != end:
             return None
         # the same start, end and (first line mod pitch, pitch, lines): the same ranges
-        n_ranges = len(lo)
-        dirt = _arrays(run)[5] | write
+        return self._renew(start, run, write, stamp)
+
+    def _renew(self, start: int, run: list, write: bool, stamp: int):
+        """:meth:`_same_rows` of the run of ranges ``run`` at ``start``, found to be the
+        lines accessed."""
+        dirt = run[5]
+        if type(dirt) is list:
+            dirt = _arrays(run)[5]
+        if write:
+            dirt = dirt | True
+        # (a read leaves the dirtiness as it is: the run keeps its array, which nothing
+        # changes in place)
         through = 0
         if write and self.write_through_when_full and self.size > self.capacity:
-            through, dirt = run[6] * self.line, np.zeros(n_ranges, bool)
+            through, dirt = run[6] * self.line, np.zeros(len(dirt), bool)
         run[2], run[5] = stamp, dirt
-        rid = self.rid[start]
-        # its dirtiness as a list is stale (its line masks are not: the same lines)
-        self.rlists.pop(rid, None)
-        self._push(stamp, start)
+        if self.rlists:
+            # its dirtiness as a list is stale (its line masks are not: the same lines)
+            self.rlists.pop(self.rid[start], None)
+        # its recency entry: the clock's newest stamp, in order (:meth:`_push`)
+        self.recent.append((stamp, start))
         return 1.0, (self._evict() if self.size > self.capacity else 0), through
 
     def _access_rows(self, lo: list, hi: list, write: bool, reg, found: list, near: dict,
@@ -1832,6 +1868,18 @@ class _Memory:
                 # now, a few rows' (nothing else touches L2 before this transfer's access
                 # below)
                 done = self.cold.access_rows(addr, rows, kind != DMA_IN)
+            if done is None and not bypass:
+                # rows whose ranges are evenly spaced (their form's ranges known already,
+                # :func:`_row_lines`) and are the very lines of one resident run: the
+                # access made from their first and last line, no ranges made
+                line = self.l2.line
+                rel = _ROW_LINES.get((addr % line, line, rows))
+                if rel is not None and rel[2] is not None:
+                    base = addr // line
+                    reg = rel[2]
+                    done = self.l2.access_same(int(rel[0][0]) + base, int(rel[1][-1]) + base,
+                                               kind != DMA_IN,
+                                               ((reg[0] + base) % reg[1], reg[1], reg[2]))
             if done is None:
                 lines = _row_lines(addr, rows, self.l2.line)
                 if len(lines[0]) == 1:          # the rows cover one range of lines after all
@@ -2666,6 +2714,27 @@ def _split_member(records, pipes, merge: bool, kept: dict):
     return out
 
 
+def _block_pipes(records, kept: dict) -> set:
+    """The pipes of a block's records, PIPE_ALL left out. A lockstep group member's
+    (``records.template``, :func:`_split_member`) are the pipes of the group's records where
+    members do not differ, worked out once per group (kept in ``kept``), and of its own
+    records where they do: a pass over the group's records, not over every member's (a
+    launch of 24 members of 160,000 records each: 0.24 s of CPU otherwise)."""
+    ALL = Pipe.PIPE_ALL
+    template = getattr(records, "template", None)
+    if template is None:
+        return {r[1] for r in records if r[1] != ALL}
+    shared, patched = template[:2]
+    entry = kept.get(id(shared))
+    if entry is None:
+        differ = set(patched)
+        common = {r[1] for i, r in enumerate(shared) if i not in differ}
+        kept[id(shared)] = entry = (shared, common)    # ``shared`` kept alive: its id stays
+    out = entry[1] | {records[i][1] for i in patched}
+    out.discard(ALL)
+    return out
+
+
 #: The item :meth:`_IssuePruner.issue` leaves in PIPE_S's list for one issue point, until
 #: :meth:`_IssuePruner.finish` replaces it with the issue flags kept.
 _ISSUE_POINT = -1
@@ -3030,7 +3099,7 @@ def _relocated_key(blocks, line: int):
         key = rec[4]
         addr, span = key[0], key[1]
         if len(key) > 3 and key[3] is not None and not _INTS.issuperset(
-                map(type, _chain(*key[3]))):
+                map(type, chain(*key[3]))):
             return None                           # rows that differ from member to member
         if type(addr) is int and type(span) is int:     # (most: one block's own transfer)
             found.append((addr // line, (addr + max(span, 1) - 1) // line + 1, len(found)))
@@ -3270,7 +3339,8 @@ def _replay(blocks, soc, keep_spans, cores, profile_pipes, l2) -> KernelTiming:
 
     # pipes of each block; a SyncAll barrier joins every pipe of every block
     ALL = Pipe.PIPE_ALL
-    block_pipes = [{r[1] for r in records if r[1] != ALL} for records in blocks]
+    kept_pipes: dict = {}
+    block_pipes = [_block_pipes(records, kept_pipes) for records in blocks]
     all_parties = sum(len(p) for p in block_pipes)
     # the blocks that run on an AIC (its pipes, or an AIC-only launch): their transfers do
     # not use the vector cores' interconnect (``noc_bandwidth``)

@@ -108,6 +108,11 @@ _PIPE_BY_SHORT = {"S": PIPE_S, "V": PIPE_V, "M": PIPE_M, "MTE1": PIPE_MTE1,
 class HardEvent(enum.Enum):
     """Intra-core sync events, named SRC_DST (docs/reference/hardware.md §3 "HardEvent enum")."""
 
+    # a member is its own singleton (equal to itself alone): hashed by identity, in C, not
+    # by Enum's Python-level hash of its name (the timing replay looks up a flag by
+    # (kind, event, eventID) at every SetFlag and WaitFlag: a million times at 8192^3)
+    __hash__ = object.__hash__
+
     MTE2_MTE1 = "MTE2_MTE1"
     MTE1_MTE2 = "MTE1_MTE2"
     MTE1_M = "MTE1_M"
