@@ -32,6 +32,15 @@ def moved_lines(addr, runs):
             for off, row, gap, count in runs for i in range(count) for j in range(row)}
 
 
+def dirty_lines(cache: L2Cache) -> set:
+    """The dirty lines of ``cache``, from its runs (a run of ranges: per range)."""
+    dirty = set()
+    for s, run in cache.runs.items():
+        for a, b, d in (zip(run[3], run[4], run[5]) if len(run) > 3 else [(s, run[0], run[1])]):
+            dirty |= set(range(a, b)) if d else set()
+    return dirty
+
+
 def as_runs(runs):
     return tuple((off, row, row + gap, count) for off, row, gap, count in runs)
 
@@ -157,11 +166,7 @@ def test_tiles_read_again_take_a_new_recency(tiles):
         got = fast.access_lines(lo, hi, write, reg)
         assert got == (*ref.touch(moved_lines(addr, ((0, 2 * LINE, 6 * LINE, 8),)), write), 0)
     assert fast.size == len(ref.d)
-    dirty = set()
-    for s, run in fast.runs.items():
-        for a, b, d in (zip(run[3], run[4], run[5]) if len(run) > 3 else [(s, run[0], run[1])]):
-            dirty |= set(range(a, b)) if d else set()
-    assert dirty == {ln for ln, d in ref.d.items() if d}
+    assert dirty_lines(fast) == {ln for ln, d in ref.d.items() if d}
 
 # [64, 1024] half tiles of a [64, 12288] half matrix: rows of 2048 B, 24576 B apart
 ROW, PITCH, ROWS, TILES = 2048, 12288 * 2, 64, 12

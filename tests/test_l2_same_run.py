@@ -12,7 +12,7 @@ from npusim.ascendc.core import DMA_IN, DMA_OUT
 from npusim.ascendc.types import Pipe
 from npusim.timing import L2Cache, row_lines, simulate
 from test_l2_cache import SOC
-from test_l2_rows import LINE, SetLRU, moved_lines
+from test_l2_rows import LINE, SetLRU, dirty_lines, moved_lines
 
 
 def state(c: L2Cache):
@@ -55,11 +55,7 @@ def test_same_run_answer_is_the_full_access(pitch_lines, tiles):
         assert got == (*want, 0)
         assert state(fast) == state(full)
     assert fast.size == len(ref.d)
-    dirty = set()
-    for s, run in fast.runs.items():
-        for a, b, d in (zip(run[3], run[4], run[5]) if len(run) > 3 else [(s, run[0], run[1])]):
-            dirty |= set(range(a, b)) if d else set()
-    assert dirty == {ln for ln, d in ref.d.items() if d}
+    assert dirty_lines(fast) == {ln for ln, d in ref.d.items() if d}
 
 
 def test_same_run_answer_misses_other_runs():
