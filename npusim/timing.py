@@ -1240,12 +1240,12 @@ class L2Cache:
         Returns:
             as :meth:`access`, the fraction of hits over the lines touched.
         """
-        self.clock += 1
-        stamp = self.clock
         if reg is not None:
-            same = self._same_rows(int(lo[0]), int(hi[-1]), write, reg, stamp)
+            same = self.access_same(int(lo[0]), int(hi[-1]), write, reg)
             if same is not None:
                 return same
+        self.clock += 1
+        stamp = self.clock
         n_ranges = len(lo)
         near = None
         lists = type(lo) is list
@@ -1307,37 +1307,24 @@ class L2Cache:
     def access_same(self, start: int, end: int, write: bool, reg):
         """:meth:`access_lines` of the evenly spaced ranges ``reg`` (first line mod pitch,
         pitch, lines per range) from line ``start`` to line ``end`` when they are the very
-        lines of one resident run (:meth:`_same_rows`): its result, and the cache changed
-        as it changes it. None when they are not such a run, the cache unchanged (the
-        caller then makes the access). A transfer of rows whose ranges it has not made
-        yet asks this first: its line ranges are not needed (a kernel that reads each
-        tile from several cores, or again after the tiles of other rows, nearly always
-        finds its run)."""
-        run = self.runs.get(start)
-        if run is None or len(run) == 3 or run[7] != reg or run[0] != end:
-            return None
-        self.clock += 1
-        return self._renew(start, run, write, self.clock)
+        lines of one resident run (a tile another core read before): its result, and the
+        cache changed as it changes it. None when they are not such a run, the cache
+        unchanged (the caller then makes the access; :meth:`access_lines` asks this first,
+        and a transfer of rows asks it before making their line ranges, which are then not
+        needed).
 
-    def _same_rows(self, start: int, end: int, write: bool, reg, stamp: int):
-        """:meth:`access_lines` of evenly spaced ranges (``reg``) from line ``start`` to
-        line ``end`` that are the very lines of
-        one resident run (a tile another core read before): all hits, the run takes the new
-        recency in place, as cutting it out and adding it back would (a per-line LRU
-        touches the same lines). Found by the run's start, not through the pages the
-        ranges touch: no other run holds any of these lines, so none can share one with
-        them (the pages of a column tile list every other tile of its rows: finding the
-        run there costs a set update per row and tile, a launch's larger share of replay
-        time as the matrix widens). Returns None when the lines are not such a run."""
+        All hits: the run takes the new recency in place, as cutting it out and adding it
+        back would (a per-line LRU touches the same lines). Found by the run's start, not
+        through the pages the ranges touch: no other run holds any of these lines, so none
+        can share one with them (the pages of a column tile list every other tile of its
+        rows: finding the run there costs a set update per row and tile, a launch's larger
+        share of replay time as the matrix widens)."""
         run = self.runs.get(start)
         if run is None or len(run) == 3 or run[7] != reg or run[0] != end:
             return None
         # the same start, end and (first line mod pitch, pitch, lines): the same ranges
-        return self._renew(start, run, write, stamp)
-
-    def _renew(self, start: int, run: list, write: bool, stamp: int):
-        """:meth:`_same_rows` of the run of ranges ``run`` at ``start``, found to be the
-        lines accessed."""
+        self.clock += 1
+        stamp = self.clock
         dirt = run[5]
         if type(dirt) is list:
             dirt = _arrays(run)[5]
