@@ -3140,15 +3140,12 @@ def _relocated_key(blocks, line: int):
         return (rec[0], _plain_pipe(rec[1], rec[1]), rec[2], rec[3], (moved(key[0]), *key[1:]),
                 *rec[5:])
 
-    def plain(records, skip=()):
-        """The records (:func:`_plain`), each transfer's address moved with its island;
-        None for those at the indices ``skip`` (a group's per-member ones)."""
+    def plain(records, skip=frozenset()):
+        """The records (:func:`_plain`, inline), each transfer's address moved with its
+        island; None for those at the indices ``skip`` (a group's per-member ones)."""
         pipe = _plain_pipe
-        if skip:
-            return [None if i in skip else relocated(r) if r[0] == DMA_IN or r[0] == DMA_OUT
-                    else (r[0], pipe(r[1], r[1]), *r[2:]) for i, r in enumerate(records)]
-        return [relocated(r) if r[0] == DMA_IN or r[0] == DMA_OUT
-                else (r[0], pipe(r[1], r[1]), *r[2:]) for r in records]
+        return [None if i in skip else relocated(r) if r[0] == DMA_IN or r[0] == DMA_OUT
+                else (r[0], pipe(r[1], r[1]), *r[2:]) for i, r in enumerate(records)]
 
     out = []
     groups: dict = {}
